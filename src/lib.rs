@@ -1,0 +1,7 @@
+//! gsrelay: a selective forwarding relay for game state over RTP.
+//!
+//! Layout (see `docs/architecture.md`): `wire` is the game-state payload codec, `rtp` the
+//! RTP/RTCP/SRTP primitives beneath the relay.
+#![warn(missing_docs)]
+
+pub mod rtp;

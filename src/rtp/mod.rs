@@ -1,0 +1,1 @@
+//! RTP and RTCP primitives.
