@@ -5,3 +5,4 @@
 #![warn(missing_docs)]
 
 pub mod rtp;
+pub mod wire;
