@@ -484,3 +484,48 @@ mod opt_float {
         Ok(Option::<W>::deserialize(d)?.map(|w| w.0))
     }
 }
+
+impl Object {
+    /// The objectID (`None` for a top-level HeadIPD1, and for an unknown object whose
+    /// body does not start with a VarUInt).
+    pub fn id(&self) -> Option<u64> {
+        match self {
+            Object::Head1(o) => Some(o.id),
+            Object::Hand1(o) => Some(o.id),
+            Object::Hand2(o) => Some(o.id),
+            Object::Object1(o) => Some(o.id),
+            Object::Object2(o) => Some(o.id),
+            Object::Mesh1(o) => Some(o.id),
+            Object::Mesh2(o) => Some(o.id),
+            Object::GameControl1(o) => Some(o.id),
+            Object::ThreeDof1(o) => Some(o.id),
+            Object::SixDof1(o) => Some(o.id),
+            Object::HeadIpd1(_) => None,
+            Object::Unknown(u) => super::reader::Reader::new(&u.data.0).varuint().ok(),
+        }
+    }
+
+    /// The position the relay uses for area-of-interest filtering, if the type has one.
+    pub fn position(&self) -> Option<[f32; 3]> {
+        match self {
+            Object::Head1(o) => Some(o.location.position()),
+            Object::Hand1(o) => Some(o.location.position()),
+            Object::Hand2(o) => Some(o.location.position()),
+            Object::Object1(o) => Some([o.position.x, o.position.y, o.position.z]),
+            Object::Object2(o) => Some(o.location.position()),
+            Object::Mesh2(o) => Some(o.location.position()),
+            Object::SixDof1(o) => Some(o.location.position()),
+            _ => None,
+        }
+    }
+
+    /// The parent objectID, if the object declares one.
+    pub fn parent(&self) -> Option<u64> {
+        match self {
+            Object::Object1(o) => o.parent,
+            Object::Object2(o) => o.parent,
+            Object::Mesh2(o) => o.parent,
+            _ => None,
+        }
+    }
+}
