@@ -123,13 +123,12 @@ impl<'a> RtpPacket<'a> {
         // Padding is stripped first so the extension and payload cannot claim padding octets.
         let (buf, padding_len) = if b0 & 0x20 != 0 {
             let pad = *buf.last().ok_or(RtpError::BadPadding)?;
-            let unpadded = buf.len().checked_sub(usize::from(pad));
-            match unpadded {
-                Some(end) if pad != 0 && end >= csrc_end => {
-                    (buf.get(..end).ok_or(RtpError::BadPadding)?, pad)
-                }
-                _ => return Err(RtpError::BadPadding),
-            }
+            let end = buf
+                .len()
+                .checked_sub(usize::from(pad))
+                .filter(|&end| pad != 0 && end >= csrc_end)
+                .ok_or(RtpError::BadPadding)?;
+            (buf.get(..end).ok_or(RtpError::BadPadding)?, pad)
         } else {
             (buf, 0)
         };
