@@ -1,1 +1,21 @@
 //! RTP and RTCP primitives.
+//!
+//! - [`packet`]: zero-copy RTP header view ([`RtpPacket`]), header writer ([`RtpHeader`]) and
+//!   the RTP/RTCP demultiplexing test for an rtcp-mux port ([`classify`]).
+//! - [`rtcp`]: compound RTCP parsing into the [`RtcpItem`]s a relay acts on, and builders
+//!   for the packets it sends.
+//! - [`rewrite`]: per-subscriber sequence number and timestamp rewriting ([`SeqRewriter`]).
+//!
+//! Everything here is pure: no I/O, no clock. Parsing treats input as hostile: malformed
+//! bytes give a typed error whose `reason()` is a stable metric label, never a panic.
+
+pub mod packet;
+pub mod rewrite;
+pub mod rtcp;
+
+pub use packet::{
+    ExtensionElement, ExtensionForm, HeaderExtension, PacketClass, RtpError, RtpHeader, RtpPacket,
+    RtpWriteError, WriteExtension, classify,
+};
+pub use rewrite::{Rewritten, SeqRewriter};
+pub use rtcp::{RtcpError, RtcpItem, RtcpWriteError, parse_compound};
