@@ -1,1 +1,3 @@
 //! RTP and RTCP primitives.
+
+pub mod srtp;
