@@ -4,6 +4,7 @@
 //!   the RTP/RTCP demultiplexing test for an rtcp-mux port ([`classify`]).
 //! - [`rtcp`]: compound RTCP parsing into the [`RtcpItem`]s a relay acts on, and builders
 //!   for the packets it sends.
+//! - [`srtp`]: SRTP/SRTCP contexts per session ([`SrtpSession`]) and key material.
 //! - [`rewrite`]: per-subscriber sequence number and timestamp rewriting ([`SeqRewriter`]).
 //!
 //! Everything here is pure: no I/O, no clock. Parsing treats input as hostile: malformed
@@ -12,6 +13,7 @@
 pub mod packet;
 pub mod rewrite;
 pub mod rtcp;
+pub mod srtp;
 
 pub use packet::{
     ExtensionElement, ExtensionForm, HeaderExtension, PacketClass, RtpError, RtpHeader, RtpPacket,
@@ -19,3 +21,4 @@ pub use packet::{
 };
 pub use rewrite::{Rewritten, SeqRewriter};
 pub use rtcp::{RtcpError, RtcpItem, RtcpWriteError, parse_compound};
+pub use srtp::{KeyMaterial, SrtpError, SrtpProfile, SrtpSession};

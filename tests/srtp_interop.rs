@@ -1,0 +1,194 @@
+//! Interop of `gsrelay::rtp::srtp` with libsrtp, an independent SRTP implementation.
+//!
+//! libsrtp runs through the Python package `pylibsrtp` (`python3 -m pip install pylibsrtp`)
+//! in `tests/interop/srtp_peer.py`; packets travel as hex over its stdin and stdout. Without
+//! the package these tests fail, unless `GSRELAY_SKIP_LIBSRTP=1` is set.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use gsrelay::rtp::srtp::{KeyMaterial, SrtpProfile, SrtpSession};
+
+const PEER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/srtp_peer.py");
+const SSRC: u32 = 0x0bad_cafe;
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Rtp,
+    Rtcp,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Rtp => "rtp",
+            Self::Rtcp => "rtcp",
+        }
+    }
+}
+
+/// Whether to run; panics with the fix when libsrtp is missing and skipping was not asked for.
+fn libsrtp_available() -> bool {
+    let importable = Command::new("python3")
+        .args(["-c", "import pylibsrtp"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if importable {
+        return true;
+    }
+    if std::env::var("GSRELAY_SKIP_LIBSRTP").as_deref() == Ok("1") {
+        eprintln!(
+            "\n!!!!!!!! SKIPPED: libsrtp interop test (GSRELAY_SKIP_LIBSRTP=1 and \
+             `python3 -c 'import pylibsrtp'` fails) !!!!!!!!\n"
+        );
+        return false;
+    }
+    panic!(
+        "the libsrtp interop test needs the Python package pylibsrtp: run \
+         `python3 -m pip install pylibsrtp`, or set GSRELAY_SKIP_LIBSRTP=1 to skip it"
+    );
+}
+
+/// Runs every packet through libsrtp in order and returns its results.
+fn libsrtp(mode: &str, key: &KeyMaterial, packets: &[(Kind, Vec<u8>)]) -> Vec<Vec<u8>> {
+    let mut child = Command::new("python3")
+        .arg(PEER)
+        .args([mode, key.profile().name(), &key.to_base64()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start python3");
+    let input: String = packets
+        .iter()
+        .map(|(kind, packet)| format!("{} {}\n", kind.name(), hex::encode(packet)))
+        .collect();
+    // The peer reads all of stdin before the test reads its output; the input is small
+    // enough for the pipe, and dropping stdin closes it.
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(input.as_bytes())
+        .expect("write to srtp_peer.py");
+    let output = child.wait_with_output().expect("wait for srtp_peer.py");
+    assert!(
+        output.status.success(),
+        "srtp_peer.py {mode} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Vec<u8>> = String::from_utf8(output.stdout)
+        .expect("hex output")
+        .lines()
+        .map(|line| hex::decode(line).expect("hex line"))
+        .collect();
+    assert_eq!(lines.len(), packets.len(), "one output line per packet");
+    lines
+}
+
+fn rtp(seq: u16, payload_len: usize) -> Vec<u8> {
+    let mut packet = vec![0x80, 96];
+    packet.extend_from_slice(&seq.to_be_bytes());
+    packet.extend_from_slice(&(u32::from(seq) * 3000).to_be_bytes());
+    packet.extend_from_slice(&SSRC.to_be_bytes());
+    packet.extend((0..payload_len).map(|i| (i as u8) ^ (seq as u8)));
+    packet
+}
+
+/// RTP with one CSRC and an RFC 8285 one-byte header extension, so both sides must agree
+/// on where the header ends.
+fn rtp_with_extension(seq: u16) -> Vec<u8> {
+    let mut packet = vec![0x91, 0xe0];
+    packet.extend_from_slice(&seq.to_be_bytes());
+    packet.extend_from_slice(&7u32.to_be_bytes());
+    packet.extend_from_slice(&SSRC.to_be_bytes());
+    packet.extend_from_slice(&0x1111_2222_u32.to_be_bytes());
+    packet.extend_from_slice(&[0xbe, 0xde, 0x00, 0x01, 0x10, 0xaa, 0x00, 0x00]);
+    packet.extend_from_slice(b"extended game state");
+    packet
+}
+
+/// An RTCP APP packet (PT 204) carrying `words` 32-bit words of data.
+fn rtcp_app(words: u8) -> Vec<u8> {
+    let mut packet = vec![0x80, 204, 0, 2 + words];
+    packet.extend_from_slice(&SSRC.to_be_bytes());
+    packet.extend_from_slice(b"GSRL");
+    packet.extend((0..4 * words).map(|i| i.wrapping_mul(37)));
+    packet
+}
+
+/// Mixed RTP and RTCP, crossing a sequence-number rollover so both sides must agree on
+/// the rollover counter.
+fn traffic() -> Vec<(Kind, Vec<u8>)> {
+    vec![
+        (Kind::Rtp, rtp(65533, 1)),
+        (Kind::Rtcp, rtcp_app(1)),
+        (Kind::Rtp, rtp(65534, 200)),
+        (Kind::Rtp, rtp(65535, 0)),
+        (Kind::Rtp, rtp(0, 1200)),
+        (Kind::Rtcp, rtcp_app(0)),
+        (Kind::Rtp, rtp_with_extension(1)),
+        (Kind::Rtp, rtp(2, 33)),
+        (Kind::Rtcp, rtcp_app(50)),
+    ]
+}
+
+#[test]
+fn libsrtp_unprotects_what_the_relay_protects() {
+    if !libsrtp_available() {
+        return;
+    }
+    for profile in SrtpProfile::ALL {
+        let client_key = KeyMaterial::generate(profile).unwrap();
+        let relay_key = KeyMaterial::generate(profile).unwrap();
+        let mut relay = SrtpSession::for_relay(profile, &client_key, &relay_key).unwrap();
+        let plain = traffic();
+        let protected: Vec<_> = plain
+            .iter()
+            .map(|(kind, packet)| {
+                let out = match kind {
+                    Kind::Rtp => relay.protect_rtp(packet),
+                    Kind::Rtcp => relay.protect_rtcp(packet),
+                };
+                (*kind, out.unwrap().to_vec())
+            })
+            .collect();
+        let unprotected = libsrtp("unprotect", &relay_key, &protected);
+        for (i, ((kind, expected), got)) in plain.iter().zip(&unprotected).enumerate() {
+            assert_eq!(
+                hex::encode(got),
+                hex::encode(expected),
+                "{profile} packet {i} ({})",
+                kind.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn relay_unprotects_what_libsrtp_protects() {
+    if !libsrtp_available() {
+        return;
+    }
+    for profile in SrtpProfile::ALL {
+        let client_key = KeyMaterial::generate(profile).unwrap();
+        let relay_key = KeyMaterial::generate(profile).unwrap();
+        let mut relay = SrtpSession::for_relay(profile, &client_key, &relay_key).unwrap();
+        let plain = traffic();
+        let protected = libsrtp("protect", &client_key, &plain);
+        for (i, ((kind, expected), packet)) in plain.iter().zip(&protected).enumerate() {
+            let got = match kind {
+                Kind::Rtp => relay.unprotect_rtp(packet),
+                Kind::Rtcp => relay.unprotect_rtcp(packet),
+            }
+            .unwrap_or_else(|e| panic!("{profile} packet {i} ({}): {e}", kind.name()));
+            assert_eq!(
+                hex::encode(got),
+                hex::encode(expected),
+                "{profile} packet {i} ({})",
+                kind.name()
+            );
+        }
+    }
+}
