@@ -1,8 +1,9 @@
 //! gsrelay: a selective forwarding relay for game state over RTP.
 //!
 //! Layout (see `docs/architecture.md`): `wire` is the game-state payload codec, `rtp` the
-//! RTP/RTCP/SRTP primitives beneath the relay.
+//! RTP/RTCP/SRTP primitives beneath the relay, `control` the access tokens of the HTTP API.
 #![warn(missing_docs)]
 
+pub mod control;
 pub mod rtp;
 pub mod wire;
