@@ -18,13 +18,41 @@ fn f16_any() -> impl Strategy<Value = f32> {
 }
 
 fn loc2() -> impl Strategy<Value = Loc2> {
-    (f32_any(), f32_any(), f32_any(), f16_any(), f16_any(), f16_any())
-        .prop_map(|(x, y, z, vx, vy, vz)| Loc2 { x, y, z, vx, vy, vz })
+    (
+        f32_any(),
+        f32_any(),
+        f32_any(),
+        f16_any(),
+        f16_any(),
+        f16_any(),
+    )
+        .prop_map(|(x, y, z, vx, vy, vz)| Loc2 {
+            x,
+            y,
+            z,
+            vx,
+            vy,
+            vz,
+        })
 }
 
 fn rot2() -> impl Strategy<Value = Rot2> {
-    [f16_any(), f16_any(), f16_any(), f16_any(), f16_any(), f16_any()]
-        .prop_map(|[si, sj, sk, ei, ej, ek]| Rot2 { si, sj, sk, ei, ej, ek })
+    [
+        f16_any(),
+        f16_any(),
+        f16_any(),
+        f16_any(),
+        f16_any(),
+        f16_any(),
+    ]
+    .prop_map(|[si, sj, sk, ei, ej, ek]| Rot2 {
+        si,
+        sj,
+        sk,
+        ei,
+        ej,
+        ek,
+    })
 }
 
 fn vec3_f32() -> impl Strategy<Value = Vec3> {
@@ -40,8 +68,20 @@ fn transform() -> impl Strategy<Value = Transform1> {
 }
 
 fn finger() -> impl Strategy<Value = Finger> {
-    [transform(), transform(), transform(), transform(), transform()]
-        .prop_map(|[tip, dip, pip, mcp, cmc]| Finger { tip, dip, pip, mcp, cmc })
+    [
+        transform(),
+        transform(),
+        transform(),
+        transform(),
+        transform(),
+    ]
+    .prop_map(|[tip, dip, pip, mcp, cmc]| Finger {
+        tip,
+        dip,
+        pip,
+        mcp,
+        cmc,
+    })
 }
 
 /// draft01 extension TLVs (tags that are no known optional part), or nothing.
@@ -80,44 +120,91 @@ fn no_extra_in_gse(d: Dialect) -> BoxedStrategy<Hex> {
 
 /// Unambiguous textures: non-empty URLs of URL characters, dynamic payload types.
 fn texture() -> impl Strategy<Value = Texture> {
-    prop_oneof!["[a-z0-9./:]{1,20}".prop_map(Texture::Url), (96u8..=127).prop_map(Texture::RtpPt)]
+    prop_oneof![
+        "[a-z0-9./:]{1,20}".prop_map(Texture::Url),
+        (96u8..=127).prop_map(Texture::RtpPt)
+    ]
 }
 
 fn head1(d: Dialect) -> impl Strategy<Value = Object> {
-    (any::<u64>(), any::<u16>(), loc2(), rot2(), proptest::option::of(f16_any()), no_extra_in_gse(d)).prop_map(
-        |(id, time, location, rotation, ipd, extra)| Object::Head1(Head1 { id, time, location, rotation, ipd, extra }),
+    (
+        any::<u64>(),
+        any::<u16>(),
+        loc2(),
+        rot2(),
+        proptest::option::of(f16_any()),
+        no_extra_in_gse(d),
     )
+        .prop_map(|(id, time, location, rotation, ipd, extra)| {
+            Object::Head1(Head1 {
+                id,
+                time,
+                location,
+                rotation,
+                ipd,
+                extra,
+            })
+        })
 }
 
 fn hand1(d: Dialect) -> impl Strategy<Value = Object> {
-    (any::<u64>(), any::<u16>(), any::<bool>(), loc2(), rot2(), extra(d)).prop_map(
-        |(id, time, left, location, rotation, extra)| Object::Hand1(Hand1 { id, time, left, location, rotation, extra }),
-    )
-}
-
-fn hand2(d: Dialect) -> impl Strategy<Value = Object> {
     (
-        (any::<u64>(), any::<u16>(), any::<bool>(), loc2(), rot2(), transform()),
-        [transform(), transform(), transform(), transform()],
-        [finger(), finger(), finger(), finger()],
+        any::<u64>(),
+        any::<u16>(),
+        any::<bool>(),
+        loc2(),
+        rot2(),
         extra(d),
     )
-        .prop_map(|((id, time, left, location, rotation, wrist), [tip, ip, mcp, cmc], [index, middle, ring, pinky], extra)| {
-            Object::Hand2(Hand2 {
+        .prop_map(|(id, time, left, location, rotation, extra)| {
+            Object::Hand1(Hand1 {
                 id,
                 time,
                 left,
                 location,
                 rotation,
-                wrist,
-                thumb: Thumb { tip, ip, mcp, cmc },
-                index,
-                middle,
-                ring,
-                pinky,
                 extra,
             })
         })
+}
+
+fn hand2(d: Dialect) -> impl Strategy<Value = Object> {
+    (
+        (
+            any::<u64>(),
+            any::<u16>(),
+            any::<bool>(),
+            loc2(),
+            rot2(),
+            transform(),
+        ),
+        [transform(), transform(), transform(), transform()],
+        [finger(), finger(), finger(), finger()],
+        extra(d),
+    )
+        .prop_map(
+            |(
+                (id, time, left, location, rotation, wrist),
+                [tip, ip, mcp, cmc],
+                [index, middle, ring, pinky],
+                extra,
+            )| {
+                Object::Hand2(Box::new(Hand2 {
+                    id,
+                    time,
+                    left,
+                    location,
+                    rotation,
+                    wrist,
+                    thumb: Thumb { tip, ip, mcp, cmc },
+                    index,
+                    middle,
+                    ring,
+                    pinky,
+                    extra,
+                }))
+            },
+        )
 }
 
 fn object1(d: Dialect) -> impl Strategy<Value = Object> {
@@ -125,73 +212,210 @@ fn object1(d: Dialect) -> impl Strategy<Value = Object> {
         Dialect::Draft01 => f16_any().prop_map(Scale1::Uniform).boxed(),
         Dialect::Gse => vec3_f32().prop_map(Scale1::Axes).boxed(),
     };
-    (any::<u64>(), any::<u16>(), vec3_f32(), vec3_f16(), scale, any::<bool>(), proptest::option::of(any::<u64>()), no_extra_in_gse(d))
+    (
+        any::<u64>(),
+        any::<u16>(),
+        vec3_f32(),
+        vec3_f16(),
+        scale,
+        any::<bool>(),
+        proptest::option::of(any::<u64>()),
+        no_extra_in_gse(d),
+    )
         .prop_map(|(id, time, position, r, scale, active, parent, extra)| {
-            let rotation = Rot1 { i: r.x, j: r.y, k: r.z };
-            Object::Object1(Object1 { id, time, position, rotation, scale, active, parent, extra })
+            let rotation = Rot1 {
+                i: r.x,
+                j: r.y,
+                k: r.z,
+            };
+            Object::Object1(Object1 {
+                id,
+                time,
+                position,
+                rotation,
+                scale,
+                active,
+                parent,
+                extra,
+            })
         })
 }
 
 fn object2() -> impl Strategy<Value = Object> {
-    (any::<u64>(), any::<u16>(), loc2(), rot2(), loc2(), any::<bool>(), proptest::option::of(any::<u64>()), draft01_extra())
-        .prop_map(|(id, time, location, rotation, scale, active, parent, extra)| {
-            Object::Object2(Object2 { id, time, location, rotation, scale, active, parent, extra })
-        })
+    (
+        any::<u64>(),
+        any::<u16>(),
+        loc2(),
+        rot2(),
+        loc2(),
+        any::<bool>(),
+        proptest::option::of(any::<u64>()),
+        draft01_extra(),
+    )
+        .prop_map(
+            |(id, time, location, rotation, scale, active, parent, extra)| {
+                Object::Object2(Object2 {
+                    id,
+                    time,
+                    location,
+                    rotation,
+                    scale,
+                    active,
+                    parent,
+                    extra,
+                })
+            },
+        )
 }
 
 fn mesh1(d: Dialect) -> impl Strategy<Value = Object> {
     let (tex, uv) = match d {
         Dialect::Draft01 => (
             texture().prop_map(Some).boxed(),
-            (f32_any(), f32_any()).prop_map(|(u, v)| TexCoord::Float { u, v }).boxed(),
+            (f32_any(), f32_any())
+                .prop_map(|(u, v)| TexCoord::Float { u, v })
+                .boxed(),
         ),
         Dialect::Gse => (
             Just(None).boxed(),
-            (any::<u64>(), any::<u64>()).prop_map(|(u, v)| TexCoord::Index { u, v }).boxed(),
+            (any::<u64>(), any::<u64>())
+                .prop_map(|(u, v)| TexCoord::Index { u, v })
+                .boxed(),
         ),
     };
-    (any::<u64>(), tex, vec(vec3_f32(), 0..5), vec(vec3_f16(), 0..5), vec(uv, 0..5), vec(any::<u64>(), 0..9), extra(d))
-        .prop_map(|(id, texture, vertices, normals, textures, triangles, extra)| {
-            Object::Mesh1(Mesh1 { id, texture, vertices, normals, textures, triangles, extra })
-        })
+    (
+        any::<u64>(),
+        tex,
+        vec(vec3_f32(), 0..5),
+        vec(vec3_f16(), 0..5),
+        vec(uv, 0..5),
+        vec(any::<u64>(), 0..9),
+        extra(d),
+    )
+        .prop_map(
+            |(id, texture, vertices, normals, textures, triangles, extra)| {
+                Object::Mesh1(Mesh1 {
+                    id,
+                    texture,
+                    vertices,
+                    normals,
+                    textures,
+                    triangles,
+                    extra,
+                })
+            },
+        )
 }
 
 fn mesh2() -> impl Strategy<Value = Object> {
-    // A parent of 16384 or more after a payload-type texture can also read as an
-    // extension TLV (docs/wire-format.md, "Mesh2 texture"); keep parents small here.
-    (any::<u64>(), loc2(), rot2(), loc2(), "\\PC{0,20}", proptest::option::of(texture()), proptest::option::of(0u64..128), draft01_extra())
-        .prop_map(|(id, location, rotation, scale, mesh_url, texture, parent, extra)| {
-            Object::Mesh2(Mesh2 { id, location, rotation, scale, mesh_url, texture, parent, extra })
-        })
+    // Extension TLVs straight after MeshUrl1 can also read as a texture (docs/wire-format.md,
+    // "Mesh2 texture"): extensions are only generated after a texture or a parent.
+    (
+        any::<u64>(),
+        loc2(),
+        rot2(),
+        loc2(),
+        "\\PC{0,20}",
+        proptest::option::of(texture()),
+        proptest::option::of(any::<u64>()),
+        draft01_extra(),
+    )
+        .prop_map(
+            |(id, location, rotation, scale, mesh_url, texture, parent, extra)| {
+                let extra = if texture.is_none() && parent.is_none() {
+                    Hex::default()
+                } else {
+                    extra
+                };
+                Object::Mesh2(Mesh2 {
+                    id,
+                    location,
+                    rotation,
+                    scale,
+                    mesh_url,
+                    texture,
+                    parent,
+                    extra,
+                })
+            },
+        )
 }
 
 fn gamecontrol1() -> impl Strategy<Value = Object> {
-    (any::<u64>(), any::<u16>(), any::<i64>(), any::<u16>(), [f16_any(), f16_any(), f16_any(), f16_any()], draft01_extra())
-        .prop_map(|(id, time, buttons, buttons_time, [lx, ly, rx, ry], extra)| {
-            Object::GameControl1(GameControl1 {
+    (
+        any::<u64>(),
+        any::<u16>(),
+        any::<i64>(),
+        any::<u16>(),
+        [f16_any(), f16_any(), f16_any(), f16_any()],
+        draft01_extra(),
+    )
+        .prop_map(
+            |(id, time, buttons, buttons_time, [lx, ly, rx, ry], extra)| {
+                Object::GameControl1(GameControl1 {
+                    id,
+                    time,
+                    buttons,
+                    buttons_time,
+                    left: Stick { x: lx, y: ly },
+                    right: Stick { x: rx, y: ry },
+                    extra,
+                })
+            },
+        )
+}
+
+fn threedof1() -> impl Strategy<Value = Object> {
+    (
+        any::<u64>(),
+        any::<u16>(),
+        any::<bool>(),
+        rot2(),
+        draft01_extra(),
+    )
+        .prop_map(|(id, time, left, rotation, extra)| {
+            Object::ThreeDof1(ThreeDof1 {
                 id,
                 time,
-                buttons,
-                buttons_time,
-                left: Stick { x: lx, y: ly },
-                right: Stick { x: rx, y: ry },
+                left,
+                rotation,
                 extra,
             })
         })
 }
 
-fn threedof1() -> impl Strategy<Value = Object> {
-    (any::<u64>(), any::<u16>(), any::<bool>(), rot2(), draft01_extra())
-        .prop_map(|(id, time, left, rotation, extra)| Object::ThreeDof1(ThreeDof1 { id, time, left, rotation, extra }))
-}
-
 fn sixdof1() -> impl Strategy<Value = Object> {
-    let pointer = (vec3_f32(), any::<bool>()).prop_map(|(v, bare)| Pointer { x: v.x, y: v.y, z: v.z, bare });
+    let pointer = (vec3_f32(), any::<bool>()).prop_map(|(v, bare)| Pointer {
+        x: v.x,
+        y: v.y,
+        z: v.z,
+        bare,
+    });
     // A bare pointer is recognised by being exactly the last 12 bytes: no extension after it.
-    (any::<u64>(), any::<u16>(), any::<bool>(), loc2(), rot2(), proptest::option::of(pointer), draft01_extra())
+    (
+        any::<u64>(),
+        any::<u16>(),
+        any::<bool>(),
+        loc2(),
+        rot2(),
+        proptest::option::of(pointer),
+        draft01_extra(),
+    )
         .prop_map(|(id, time, left, location, rotation, pointer, extra)| {
-            let extra = if pointer.is_some_and(|p| p.bare) { Hex::default() } else { extra };
-            Object::SixDof1(SixDof1 { id, time, left, location, rotation, pointer, extra })
+            let extra = if pointer.is_some_and(|p| p.bare) {
+                Hex::default()
+            } else {
+                extra
+            };
+            Object::SixDof1(SixDof1 {
+                id,
+                time,
+                left,
+                location,
+                rotation,
+                pointer,
+                extra,
+            })
         })
 }
 
@@ -201,20 +425,44 @@ fn head_ipd1(d: Dialect) -> impl Strategy<Value = Object> {
 
 fn unknown(d: Dialect) -> impl Strategy<Value = Object> {
     (1u64..=u64::MAX, vec(any::<u8>(), 0..20))
-        .prop_filter("tag unknown in the dialect", move |(tag, _)| d.kind_of(*tag) == ObjectKind::Unknown)
-        .prop_map(|(tag, data)| Object::Unknown(Unknown { tag, data: Hex(data) }))
+        .prop_filter("tag unknown in the dialect", move |(tag, _)| {
+            d.kind_of(*tag) == ObjectKind::Unknown
+        })
+        .prop_map(|(tag, data)| {
+            Object::Unknown(Unknown {
+                tag,
+                data: Hex(data),
+            })
+        })
 }
 
 fn any_object(d: Dialect) -> BoxedStrategy<Object> {
     match d {
         Dialect::Draft01 => prop_oneof![
-            head1(d), hand1(d), hand2(d), object1(d), object2(), mesh1(d), mesh2(),
-            gamecontrol1(), threedof1(), sixdof1(), head_ipd1(d), unknown(d),
+            head1(d),
+            hand1(d),
+            hand2(d),
+            object1(d),
+            object2(),
+            mesh1(d),
+            mesh2(),
+            gamecontrol1(),
+            threedof1(),
+            sixdof1(),
+            head_ipd1(d),
+            unknown(d),
         ]
         .boxed(),
-        Dialect::Gse => {
-            prop_oneof![head1(d), hand1(d), hand2(d), object1(d), mesh1(d), head_ipd1(d), unknown(d)].boxed()
-        }
+        Dialect::Gse => prop_oneof![
+            head1(d),
+            hand1(d),
+            hand2(d),
+            object1(d),
+            mesh1(d),
+            head_ipd1(d),
+            unknown(d)
+        ]
+        .boxed(),
     }
 }
 
@@ -288,7 +536,13 @@ fn objects_of(bytes: &[u8], d: Dialect) -> Vec<ObjectRef> {
 fn check_garbage(d: Dialect, bytes: &[u8]) -> Result<(), TestCaseError> {
     let typed = decode(bytes, d);
     let scanned = validate(bytes, d);
-    prop_assert_eq!(typed.is_ok(), scanned.is_ok(), "typed {:?} vs scanned {:?}", typed, scanned);
+    prop_assert_eq!(
+        typed.is_ok(),
+        scanned.is_ok(),
+        "typed {:?} vs scanned {:?}",
+        typed,
+        scanned
+    );
     if let Ok(objects) = typed {
         prop_assert_eq!(scanned.ok(), Some(objects.len()));
         let again = encode(&objects, d).unwrap();

@@ -49,39 +49,57 @@ fn bits16(v: &Value) -> u16 {
 
 #[test]
 fn varuint_vectors_decode_and_reencode_minimally() {
-    let Some(vs) = vectors("varuint.json") else { return };
+    let Some(vs) = vectors("varuint.json") else {
+        return;
+    };
     for v in &vs {
         let b = bytes(v);
         let mut r = Reader::new(&b);
         let value = r.varuint().unwrap_or_else(|e| panic!("{}: {e}", name(v)));
         assert_eq!(value, v["fields"]["value"].as_u64().unwrap(), "{}", name(v));
-        assert_eq!(b.len() - r.remaining(), v["fields"]["encoded_length"].as_u64().unwrap() as usize);
+        assert_eq!(
+            b.len() - r.remaining(),
+            v["fields"]["encoded_length"].as_u64().unwrap() as usize
+        );
         let mut out = Vec::new();
         out.put_varuint(value);
-        let expect = v.get("gse_reencodes_as").and_then(Value::as_str).unwrap_or(v["hex"].as_str().unwrap());
+        let expect = v
+            .get("gse_reencodes_as")
+            .and_then(Value::as_str)
+            .unwrap_or(v["hex"].as_str().unwrap());
         assert_eq!(hex::encode(out), expect, "{}", name(v));
     }
 }
 
 #[test]
 fn varint_vectors_decode_and_reencode_minimally() {
-    let Some(vs) = vectors("varint.json") else { return };
+    let Some(vs) = vectors("varint.json") else {
+        return;
+    };
     for v in &vs {
         let b = bytes(v);
         let mut r = Reader::new(&b);
         let value = r.varint().unwrap_or_else(|e| panic!("{}: {e}", name(v)));
         assert_eq!(value, v["fields"]["value"].as_i64().unwrap(), "{}", name(v));
-        assert_eq!(b.len() - r.remaining(), v["fields"]["encoded_length"].as_u64().unwrap() as usize);
+        assert_eq!(
+            b.len() - r.remaining(),
+            v["fields"]["encoded_length"].as_u64().unwrap() as usize
+        );
         let mut out = Vec::new();
         out.put_varint(value);
-        let expect = v.get("gse_reencodes_as").and_then(Value::as_str).unwrap_or(v["hex"].as_str().unwrap());
+        let expect = v
+            .get("gse_reencodes_as")
+            .and_then(Value::as_str)
+            .unwrap_or(v["hex"].as_str().unwrap());
         assert_eq!(hex::encode(out), expect, "{}", name(v));
     }
 }
 
 #[test]
 fn primitive_vectors_decode() {
-    let Some(vs) = vectors("primitives.json") else { return };
+    let Some(vs) = vectors("primitives.json") else {
+        return;
+    };
     for v in &vs {
         let b = bytes(v);
         let mut r = Reader::new(&b);
@@ -119,7 +137,9 @@ fn primitive_vectors_decode() {
 /// IEEE reference instead and count the differences.
 #[test]
 fn float16_vectors_follow_ieee() {
-    let Some(vs) = vectors("float16.json") else { return };
+    let Some(vs) = vectors("float16.json") else {
+        return;
+    };
     let mut gse_differs = 0;
     for v in &vs {
         let f = &v["fields"];
@@ -134,19 +154,27 @@ fn float16_vectors_follow_ieee() {
             }
             "decode" => {
                 let ours = f16::from_bits(bits16(&f["half_bits"])).to_f32();
-                let want = v.get("ieee_f32_bits").map(bits32).unwrap_or_else(|| bits32(&f["decoded_f32_bits"]));
+                let want = v
+                    .get("ieee_f32_bits")
+                    .map(bits32)
+                    .unwrap_or_else(|| bits32(&f["decoded_f32_bits"]));
                 assert_eq!(ours.to_bits(), want, "{}", name(v));
             }
             k => panic!("unknown kind {k}"),
         }
     }
-    eprintln!("float16.json: {gse_differs} encodes where gse's rounding differs from IEEE (checked against IEEE)");
+    eprintln!(
+        "float16.json: {gse_differs} encodes where gse's rounding differs from IEEE (checked against IEEE)"
+    );
 }
 
 #[test]
 fn float16_decode_table_matches_gse_except_nan_payloads() {
     let Some(dir) = vectors_dir() else { return };
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("float16_decode_all.json")).unwrap()).unwrap();
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("float16_decode_all.json")).unwrap(),
+    )
+    .unwrap();
     let table = v["table"].as_array().unwrap();
     assert_eq!(table.len(), 65536);
     for (h, want) in table.iter().enumerate() {
@@ -154,7 +182,10 @@ fn float16_decode_table_matches_gse_except_nan_payloads() {
         let gse = f32::from_bits(bits32(want));
         if gse.is_nan() {
             // gse drops NaN payloads; IEEE keeps them. Both are NaN of the same sign.
-            assert!(ours.is_nan() && ours.is_sign_negative() == gse.is_sign_negative(), "half {h:#06x}");
+            assert!(
+                ours.is_nan() && ours.is_sign_negative() == gse.is_sign_negative(),
+                "half {h:#06x}"
+            );
         } else {
             assert_eq!(ours.to_bits(), gse.to_bits(), "half {h:#06x}");
         }
@@ -164,7 +195,10 @@ fn float16_decode_table_matches_gse_except_nan_payloads() {
 #[test]
 fn float16_encode_sweep_matches_ieee_reference() {
     let Some(dir) = vectors_dir() else { return };
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("float16_encode_sweep.json")).unwrap()).unwrap();
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("float16_encode_sweep.json")).unwrap(),
+    )
+    .unwrap();
     let rows = v["rows"].as_array().unwrap();
     let mut gse_differs = 0;
     for row in rows {
@@ -173,7 +207,10 @@ fn float16_encode_sweep_matches_ieee_reference() {
         assert_eq!(ours, bits16(&row[2]), "f32 {}", row[0]);
         gse_differs += usize::from(bits16(&row[1]) != bits16(&row[2]));
     }
-    eprintln!("float16_encode_sweep: {} rows, gse differs from IEEE in {gse_differs}", rows.len());
+    eprintln!(
+        "float16_encode_sweep: {} rows, gse differs from IEEE in {gse_differs}",
+        rows.len()
+    );
 }
 
 /// Maps the vectors' field names onto ours.
@@ -200,7 +237,12 @@ fn floats_match(want: f64, got: f64) -> bool {
 fn tuples(s: &str) -> Vec<Vec<f64>> {
     let s = s.rsplit_once(')').map_or(s, |(list, _)| list);
     s.split("),(")
-        .map(|t| t.trim_matches(|c| c == '(' || c == ')').split(',').map(|n| n.trim().parse().unwrap()).collect())
+        .map(|t| {
+            t.trim_matches(|c| c == '(' || c == ')')
+                .split(',')
+                .map(|n| n.trim().parse().unwrap())
+                .collect()
+        })
         .collect()
 }
 
@@ -217,12 +259,20 @@ fn assert_fields(want: &Value, got: &Value, path: &str) {
             let w = tuples(s);
             assert_eq!(w.len(), g.len(), "{path}: length");
             for (w, g) in w.iter().zip(g) {
-                let g: Vec<f64> = g.as_object().unwrap().values().map(|v| v.as_f64().unwrap()).collect();
+                let g: Vec<f64> = g
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .map(|v| v.as_f64().unwrap())
+                    .collect();
                 assert_eq!(w, &g, "{path}");
             }
         }
         (Value::Number(w), Value::Number(g)) if w.is_f64() || g.is_f64() => {
-            assert!(floats_match(w.as_f64().unwrap(), g.as_f64().unwrap()), "{path}: want {w}, got {g}");
+            assert!(
+                floats_match(w.as_f64().unwrap(), g.as_f64().unwrap()),
+                "{path}: want {w}, got {g}"
+            );
         }
         (Value::Null, g) => assert!(g.is_null(), "{path}: want null, got {g}"),
         (w, g) => assert_eq!(w, g, "{path}"),
@@ -234,14 +284,22 @@ fn assert_object(w: &Map<String, Value>, g: &Map<String, Value>, path: &str) {
         match k.as_str() {
             "type" | "data_length" | "left_raw_byte" => continue,
             "textureUrl" => {
-                let got = g.get("texture").and_then(|t| t.get("url")).cloned().unwrap_or(Value::Null);
+                let got = g
+                    .get("texture")
+                    .and_then(|t| t.get("url"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 assert_eq!(wv, &got, "{path}.textureUrl");
                 continue;
             }
             _ => {}
         }
         // Object1 calls its Loc1 "position" (as gse does); the draft01 file says "loc".
-        let key = if k == "loc" && g.contains_key("position") { "position" } else { our_key(k) };
+        let key = if k == "loc" && g.contains_key("position") {
+            "position"
+        } else {
+            our_key(k)
+        };
         let gv = g.get(key).cloned().unwrap_or(Value::Null);
         assert_fields(wv, &gv, &format!("{path}.{k}"));
     }
@@ -261,29 +319,55 @@ fn check_objects(b: &[u8], want: &[Value], dialect: Dialect, what: &str) {
     assert_eq!(objects.len(), want.len(), "{what}: object count");
     for (i, (o, w)) in objects.iter().zip(want).enumerate() {
         let got = serde_json::to_value(o).unwrap();
-        assert_eq!(got["type"], our_type(w["type"].as_str().unwrap()), "{what}[{i}] type");
+        assert_eq!(
+            got["type"],
+            our_type(w["type"].as_str().unwrap()),
+            "{what}[{i}] type"
+        );
         assert_fields(w, &got, &format!("{what}[{i}]"));
     }
-    assert_eq!(hex::encode(wire::encode(&objects, dialect).unwrap()), hex::encode(b), "{what}: re-encode");
+    assert_eq!(
+        hex::encode(wire::encode(&objects, dialect).unwrap()),
+        hex::encode(b),
+        "{what}: re-encode"
+    );
     // The JSON form round-trips too (what `gsrelay decode` prints, `encode` reads).
     let json = serde_json::to_string(&objects).unwrap();
     let back: Vec<Object> = serde_json::from_str(&json).unwrap();
-    assert_eq!(wire::encode(&back, dialect).unwrap(), b, "{what}: JSON round trip");
+    assert_eq!(
+        wire::encode(&back, dialect).unwrap(),
+        b,
+        "{what}: JSON round trip"
+    );
 }
 
 #[test]
 fn object_vectors_decode_to_gse_fields_and_reencode() {
-    let Some(vs) = vectors("objects.json") else { return };
+    let Some(vs) = vectors("objects.json") else {
+        return;
+    };
     for v in &vs {
-        check_objects(&bytes(v), std::slice::from_ref(&v["fields"]), Dialect::Gse, name(v));
+        check_objects(
+            &bytes(v),
+            std::slice::from_ref(&v["fields"]),
+            Dialect::Gse,
+            name(v),
+        );
     }
 }
 
 #[test]
 fn concatenated_vectors_decode_in_order_and_reencode() {
-    let Some(vs) = vectors("concatenated.json") else { return };
+    let Some(vs) = vectors("concatenated.json") else {
+        return;
+    };
     for v in &vs {
-        check_objects(&bytes(v), v["fields"]["objects"].as_array().unwrap(), Dialect::Gse, name(v));
+        check_objects(
+            &bytes(v),
+            v["fields"]["objects"].as_array().unwrap(),
+            Dialect::Gse,
+            name(v),
+        );
     }
 }
 
@@ -291,21 +375,39 @@ fn concatenated_vectors_decode_in_order_and_reencode() {
 /// and decode the same objects. Nothing panics.
 #[test]
 fn malformed_vectors_are_rejected_like_gse() {
-    let Some(vs) = vectors("malformed.json") else { return };
+    let Some(vs) = vectors("malformed.json") else {
+        return;
+    };
     for v in &vs {
         let b = bytes(v);
         let f = &v["fields"];
         let ours = wire::decode(&b, Dialect::Gse);
         let scanned = wire::validate(&b, Dialect::Gse);
-        assert_eq!(ours.is_ok(), scanned.is_ok(), "{}: scanner and decoder disagree", name(v));
+        assert_eq!(
+            ours.is_ok(),
+            scanned.is_ok(),
+            "{}: scanner and decoder disagree",
+            name(v)
+        );
         match f["result"].as_str().unwrap() {
-            "error" => assert!(ours.is_err(), "{}: gse rejects it ({}), we accepted {:?}", name(v), f["error_message"], ours),
+            "error" => assert!(
+                ours.is_err(),
+                "{}: gse rejects it ({}), we accepted {:?}",
+                name(v),
+                f["error_message"],
+                ours
+            ),
             "ok" => {
                 let want = f["objects"].as_array().unwrap();
-                let objects = ours.unwrap_or_else(|e| panic!("{}: gse accepts it, we rejected: {e}", name(v)));
+                let objects = ours
+                    .unwrap_or_else(|e| panic!("{}: gse accepts it, we rejected: {e}", name(v)));
                 assert_eq!(objects.len(), want.len(), "{}", name(v));
                 for (i, (o, w)) in objects.iter().zip(want).enumerate() {
-                    assert_fields(w, &serde_json::to_value(o).unwrap(), &format!("{}[{i}]", name(v)));
+                    assert_fields(
+                        w,
+                        &serde_json::to_value(o).unwrap(),
+                        &format!("{}[{i}]", name(v)),
+                    );
                 }
             }
             r => panic!("unknown result {r}"),
@@ -320,18 +422,38 @@ fn malformed_vectors_are_rejected_like_gse() {
 /// dialect we do what gse did with them.
 #[test]
 fn draft01_only_objects_roundtrip_in_draft01() {
-    let Some(vs) = vectors("draft01_objects_not_in_gse.json") else { return };
+    let Some(vs) = vectors("draft01_objects_not_in_gse.json") else {
+        return;
+    };
     for v in &vs {
         let b = bytes(v);
-        if v["fields"]["type"].as_str().unwrap().contains("EBNF literal") {
+        if v["fields"]["type"]
+            .as_str()
+            .unwrap()
+            .contains("EBNF literal")
+        {
             ebnf_literal_ipd_is_kept_as_an_extension(&b);
         } else {
-            check_objects(&b, std::slice::from_ref(&v["fields"]), Dialect::Draft01, name(v));
+            check_objects(
+                &b,
+                std::slice::from_ref(&v["fields"]),
+                Dialect::Draft01,
+                name(v),
+            );
         }
         let gse = &v["gse_decode"];
         match gse["result"].as_str().unwrap() {
-            "ok" => check_objects(&b, gse["objects"].as_array().unwrap(), Dialect::Gse, name(v)),
-            _ => assert!(wire::decode(&b, Dialect::Gse).is_err(), "{}: gse rejects it", name(v)),
+            "ok" => check_objects(
+                &b,
+                gse["objects"].as_array().unwrap(),
+                Dialect::Gse,
+                name(v),
+            ),
+            _ => assert!(
+                wire::decode(&b, Dialect::Gse).is_err(),
+                "{}: gse rejects it",
+                name(v)
+            ),
         }
     }
 }
@@ -341,7 +463,9 @@ fn draft01_only_objects_roundtrip_in_draft01() {
 /// object re-encodes to the same bytes (docs/wire-format.md, "tag literals").
 fn ebnf_literal_ipd_is_kept_as_an_extension(b: &[u8]) {
     let objects = wire::decode(b, Dialect::Draft01).unwrap();
-    let [Object::Head1(h)] = &objects[..] else { panic!("one Head1, got {objects:?}") };
+    let [Object::Head1(h)] = &objects[..] else {
+        panic!("one Head1, got {objects:?}")
+    };
     assert_eq!(h.ipd, None);
     assert_eq!(hex::encode(&h.extra.0), "8002022b2b");
     assert_eq!(wire::encode(&objects, Dialect::Draft01).unwrap(), b);
@@ -349,22 +473,39 @@ fn ebnf_literal_ipd_is_kept_as_an_extension(b: &[u8]) {
 
 #[test]
 fn tag_vectors_classify_like_gse() {
-    let Some(vs) = vectors("tags.json") else { return };
+    let Some(vs) = vectors("tags.json") else {
+        return;
+    };
     for v in &vs {
         let b = bytes(v);
         let tag = Reader::new(&b).varuint().unwrap();
-        assert_eq!(tag, v["fields"]["varuint_value"].as_u64().unwrap(), "{}", name(v));
+        assert_eq!(
+            tag,
+            v["fields"]["varuint_value"].as_u64().unwrap(),
+            "{}",
+            name(v)
+        );
         let class = v["fields"]["gse_classification"].as_str().unwrap();
         let kind = Dialect::Gse.kind_of(tag);
         match class {
             c if c.starts_with("error") => assert_eq!(tag, 0, "{}", name(v)),
             "UnknownObject" => assert_eq!(kind, ObjectKind::Unknown, "{}", name(v)),
-            c => assert_eq!(format!("{kind:?}").to_lowercase(), c.to_lowercase(), "{}", name(v)),
+            c => assert_eq!(
+                format!("{kind:?}").to_lowercase(),
+                c.to_lowercase(),
+                "{}",
+                name(v)
+            ),
         }
         // The probe (tag + Length 0) is accepted exactly when gse accepted it.
         let probe = hex::decode(v["probe_hex"].as_str().unwrap()).unwrap();
         let gse_ok = v["probe_decode"]["result"] == "ok";
-        assert_eq!(wire::decode(&probe, Dialect::Gse).is_ok(), gse_ok, "{} probe", name(v));
+        assert_eq!(
+            wire::decode(&probe, Dialect::Gse).is_ok(),
+            gse_ok,
+            "{} probe",
+            name(v)
+        );
     }
 }
 
@@ -372,10 +513,13 @@ fn tag_vectors_classify_like_gse() {
 /// objectID 0 and time 0x0500 although the prose says objectID 4 and 5 ms.
 #[test]
 fn draft_c1_bytes_decode_as_the_table_says() {
-    let c1 = hex::decode("01210005003f8ccccd3e4ccccd41f00000000000000000000000000000000000000000").unwrap();
+    let c1 = hex::decode("01210005003f8ccccd3e4ccccd41f00000000000000000000000000000000000000000")
+        .unwrap();
     for d in [Dialect::Draft01, Dialect::Gse] {
         let objects = wire::decode(&c1, d).unwrap();
-        let [Object::Head1(h)] = &objects[..] else { panic!("one Head1, got {objects:?}") };
+        let [Object::Head1(h)] = &objects[..] else {
+            panic!("one Head1, got {objects:?}")
+        };
         assert_eq!((h.id, h.time, h.ipd), (0, 0x0500, None));
         assert_eq!(h.location.position(), [1.1, 0.2, 30.0]);
         assert_eq!([h.rotation.si, h.rotation.sj, h.rotation.sk], [0.0; 3]);

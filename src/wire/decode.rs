@@ -72,7 +72,7 @@ fn fixed_object(kind: ObjectKind, b: &mut Reader<'_>, d: Dialect) -> Result<Obje
             rotation: rot2(&mut f)?,
             extra,
         }),
-        ObjectKind::Hand2 => Object::Hand2(Hand2 {
+        ObjectKind::Hand2 => Object::Hand2(Box::new(Hand2 {
             id,
             time: f.u16()?,
             left: f.boolean(strict)?,
@@ -90,7 +90,7 @@ fn fixed_object(kind: ObjectKind, b: &mut Reader<'_>, d: Dialect) -> Result<Obje
             ring: finger(&mut f)?,
             pinky: finger(&mut f)?,
             extra,
-        }),
+        })),
         ObjectKind::Object1 => Object::Object1(Object1 {
             id,
             time: f.u16()?,

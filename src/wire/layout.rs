@@ -401,28 +401,26 @@ pub const MESH2_FIXED: usize = LOC2 + ROT2 + LOC2;
 /// Parses Mesh2 after its fixed prefix.
 pub fn mesh2<'a>(r: &mut Reader<'a>) -> Result<Mesh2Layout<'a>, DecodeError> {
     let mesh_url = r.string()?;
-    // The optional texture has no tag either: try no texture, then a URL, then a payload
-    // type, and keep the first reading after which the rest parses as optional TLVs.
-    let no_texture = {
+    // The optional texture has no tag either. Readings, in order of preference: no
+    // texture when nothing or a Parent1 follows; a URL; a payload type; no texture with
+    // extension TLVs. The first after which the rest parses as optional TLVs wins.
+    let read = |texture: u8, plain: bool| {
         let mut c = r.clone();
-        trailer(&mut c, Optional::Parent, Dialect::Draft01).map(|t| (c, None, t))
-    };
-    let with_url = || {
-        let mut c = r.clone();
-        let url = c.string()?;
+        let texture = match texture {
+            0 => None,
+            1 => Some(TextureRef::Url(c.string()?)),
+            _ => Some(TextureRef::RtpPt(c.u8()?)),
+        };
         let t = trailer(&mut c, Optional::Parent, Dialect::Draft01)?;
-        Ok::<_, DecodeError>((c, Some(TextureRef::Url(url)), t))
+        if plain && !(t.extra.is_empty()) {
+            return Err(c.error(ErrorKind::TrailingBytes(t.extra.len())));
+        }
+        Ok::<_, DecodeError>((c, texture, t))
     };
-    let with_pt = || {
-        let mut c = r.clone();
-        let pt = c.u8()?;
-        let t = trailer(&mut c, Optional::Parent, Dialect::Draft01)?;
-        Ok::<_, DecodeError>((c, Some(TextureRef::RtpPt(pt)), t))
-    };
-    let (rest, texture, trailer) = match no_texture {
-        Ok(found) => found,
-        Err(e) => with_url().or_else(|_| with_pt()).map_err(|_| e)?,
-    };
+    let (rest, texture, trailer) = read(0, true)
+        .or_else(|_| read(1, false))
+        .or_else(|_| read(2, false))
+        .or_else(|_| read(0, false))?;
     *r = rest;
     Ok(Mesh2Layout {
         mesh_url,

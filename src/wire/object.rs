@@ -452,7 +452,7 @@ pub struct Unknown {
 pub enum Object {
     Head1(Head1),
     Hand1(Hand1),
-    Hand2(Hand2),
+    Hand2(Box<Hand2>),
     Object1(Object1),
     Object2(Object2),
     Mesh1(Mesh1),
