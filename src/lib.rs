@@ -5,5 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod control;
+pub mod metrics;
+pub mod relay;
 pub mod rtp;
 pub mod wire;

@@ -1,0 +1,67 @@
+//! Relay limits and timings, with defaults that suit a laptop and a small deployment.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Everything the core needs to know that is not an input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RelayConfig {
+    /// Largest RTP payload the relay builds itself (snapshots, repairs), in bytes.
+    pub payload_budget: usize,
+    /// Largest datagram accepted from a client, in bytes.
+    pub max_packet_bytes: usize,
+    /// Sessions a room may hold.
+    pub max_sessions_per_room: usize,
+    /// Objects one stream may keep in the store.
+    pub max_objects_per_stream: usize,
+    /// Packets per second a session may send (RTP and RTCP), sustained.
+    pub max_packets_per_sec: u32,
+    /// An object not refreshed for this long is dropped from the store.
+    #[serde(with = "secs")]
+    pub object_ttl: Duration,
+    /// A stream silent for this long ends (BYE to its subscribers).
+    #[serde(with = "secs")]
+    pub stream_timeout: Duration,
+    /// A session that sends nothing at all for this long is removed.
+    #[serde(with = "secs")]
+    pub session_timeout: Duration,
+    /// Minimum interval between FIRs the relay passes on to one sender.
+    #[serde(with = "secs")]
+    pub fir_forward_interval: Duration,
+    /// How often expiry is checked.
+    #[serde(with = "secs")]
+    pub sweep_interval: Duration,
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        Self {
+            payload_budget: 1200,
+            max_packet_bytes: 1500,
+            max_sessions_per_room: 200,
+            max_objects_per_stream: 10_000,
+            max_packets_per_sec: 2000,
+            object_ttl: Duration::from_secs(30),
+            stream_timeout: Duration::from_secs(15),
+            session_timeout: Duration::from_secs(60),
+            fir_forward_interval: Duration::from_millis(500),
+            sweep_interval: Duration::from_millis(250),
+        }
+    }
+}
+
+/// Durations as (fractional) seconds in config files.
+mod secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
+    }
+}

@@ -1,0 +1,449 @@
+//! [`Relay`]: the sans-I/O state machine. Inputs are control operations, packets from
+//! sessions and time; outputs are packets to sessions ([`Relay::poll_transmit`]) and the
+//! next wake-up ([`Relay::poll_timeout`]). It owns no socket and reads no clock.
+
+use super::api::{
+    ControlError, JoinRequest, Joined, RoomInfo, SessionId, SessionInfo, StreamInfo,
+    format_session_id,
+};
+use super::config::RelayConfig;
+use super::interest::Interest;
+use super::outbox::{Outbox, Transmit};
+use super::room::{Room, Stream};
+use super::session::{Session, Subscription, TokenBucket};
+use crate::metrics::Metrics;
+use crate::rtp::{PacketClass, RtpHeader, RtpPacket};
+use crate::wire::{self, Dialect, ObjectKind, ObjectRef, writer::varuint_len};
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// The relay core.
+pub struct Relay {
+    pub(super) cfg: RelayConfig,
+    pub(super) relay_ssrc: u32,
+    rng: u64,
+    next_id: SessionId,
+    pub(super) rooms: HashMap<String, Room>,
+    pub(super) sessions: HashMap<SessionId, Session>,
+    by_ssrc: HashMap<u32, SessionId>,
+    pub(super) out: Outbox,
+    pub(super) metrics: Metrics,
+    /// Scratch for the objects of the packet being handled (reused: no allocation).
+    refs: Vec<ObjectRef>,
+    next_sweep: Option<Instant>,
+    closed: Vec<SessionId>,
+    draining: bool,
+}
+
+impl Relay {
+    /// A relay with no rooms. `seed` drives SSRC allocation (deterministic in tests).
+    pub fn new(cfg: RelayConfig, seed: u64, metrics: Metrics) -> Self {
+        let mut rng = seed | 1;
+        let relay_ssrc = loop {
+            let s = xorshift(&mut rng) as u32;
+            if s != 0 {
+                break s;
+            }
+        };
+        Self {
+            cfg,
+            relay_ssrc,
+            rng,
+            next_id: 1,
+            rooms: HashMap::new(),
+            sessions: HashMap::new(),
+            by_ssrc: HashMap::new(),
+            out: Outbox::default(),
+            metrics,
+            refs: Vec::new(),
+            next_sweep: None,
+            closed: Vec::new(),
+            draining: false,
+        }
+    }
+
+    /// The relay's own SSRC.
+    pub fn relay_ssrc(&self) -> u32 {
+        self.relay_ssrc
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RelayConfig {
+        &self.cfg
+    }
+
+    /// A session, by id.
+    pub fn session(&self, id: SessionId) -> Option<&Session> {
+        self.sessions.get(&id)
+    }
+
+    /// The session that owns an SSRC.
+    pub fn session_by_ssrc(&self, ssrc: u32) -> Option<SessionId> {
+        self.by_ssrc.get(&ssrc).copied()
+    }
+
+    /// Number of joined sessions.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Refuses new joins from now on (graceful drain); existing rooms keep flowing.
+    pub fn set_draining(&mut self, draining: bool) {
+        self.draining = draining;
+    }
+
+    /// Joins a session to a room, creating the room if needed.
+    pub fn join(&mut self, now: Instant, req: JoinRequest) -> Result<Joined, ControlError> {
+        if self.draining {
+            return Err(ControlError::Draining);
+        }
+        req.interest
+            .validate()
+            .map_err(ControlError::InvalidInterest)?;
+        let members = self.rooms.get(&req.room).map_or(0, |r| r.members.len());
+        if members >= self.cfg.max_sessions_per_room {
+            return Err(ControlError::RoomFull(req.room));
+        }
+        let ssrc = match req.ssrc {
+            Some(s) if self.ssrc_free(s) => s,
+            Some(s) if req.require_ssrc => return Err(ControlError::SsrcTaken(s)),
+            _ => self.fresh_ssrc(),
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        let room = self.rooms.entry(req.room.clone()).or_insert_with(|| {
+            self.metrics.rooms.inc();
+            Room::default()
+        });
+        room.members.push(id);
+        let streams = room.streams.keys().copied().collect();
+        self.by_ssrc.insert(ssrc, id);
+        self.sessions.insert(
+            id,
+            Session {
+                id,
+                room: req.room,
+                identity: req.identity,
+                ssrc,
+                publish: req.publish,
+                subscribe: req.subscribe,
+                dialect: req.dialect,
+                interest: req.interest,
+                subs: HashMap::new(),
+                firs: HashMap::new(),
+                tmmbr_bps: None,
+                bucket: TokenBucket::new(self.cfg.max_packets_per_sec, now),
+                last_seen: now,
+            },
+        );
+        self.metrics.sessions.inc();
+        self.next_sweep.get_or_insert(now + self.cfg.sweep_interval);
+        Ok(Joined {
+            session: id,
+            ssrc,
+            relay_ssrc: self.relay_ssrc,
+            streams,
+        })
+    }
+
+    fn ssrc_free(&self, ssrc: u32) -> bool {
+        ssrc != 0 && ssrc != self.relay_ssrc && !self.by_ssrc.contains_key(&ssrc)
+    }
+
+    fn fresh_ssrc(&mut self) -> u32 {
+        loop {
+            let s = xorshift(&mut self.rng) as u32;
+            if self.ssrc_free(s) {
+                return s;
+            }
+        }
+    }
+
+    /// Removes a session; its stream ends and the others get an RTCP BYE for it.
+    pub fn leave(&mut self, id: SessionId) -> Result<(), ControlError> {
+        let s = self
+            .sessions
+            .get(&id)
+            .ok_or(ControlError::NoSuchSession(id))?;
+        let (room_name, ssrc) = (s.room.clone(), s.ssrc);
+        self.end_stream(&room_name, ssrc);
+        self.sessions.remove(&id);
+        self.by_ssrc.remove(&ssrc);
+        self.metrics.sessions.dec();
+        if let Some(room) = self.rooms.get_mut(&room_name) {
+            room.members.retain(|m| *m != id);
+            if room.members.is_empty() {
+                self.rooms.remove(&room_name);
+                self.metrics.rooms.dec();
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces a session's interest.
+    pub fn set_interest(&mut self, id: SessionId, interest: Interest) -> Result<(), ControlError> {
+        interest.validate().map_err(ControlError::InvalidInterest)?;
+        let s = self
+            .sessions
+            .get_mut(&id)
+            .ok_or(ControlError::NoSuchSession(id))?;
+        s.interest = interest;
+        Ok(())
+    }
+
+    /// A room's sessions and streams.
+    pub fn room_info(&self, name: &str) -> Option<RoomInfo> {
+        let room = self.rooms.get(name)?;
+        let sessions = room
+            .members
+            .iter()
+            .filter_map(|id| self.sessions.get(id))
+            .map(|s| SessionInfo {
+                session_id: format_session_id(s.id),
+                identity: s.identity.clone(),
+                ssrc: s.ssrc,
+                publish: s.publish,
+                subscribe: s.subscribe,
+                dialect: s.dialect,
+            })
+            .collect();
+        let mut streams: Vec<StreamInfo> = room
+            .streams
+            .iter()
+            .map(|(ssrc, st)| StreamInfo {
+                ssrc: *ssrc,
+                objects: st.store.len(),
+                bytes: st.store.bytes(),
+            })
+            .collect();
+        streams.sort_by_key(|s| s.ssrc);
+        Some(RoomInfo {
+            room: name.to_owned(),
+            sessions,
+            streams,
+        })
+    }
+
+    /// The next packet to send. Call until `None` after every input.
+    pub fn poll_transmit(&mut self) -> Option<Transmit<'_>> {
+        self.out.pop()
+    }
+
+    /// When [`Relay::handle_timeout`] should next be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_sweep
+    }
+
+    /// Sessions the relay removed by itself (timeouts) since the last call, so the
+    /// transport can forget them.
+    pub fn poll_closed(&mut self) -> Option<SessionId> {
+        self.closed.pop()
+    }
+
+    /// Expires objects, streams and sessions whose time has come.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.next_sweep.is_none_or(|t| now < t) {
+            return;
+        }
+        let object_cutoff = now.checked_sub(self.cfg.object_ttl);
+        let mut ended = Vec::new();
+        for (name, room) in &mut self.rooms {
+            for (ssrc, st) in &mut room.streams {
+                if let Some(cutoff) = object_cutoff {
+                    let n = st.store.expire(cutoff);
+                    self.metrics.cached_objects.sub(n as i64);
+                }
+                if now.saturating_duration_since(st.last_packet) >= self.cfg.stream_timeout {
+                    ended.push((name.clone(), *ssrc));
+                }
+            }
+        }
+        for (room, ssrc) in ended {
+            self.end_stream(&room, ssrc);
+        }
+        let idle: Vec<SessionId> = self
+            .sessions
+            .values()
+            .filter(|s| s.idle(now, self.cfg.session_timeout))
+            .map(|s| s.id)
+            .collect();
+        for id in idle {
+            if self.leave(id).is_ok() {
+                self.closed.push(id);
+            }
+        }
+        self.next_sweep = (!self.sessions.is_empty()).then(|| now + self.cfg.sweep_interval);
+    }
+
+    pub(super) fn drop_packet(&self, reason: &str) {
+        self.metrics.drop(reason);
+    }
+
+    /// Handles one plaintext RTP packet from a session.
+    pub fn handle_rtp(&mut self, now: Instant, from: SessionId, packet: &[u8]) {
+        if let Err(reason) = self.accept_rtp(now, from, packet) {
+            self.drop_packet(reason);
+        }
+    }
+
+    fn accept_rtp(
+        &mut self,
+        now: Instant,
+        from: SessionId,
+        packet: &[u8],
+    ) -> Result<(), &'static str> {
+        let s = self.sessions.get_mut(&from).ok_or("unknown_session")?;
+        s.last_seen = now;
+        if !s.bucket.take(now) {
+            return Err("rate_limited");
+        }
+        if packet.len() > self.cfg.max_packet_bytes {
+            return Err("oversized");
+        }
+        let pkt = RtpPacket::parse(packet).map_err(|e| e.reason())?;
+        if pkt.ssrc() != s.ssrc {
+            return Err("ssrc_mismatch");
+        }
+        if !s.publish {
+            return Err("not_publisher");
+        }
+        let dialect = s.dialect;
+        self.refs.clear();
+        for r in wire::objects(pkt.payload(), dialect) {
+            self.refs.push(r.map_err(|e| e.reason())?);
+        }
+        let room = self.rooms.get_mut(&s.room).ok_or("unknown_session")?;
+        let (seq, ts) = (pkt.sequence_number(), pkt.timestamp());
+        let stream = room.streams.entry(pkt.ssrc()).or_insert_with(|| {
+            self.metrics.streams.inc();
+            Stream::new(from, seq.wrapping_sub(1), ts, pkt.payload_type(), now)
+        });
+        match seq.wrapping_sub(stream.last_seq) {
+            0 => return Err("duplicate"),
+            // Older than the newest: stale game state, never applied over newer state.
+            d if d >= 0x8000 => return Err("late"),
+            _ => {}
+        }
+        if stream.store.len() + stream.store.count_new(&self.refs) > self.cfg.max_objects_per_stream
+        {
+            return Err("too_many_objects");
+        }
+        let before = stream.store.len();
+        stream.store.apply(pkt.payload(), &self.refs, now);
+        self.metrics
+            .cached_objects
+            .add((stream.store.len() - before) as i64);
+        stream.history.record(seq, &self.refs);
+        stream.last_seq = seq;
+        stream.last_ts = ts;
+        stream.payload_type = pkt.payload_type();
+        stream.last_packet = now;
+        let room = &self.rooms[&self.sessions[&from].room];
+        fan_out(
+            room,
+            &mut self.sessions,
+            &mut self.out,
+            from,
+            dialect,
+            &pkt,
+            &self.refs,
+        );
+        Ok(())
+    }
+}
+
+/// Sends one accepted packet to every other subscriber of the room, each with only the
+/// objects its interest admits and its own sequence numbers.
+fn fan_out(
+    room: &Room,
+    sessions: &mut HashMap<SessionId, Session>,
+    out: &mut Outbox,
+    from: SessionId,
+    from_dialect: Dialect,
+    pkt: &RtpPacket<'_>,
+    refs: &[ObjectRef],
+) {
+    let payload = pkt.payload();
+    let (ssrc, seq) = (pkt.ssrc(), pkt.sequence_number());
+    for member in &room.members {
+        let Some(sub) = sessions.get_mut(member) else {
+            continue;
+        };
+        if !sub.subscribe || !sub.interest.admits_stream(ssrc, *member == from) {
+            continue;
+        }
+        let whole = sub.dialect == from_dialect && sub.interest.admits_all_objects();
+        let wanted = |r: &&ObjectRef| admits(&sub.interest, sub.dialect, from_dialect, r);
+        let state = sub
+            .subs
+            .entry(ssrc)
+            .or_insert_with(|| Subscription::new(seq));
+        if !whole && !refs.iter().any(|r| wanted(&r)) {
+            state.rewriter.filter(seq);
+            continue;
+        }
+        let Some(rw) = state.rewriter.forward(seq, pkt.timestamp()) else {
+            continue;
+        };
+        state.record(rw.sequence_number, seq);
+        let (buf, start) = out.begin();
+        let header = RtpHeader {
+            marker: pkt.marker(),
+            payload_type: pkt.payload_type(),
+            sequence_number: rw.sequence_number,
+            timestamp: rw.timestamp,
+            ssrc,
+            csrcs: &[],
+            extension: pkt.extension().map(Into::into),
+        };
+        if header.append_to(buf).is_err() {
+            out.abandon(start);
+            continue;
+        }
+        if whole {
+            buf.extend_from_slice(payload);
+        } else {
+            for r in refs.iter().filter(wanted) {
+                buf.extend_from_slice(r.bytes(payload));
+            }
+        }
+        out.commit(*member, PacketClass::Rtp, start);
+    }
+}
+
+/// Whether a subscriber gets an object: its interest admits the type, and the object
+/// means the same in the subscriber's dialect (docs/relay.md, "Mixed dialects").
+pub(super) fn admits(interest: &Interest, to: Dialect, from: Dialect, r: &ObjectRef) -> bool {
+    interest.admits_object(r.tag, r.kind)
+        && portable(r.tag, r.kind, r.id, r.end - r.start, from, to)
+}
+
+/// Objects whose bytes read the same in both dialects: Hand1, a Head1 without its IPD
+/// part (the IPD tag differs), and tags neither dialect knows.
+pub(super) fn portable(
+    tag: u64,
+    kind: ObjectKind,
+    id: Option<u64>,
+    len: usize,
+    from: Dialect,
+    to: Dialect,
+) -> bool {
+    if from == to {
+        return true;
+    }
+    if to.kind_of(tag) != kind {
+        return false;
+    }
+    match kind {
+        ObjectKind::Hand1 | ObjectKind::Unknown => true,
+        ObjectKind::Head1 => id.is_some_and(|id| len == 2 + varuint_len(id) + 32),
+        _ => false,
+    }
+}
+
+fn xorshift(s: &mut u64) -> u64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    *s
+}

@@ -1,0 +1,28 @@
+//! The relay core, sans-I/O: rooms, sessions, streams, the latest-state store,
+//! forwarding with per-subscriber filtering and sequence rewriting, and snapshots.
+//!
+//! Inputs: control operations ([`Relay::join`], [`Relay::leave`], [`Relay::set_interest`]),
+//! packets ([`Relay::handle_rtp`], [`Relay::handle_rtcp`]) and time
+//! ([`Relay::handle_timeout`]). Outputs: packets ([`Relay::poll_transmit`]) and the next
+//! wake-up ([`Relay::poll_timeout`]). Time is always an argument; nothing here reads a
+//! clock, owns a socket or spawns a task, so tests drive it faster than real time.
+
+mod api;
+mod config;
+mod core;
+mod feedback;
+pub mod interest;
+mod outbox;
+mod room;
+mod session;
+mod store;
+
+pub use api::{
+    ControlError, JoinRequest, Joined, RoomInfo, SessionId, SessionInfo, StreamInfo,
+    format_session_id, parse_session_id,
+};
+pub use config::RelayConfig;
+pub use core::Relay;
+pub use interest::Interest;
+pub use outbox::Transmit;
+pub use session::Session;

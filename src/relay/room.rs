@@ -1,0 +1,55 @@
+//! Rooms and the streams published in them.
+
+use super::api::SessionId;
+use super::store::{History, Store};
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// One room: its members and streams. Rooms never share state.
+#[derive(Debug, Default)]
+pub struct Room {
+    /// Sessions in join order.
+    pub members: Vec<SessionId>,
+    /// Streams by SSRC.
+    pub streams: HashMap<u32, Stream>,
+}
+
+/// One publisher's stream.
+#[derive(Debug)]
+pub struct Stream {
+    /// The publishing session.
+    pub owner: SessionId,
+    /// Latest state per objectID.
+    pub store: Store,
+    /// Objects per recent source packet.
+    pub history: History,
+    /// Newest source sequence number.
+    pub last_seq: u16,
+    /// Newest source RTP timestamp.
+    pub last_ts: u32,
+    /// Payload type the source uses.
+    pub payload_type: u8,
+    /// Last packet's arrival.
+    pub last_packet: Instant,
+    /// When a FIR was last passed on to the source.
+    pub fir_forwarded: Option<Instant>,
+    /// Sequence number of the relay's next FIR to the source.
+    pub fir_seq: u8,
+}
+
+impl Stream {
+    /// A stream whose first packet has just arrived.
+    pub fn new(owner: SessionId, seq: u16, ts: u32, payload_type: u8, now: Instant) -> Self {
+        Self {
+            owner,
+            store: Store::default(),
+            history: History::default(),
+            last_seq: seq,
+            last_ts: ts,
+            payload_type,
+            last_packet: now,
+            fir_forwarded: None,
+            fir_seq: 0,
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Per-session state: rights, interest, rate limit, and per forwarded stream the
+//! sequence rewriting and what was sent (for NACK).
+
+use super::api::SessionId;
+use super::interest::Interest;
+use crate::rtp::SeqRewriter;
+use crate::wire::Dialect;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// How many sent packets per (subscriber, stream) a NACK can still name.
+pub const SENT_RING: usize = 64;
+
+/// One joined session.
+#[derive(Debug)]
+pub struct Session {
+    /// Its id.
+    pub id: SessionId,
+    /// Room name.
+    pub room: String,
+    /// Identity from the token.
+    pub identity: String,
+    /// SSRC it publishes and signs RTCP with.
+    pub ssrc: u32,
+    /// May publish.
+    pub publish: bool,
+    /// May subscribe.
+    pub subscribe: bool,
+    /// Wire dialect.
+    pub dialect: Dialect,
+    /// What it wants to receive.
+    pub interest: Interest,
+    /// Forwarding state per stream it receives.
+    pub subs: HashMap<u32, Subscription>,
+    /// Latest FIR sequence number seen per media SSRC, to answer each FIR once.
+    pub firs: HashMap<u32, u8>,
+    /// Rate cap from RTCP TMMBR, in bits per second.
+    pub tmmbr_bps: Option<u64>,
+    /// Packet-rate limiter.
+    pub bucket: TokenBucket,
+    /// Last time anything arrived from it.
+    pub last_seen: Instant,
+}
+
+/// One stream as one subscriber receives it.
+#[derive(Debug, Clone)]
+pub struct Subscription {
+    /// Sequence/timestamp rewriting.
+    pub rewriter: SeqRewriter,
+    /// (output seq, source seq) of recently forwarded packets.
+    sent: [(u16, u16); SENT_RING],
+    next: usize,
+}
+
+impl Subscription {
+    /// Starts at the source's current sequence number, timestamps unchanged.
+    pub fn new(src_seq: u16) -> Self {
+        Self {
+            rewriter: SeqRewriter::new(src_seq, 0),
+            sent: [(0, 0); SENT_RING],
+            next: 0,
+        }
+    }
+
+    /// Remembers that output `out` carried source packet `src`.
+    pub fn record(&mut self, out: u16, src: u16) {
+        if let Some(slot) = self.sent.get_mut(self.next % SENT_RING) {
+            *slot = (out, src);
+        }
+        self.next = self.next.wrapping_add(1);
+    }
+
+    /// The source packet an output sequence number carried, if remembered.
+    pub fn source_of(&self, out: u16) -> Option<u16> {
+        let recorded = self.next.min(SENT_RING);
+        self.sent[..recorded]
+            .iter()
+            .find(|(o, _)| *o == out)
+            .map(|(_, s)| *s)
+    }
+}
+
+/// A token bucket: `rate` tokens per second, holding at most one second's worth.
+#[derive(Debug, Clone)]
+pub struct TokenBucket {
+    rate: f64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl TokenBucket {
+    /// A full bucket.
+    pub fn new(rate: u32, now: Instant) -> Self {
+        Self {
+            rate: f64::from(rate),
+            tokens: f64::from(rate),
+            at: now,
+        }
+    }
+
+    /// Takes one token if there is one.
+    pub fn take(&mut self, now: Instant) -> bool {
+        let dt = now.saturating_duration_since(self.at).as_secs_f64();
+        self.at = self.at.max(now);
+        self.tokens = (self.tokens + dt * self.rate).min(self.rate);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl Session {
+    /// Whether the session has been silent for `timeout`.
+    pub fn idle(&self, now: Instant, timeout: Duration) -> bool {
+        now.saturating_duration_since(self.last_seen) >= timeout
+    }
+}
