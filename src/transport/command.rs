@@ -1,0 +1,121 @@
+//! Control operations sent to the relay task, which owns the core: the HTTP layer never
+//! touches relay state directly, so the core keeps a single owner and needs no lock.
+
+use crate::relay::{ControlError, Interest, JoinRequest, Joined, RoomInfo, SessionId};
+use crate::rtp::SrtpProfile;
+use serde::Serialize;
+use std::net::SocketAddr;
+use tokio::sync::{mpsc, oneshot};
+
+/// SRTP keys handed to a client at join (RFC 4568 inline form: base64 of key ‖ salt).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SrtpKeys {
+    /// Protection profile.
+    pub profile: SrtpProfile,
+    /// What the client protects with (the relay unprotects with it).
+    pub client_key: String,
+    /// What the relay protects with (the client unprotects with it).
+    pub relay_key: String,
+}
+
+/// What a transport answers to a join.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinAnswer {
+    /// The core's answer.
+    pub joined: Joined,
+    /// Where the client sends RTP/RTCP.
+    pub rtp_addr: SocketAddr,
+    /// SRTP keys; `None` in insecure plain-RTP mode.
+    pub srtp: Option<SrtpKeys>,
+}
+
+/// A join as the control plane asks it.
+#[derive(Debug, Clone)]
+pub struct JoinCommand {
+    /// The core's join request.
+    pub request: JoinRequest,
+    /// SRTP profile wanted; `None` asks for plain RTP (refused unless the relay runs with
+    /// `--insecure-plain-rtp`).
+    pub profile: Option<SrtpProfile>,
+}
+
+/// Why a command could not be carried out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// The core refused.
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    /// Plain RTP asked for, but the relay requires SRTP.
+    #[error("plain RTP is disabled; ask for an SRTP profile")]
+    PlainRtpDisabled,
+    /// The relay task has stopped.
+    #[error("the relay is not running")]
+    Stopped,
+}
+
+/// One operation for the relay task, with the channel its answer goes back on.
+#[derive(Debug)]
+pub enum Command {
+    /// Join a session.
+    Join(JoinCommand, oneshot::Sender<Result<JoinAnswer, CommandError>>),
+    /// Remove a session (BYE to the others).
+    Leave(SessionId, oneshot::Sender<Result<(), CommandError>>),
+    /// Replace a session's interest.
+    SetInterest(SessionId, Interest, oneshot::Sender<Result<(), CommandError>>),
+    /// The room a session is in, if it exists.
+    SessionRoom(SessionId, oneshot::Sender<Option<String>>),
+    /// A room's sessions and streams.
+    RoomInfo(String, oneshot::Sender<Option<RoomInfo>>),
+    /// Refuse new joins; answers with the number of sessions still joined.
+    Drain(oneshot::Sender<usize>),
+}
+
+/// A cloneable handle on the relay task.
+#[derive(Debug, Clone)]
+pub struct RelayHandle {
+    tx: mpsc::Sender<Command>,
+}
+
+impl RelayHandle {
+    /// A handle and the receiving end the relay task reads.
+    pub fn channel(depth: usize) -> (Self, mpsc::Receiver<Command>) {
+        let (tx, rx) = mpsc::channel(depth);
+        (Self { tx }, rx)
+    }
+
+    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, CommandError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx.send(make(reply)).await.map_err(|_| CommandError::Stopped)?;
+        answer.await.map_err(|_| CommandError::Stopped)
+    }
+
+    /// Joins a session.
+    pub async fn join(&self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
+        self.call(|r| Command::Join(cmd, r)).await?
+    }
+
+    /// Removes a session.
+    pub async fn leave(&self, id: SessionId) -> Result<(), CommandError> {
+        self.call(|r| Command::Leave(id, r)).await?
+    }
+
+    /// Replaces a session's interest.
+    pub async fn set_interest(&self, id: SessionId, interest: Interest) -> Result<(), CommandError> {
+        self.call(|r| Command::SetInterest(id, interest, r)).await?
+    }
+
+    /// The room a session is in.
+    pub async fn session_room(&self, id: SessionId) -> Result<Option<String>, CommandError> {
+        self.call(|r| Command::SessionRoom(id, r)).await
+    }
+
+    /// A room's sessions and streams.
+    pub async fn room_info(&self, room: String) -> Result<Option<RoomInfo>, CommandError> {
+        self.call(|r| Command::RoomInfo(room, r)).await
+    }
+
+    /// Starts draining; returns the sessions still joined.
+    pub async fn drain(&self) -> Result<usize, CommandError> {
+        self.call(Command::Drain).await
+    }
+}
