@@ -47,8 +47,7 @@ pub fn decode(a: DecodeArgs) -> anyhow::Result<()> {
     };
     let objects = wire::decode(&bytes, a.dialect)
         .with_context(|| format!("payload is not valid {}", a.dialect))?;
-    println!("{}", serde_json::to_string_pretty(&objects)?);
-    Ok(())
+    print(&serde_json::to_string_pretty(&objects)?)
 }
 
 /// Prints the payload for a JSON array of objects, as hex.
@@ -67,6 +66,11 @@ pub fn encode(a: EncodeArgs) -> anyhow::Result<()> {
     }
     .context("input is not a game-state object or array of objects")?;
     let bytes = wire::encode(&objects, a.dialect)?;
-    println!("{}", hex::encode(bytes));
-    Ok(())
+    print(&hex::encode(bytes))
+}
+
+/// Writes a line to stdout, reporting (not panicking on) a closed pipe.
+fn print(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    writeln!(std::io::stdout().lock(), "{text}").context("writing to stdout")
 }

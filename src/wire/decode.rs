@@ -61,7 +61,7 @@ fn fixed_object(kind: ObjectKind, b: &mut Reader<'_>, d: Dialect) -> Result<Obje
             time: f.u16()?,
             location: loc2(&mut f)?,
             rotation: rot2(&mut f)?,
-            ipd: t.ipd.map(|bits| half::f16::from_bits(bits).to_f32()),
+            ipd: t.ipd.map(super::float16::to_f32),
             extra,
         }),
         ObjectKind::Hand1 => Object::Hand1(Hand1 {

@@ -1,6 +1,8 @@
 //! Typed encoding: [`Object`]s to payload bytes, in the minimal (canonical) form.
 
+use super::decode::decode_tlv;
 use super::dialect::{Dialect, ObjectKind};
+use super::json::Hex;
 use super::layout;
 use super::object::*;
 use super::reader::Reader;
@@ -53,12 +55,24 @@ pub fn encode_object(
             tag
         }
     };
+    let start = out.len();
     out.put_varuint(tag);
     let data = match o {
         Object::Unknown(u) => &u.data.0[..],
         _ => &scratch[..],
     };
     out.put_blob(data);
+    if o.extra().is_some_and(|e| !e.is_empty()) {
+        let mut r = Reader::new(&out[start..]);
+        if let Err(e) = layout::read_tlv(&mut r).and_then(|tlv| decode_tlv(tlv, d)) {
+            out.truncate(start);
+            let what = kind_of(o).name();
+            return Err(err(
+                what,
+                format!("`extra` makes the object undecodable: {e}"),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -101,7 +115,7 @@ fn body(o: &Object, d: Dialect, w: &mut Vec<u8>) -> Result<(), EncodeError> {
             if let Some(ipd) = h.ipd {
                 tlv_f16(w, d, ipd);
             }
-            extra(w, d, "Head1", &h.extra, true)
+            extra(w, &h.extra)
         }
         Object::Hand1(h) => {
             w.put_varuint(h.id);
@@ -109,7 +123,7 @@ fn body(o: &Object, d: Dialect, w: &mut Vec<u8>) -> Result<(), EncodeError> {
             w.put_bool(h.left);
             loc2(w, &h.location);
             rot2(w, &h.rotation);
-            extra(w, d, "Hand1", &h.extra, false)
+            extra(w, &h.extra)
         }
         Object::Hand2(h) => {
             w.put_varuint(h.id);
@@ -126,7 +140,7 @@ fn body(o: &Object, d: Dialect, w: &mut Vec<u8>) -> Result<(), EncodeError> {
                     transform(w, j);
                 }
             }
-            extra(w, d, "Hand2", &h.extra, false)
+            extra(w, &h.extra)
         }
         Object::Object1(o) => object1(w, d, o),
         Object::Object2(o) => {
@@ -137,7 +151,7 @@ fn body(o: &Object, d: Dialect, w: &mut Vec<u8>) -> Result<(), EncodeError> {
             loc2(w, &o.scale);
             w.put_bool(o.active);
             parent_tlv(w, o.parent);
-            extra(w, d, "Object2", &o.extra, true)
+            extra(w, &o.extra)
         }
         Object::Mesh1(m) => mesh1(w, d, m),
         Object::Mesh2(m) => {
@@ -150,7 +164,7 @@ fn body(o: &Object, d: Dialect, w: &mut Vec<u8>) -> Result<(), EncodeError> {
                 texture(w, t);
             }
             parent_tlv(w, m.parent);
-            extra(w, d, "Mesh2", &m.extra, true)
+            extra(w, &m.extra)
         }
         Object::GameControl1(g) => {
             w.put_varuint(g.id);
@@ -160,14 +174,14 @@ fn body(o: &Object, d: Dialect, w: &mut Vec<u8>) -> Result<(), EncodeError> {
             for v in [g.left.x, g.left.y, g.right.x, g.right.y] {
                 w.put_f16(v);
             }
-            extra(w, d, "GameControl1", &g.extra, false)
+            extra(w, &g.extra)
         }
         Object::ThreeDof1(t) => {
             w.put_varuint(t.id);
             w.put_u16(t.time);
             w.put_bool(t.left);
             rot2(w, &t.rotation);
-            extra(w, d, "ThreeDOF1", &t.extra, false)
+            extra(w, &t.extra)
         }
         Object::SixDof1(s) => {
             w.put_varuint(s.id);
@@ -184,11 +198,11 @@ fn body(o: &Object, d: Dialect, w: &mut Vec<u8>) -> Result<(), EncodeError> {
                     w.put_f32(v);
                 }
             }
-            extra(w, d, "SixDOF1", &s.extra, true)
+            extra(w, &s.extra)
         }
         Object::HeadIpd1(h) => {
             w.put_f16(h.ipd);
-            extra(w, d, "HeadIPD1", &h.extra, false)
+            extra(w, &h.extra)
         }
         Object::Unknown(_) => Ok(()),
     }
@@ -232,7 +246,7 @@ fn object1(w: &mut Vec<u8>, d: Dialect, o: &Object1) -> Result<(), EncodeError> 
             }
         }
     }
-    extra(w, d, "Object1", &o.extra, true)
+    extra(w, &o.extra)
 }
 
 fn mesh1(w: &mut Vec<u8>, d: Dialect, m: &Mesh1) -> Result<(), EncodeError> {
@@ -286,7 +300,7 @@ fn mesh1(w: &mut Vec<u8>, d: Dialect, m: &Mesh1) -> Result<(), EncodeError> {
     for t in &m.triangles {
         w.put_varuint(*t);
     }
-    extra(w, d, "Mesh1", &m.extra, false)
+    extra(w, &m.extra)
 }
 
 /// A float that is exactly a non-negative integer.
@@ -316,31 +330,9 @@ fn parent_tlv(w: &mut Vec<u8>, parent: Option<u64>) {
     }
 }
 
-/// Appends an object's `extra` bytes after checking they decode in this dialect:
-/// extension TLVs in draft01; in gse, raw bytes where the reference decoder skips them.
-fn extra(
-    w: &mut Vec<u8>,
-    d: Dialect,
-    what: &str,
-    extra: &super::json::Hex,
-    has_optional: bool,
-) -> Result<(), EncodeError> {
-    if extra.is_empty() {
-        return Ok(());
-    }
-    match d {
-        Dialect::Draft01 => {
-            layout::extensions(&mut Reader::new(&extra.0))
-                .map_err(|e| err(what, format!("extra is not a sequence of TLVs: {e}")))?;
-        }
-        Dialect::Gse if has_optional => {
-            return Err(err(
-                what,
-                "gse allows no bytes after this object's optional part",
-            ));
-        }
-        Dialect::Gse => {}
-    }
+/// Appends an object's `extra` bytes verbatim; [`encode_object`] then checks that the
+/// object still decodes (extension TLVs must not collide with its own optional part).
+fn extra(w: &mut Vec<u8>, extra: &Hex) -> Result<(), EncodeError> {
     w.extend_from_slice(&extra.0);
     Ok(())
 }

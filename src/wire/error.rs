@@ -26,8 +26,6 @@ pub enum ErrorKind {
     TrailingBytes(usize),
     /// An optional TLV inside an object that this object does not allow here.
     UnexpectedOptional(u64),
-    /// The same optional part twice in one object.
-    DuplicateOptional(u64),
     /// A nested optional TLV whose Length is too short for its value.
     OptionalTooShort {
         /// The optional part's tag.
@@ -63,7 +61,7 @@ impl DecodeError {
             ErrorKind::InvalidBoolean(_) => "bad_boolean",
             ErrorKind::InvalidUtf8 => "bad_utf8",
             ErrorKind::TrailingBytes(_) => "trailing_bytes",
-            ErrorKind::UnexpectedOptional(_) | ErrorKind::DuplicateOptional(_) => "bad_optional",
+            ErrorKind::UnexpectedOptional(_) => "bad_optional",
             ErrorKind::OptionalTooShort { .. } => "bad_optional",
             ErrorKind::CountTooLarge(_) => "bad_count",
         }
@@ -85,7 +83,6 @@ impl fmt::Display for ErrorKind {
                 write!(f, "{n} unexpected bytes before the end of the object")
             }
             Self::UnexpectedOptional(t) => write!(f, "unexpected optional part with tag {t}"),
-            Self::DuplicateOptional(t) => write!(f, "optional part with tag {t} appears twice"),
             Self::OptionalTooShort { tag, length } => {
                 write!(
                     f,

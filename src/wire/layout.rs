@@ -412,7 +412,7 @@ pub fn mesh2<'a>(r: &mut Reader<'a>) -> Result<Mesh2Layout<'a>, DecodeError> {
             _ => Some(TextureRef::RtpPt(c.u8()?)),
         };
         let t = trailer(&mut c, Optional::Parent, Dialect::Draft01)?;
-        if plain && !(t.extra.is_empty()) {
+        if plain && t.parent.is_none() && !t.extra.is_empty() {
             return Err(c.error(ErrorKind::TrailingBytes(t.extra.len())));
         }
         Ok::<_, DecodeError>((c, texture, t))

@@ -12,6 +12,7 @@ mod decode;
 mod dialect;
 mod encode;
 mod error;
+pub mod float16;
 pub mod json;
 pub mod layout;
 mod object;

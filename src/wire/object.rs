@@ -519,6 +519,24 @@ impl Object {
         }
     }
 
+    /// The unparsed optional parts, for the types that have them.
+    pub fn extra(&self) -> Option<&Hex> {
+        match self {
+            Object::Head1(o) => Some(&o.extra),
+            Object::Hand1(o) => Some(&o.extra),
+            Object::Hand2(o) => Some(&o.extra),
+            Object::Object1(o) => Some(&o.extra),
+            Object::Object2(o) => Some(&o.extra),
+            Object::Mesh1(o) => Some(&o.extra),
+            Object::Mesh2(o) => Some(&o.extra),
+            Object::GameControl1(o) => Some(&o.extra),
+            Object::ThreeDof1(o) => Some(&o.extra),
+            Object::SixDof1(o) => Some(&o.extra),
+            Object::HeadIpd1(o) => Some(&o.extra),
+            Object::Unknown(_) => None,
+        }
+    }
+
     /// The parent objectID, if the object declares one.
     pub fn parent(&self) -> Option<u64> {
         match self {

@@ -4,7 +4,6 @@
 //! [`Reader::sub`] are how an object's Length bounds everything inside it.
 
 use super::error::{DecodeError, ErrorKind};
-use half::f16;
 
 /// A cursor over a byte slice that remembers its absolute offset in the payload.
 #[derive(Debug, Clone)]
@@ -117,7 +116,7 @@ impl<'a> Reader<'a> {
     }
     /// Float16 (IEEE binary16), widened exactly to f32.
     pub fn f16(&mut self) -> Result<f32, DecodeError> {
-        Ok(f16::from_bits(self.u16()?).to_f32())
+        Ok(super::float16::to_f32(self.u16()?))
     }
     /// Float32.
     pub fn f32(&mut self) -> Result<f32, DecodeError> {

@@ -1,7 +1,5 @@
 //! Writes the draft's primitives into a byte vector, always in the minimal form.
 
-use half::f16;
-
 /// Appends primitives to a `Vec<u8>` in network byte order.
 pub trait WriteExt {
     /// UInt16.
@@ -30,7 +28,7 @@ impl WriteExt for Vec<u8> {
         self.extend_from_slice(&v.to_be_bytes());
     }
     fn put_f16(&mut self, v: f32) {
-        self.put_u16(f16::from_f32(v).to_bits());
+        self.put_u16(super::float16::from_f32(v));
     }
     fn put_f32(&mut self, v: f32) {
         self.put_u32(v.to_bits());
