@@ -70,19 +70,22 @@ impl Fixed {
         dialect: Dialect,
     ) -> Result<(Reader<'a>, Option<[f32; 3]>), DecodeError> {
         let part = r.sub(self.size)?;
+        let bytes = part.rest();
         if let Some(at) = self.bool_at {
-            let mut b = part.clone();
-            b.take(at)?;
-            b.boolean(dialect.strict_booleans())?;
-        }
-        let pos = match self.pos_at {
-            Some(at) => {
-                let mut p = part.clone();
-                p.take(at)?;
-                Some([p.f32()?, p.f32()?, p.f32()?])
+            let b = bytes.get(at).copied().unwrap_or_default();
+            if b > 1 && dialect.strict_booleans() {
+                let offset = part.offset() + at;
+                return Err(DecodeError::new(offset, ErrorKind::InvalidBoolean(b)));
             }
-            None => None,
-        };
+        }
+        let pos = self
+            .pos_at
+            .and_then(|at| bytes.get(at..at + LOC1))
+            .and_then(|p| <[u8; LOC1]>::try_from(p).ok())
+            .map(|p| {
+                let f = |i: usize| f32::from_be_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]);
+                [f(0), f(4), f(8)]
+            });
         Ok((part, pos))
     }
 }
@@ -315,7 +318,7 @@ fn varuint_array<'a>(r: &mut Reader<'a>, per: usize) -> Result<Array<'a>, Decode
         .ok_or_else(|| DecodeError::new(at, ErrorKind::CountTooLarge(count as u64)))?;
     let start = r.clone();
     for _ in 0..values {
-        r.varuint()?;
+        r.skip_varuint()?;
     }
     let used = start.remaining() - r.remaining();
     Ok(Array {

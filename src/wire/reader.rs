@@ -24,21 +24,25 @@ impl<'a> Reader<'a> {
     }
 
     /// Absolute offset of the next byte.
+    #[inline]
     pub fn offset(&self) -> usize {
         self.base + self.pos
     }
 
     /// Bytes left.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
     /// True when nothing is left.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.pos == self.buf.len()
     }
 
     /// The unread bytes, without consuming them.
+    #[inline]
     pub fn rest(&self) -> &'a [u8] {
         &self.buf[self.pos..]
     }
@@ -49,6 +53,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Takes the next `n` bytes.
+    #[inline]
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if n > self.remaining() {
             return Err(self.error(ErrorKind::Truncated {
@@ -62,6 +67,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Takes the next `n` bytes as a bounded sub-reader (an object's or TLV's Length).
+    #[inline]
     pub fn sub(&mut self, n: usize) -> Result<Reader<'a>, DecodeError> {
         let base = self.offset();
         let buf = self.take(n)?;
@@ -75,6 +81,7 @@ impl<'a> Reader<'a> {
         s
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let s = self.take(N)?;
         let mut a = [0u8; N];
@@ -83,18 +90,22 @@ impl<'a> Reader<'a> {
     }
 
     /// UInt8.
+    #[inline]
     pub fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.array::<1>()?[0])
     }
     /// UInt16, network byte order.
+    #[inline]
     pub fn u16(&mut self) -> Result<u16, DecodeError> {
         Ok(u16::from_be_bytes(self.array()?))
     }
     /// UInt32, network byte order.
+    #[inline]
     pub fn u32(&mut self) -> Result<u32, DecodeError> {
         Ok(u32::from_be_bytes(self.array()?))
     }
     /// UInt64, network byte order.
+    #[inline]
     pub fn u64(&mut self) -> Result<u64, DecodeError> {
         Ok(u64::from_be_bytes(self.array()?))
     }
@@ -115,10 +126,12 @@ impl<'a> Reader<'a> {
         Ok(self.u64()? as i64)
     }
     /// Float16 (IEEE binary16), widened exactly to f32.
+    #[inline]
     pub fn f16(&mut self) -> Result<f32, DecodeError> {
         Ok(super::float16::to_f32(self.u16()?))
     }
     /// Float32.
+    #[inline]
     pub fn f32(&mut self) -> Result<f32, DecodeError> {
         Ok(f32::from_bits(self.u32()?))
     }
@@ -128,6 +141,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Boolean. `strict` (draft01) accepts only `00`/`01`; otherwise (gse) any non-zero is true.
+    #[inline]
     pub fn boolean(&mut self, strict: bool) -> Result<bool, DecodeError> {
         let at = self.offset();
         match self.u8()? {
@@ -139,6 +153,7 @@ impl<'a> Reader<'a> {
     }
 
     /// VarUInt in the draft's prose forms; non-minimal forms are accepted.
+    #[inline]
     pub fn varuint(&mut self) -> Result<u64, DecodeError> {
         let at = self.offset();
         let b0 = self.u8()?;
@@ -151,6 +166,22 @@ impl<'a> Reader<'a> {
             _ => return Err(DecodeError::new(at, ErrorKind::InvalidVarPrefix(b0))),
         };
         Ok(v)
+    }
+
+    /// Skips one VarUInt without computing its value (the form is in the first byte).
+    #[inline]
+    pub fn skip_varuint(&mut self) -> Result<(), DecodeError> {
+        let at = self.offset();
+        let b0 = self.u8()?;
+        let rest = match b0 {
+            0x00..=0x7f => 0,
+            0x80..=0xbf => 1,
+            0xc0..=0xdf => 2,
+            0xe1 => 4,
+            0xe2 => 8,
+            _ => return Err(DecodeError::new(at, ErrorKind::InvalidVarPrefix(b0))),
+        };
+        self.take(rest).map(|_| ())
     }
 
     /// VarInt: the VarUInt forms holding two's complement truncated to 7/14/21/32/64 bits.
@@ -169,6 +200,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A VarUInt length or count, checked to fit in `usize`.
+    #[inline]
     pub fn length(&mut self) -> Result<usize, DecodeError> {
         let at = self.offset();
         let n = self.varuint()?;
