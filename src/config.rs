@@ -144,7 +144,16 @@ pub struct ServeArgs {
     pub token_secret: Option<String>,
     /// Accept unencrypted RTP from sessions that ask for `"srtp_profile":"none"`. For lab
     /// interop only: anyone on the path can read and forge such streams.
-    #[arg(long, env = "GSRELAY_INSECURE_PLAIN_RTP", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    /// `--insecure-plain-rtp=false` switches off a file's `true` (also yes/no, on/off, 1/0).
+    #[arg(
+        long,
+        env = "GSRELAY_INSECURE_PLAIN_RTP",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub insecure_plain_rtp: Option<bool>,
     /// SRTP profile for joins that name none [default: AES_CM_128_HMAC_SHA1_80].
     #[arg(long, env = "GSRELAY_SRTP_PROFILE", value_name = "PROFILE", value_parser = parse_profile)]
@@ -324,6 +333,11 @@ mod tests {
             "--insecure-plain-rtp",
         ])
         .apply(file);
+        let off = args(&["--insecure-plain-rtp=no"]).apply(ServeConfig {
+            insecure_plain_rtp: true,
+            ..ServeConfig::default()
+        });
+        assert!(!off.insecure_plain_rtp);
         assert_eq!(c.http_addr.to_string(), "127.0.0.1:0");
         assert_eq!(c.rtp_addr.to_string(), "127.0.0.1:9001", "file kept");
         assert_eq!(c.relay.payload_budget, 700);
