@@ -1,11 +1,16 @@
 //! gsrelay: a selective forwarding relay for game state over RTP.
 //!
 //! Layout (see `docs/architecture.md`): `wire` is the game-state payload codec, `rtp` the
-//! RTP/RTCP/SRTP primitives beneath the relay, `control` the access tokens of the HTTP API.
+//! RTP/RTCP/SRTP primitives beneath the relay, `relay` the sans-I/O core, `transport` the
+//! I/O shells around it, `control` the HTTP API and its access tokens, `config` and
+//! `server` what `gsrelay serve` runs.
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod control;
 pub mod metrics;
 pub mod relay;
 pub mod rtp;
+pub mod server;
+pub mod transport;
 pub mod wire;

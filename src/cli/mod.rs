@@ -1,6 +1,7 @@
 //! The `gsrelay` command line: one subcommand per module.
 
 pub mod codec;
+pub mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -18,6 +19,12 @@ enum Command {
     Decode(codec::DecodeArgs),
     /// Encode a JSON array of objects (as printed by `decode`) into a payload, as hex.
     Encode(codec::EncodeArgs),
+    /// Run the relay: HTTP API on 8080, RTP/UDP on 5004 (QUIC on 4433 is not implemented
+    /// yet). With no file and no flags it runs on embedded defaults and prints a dev
+    /// secret with a ready-to-use example token.
+    Serve(Box<gsrelay::config::ServeArgs>),
+    /// Print a signed access token (JWT, HS256) for one room.
+    Token(serve::TokenArgs),
 }
 
 impl Cli {
@@ -26,6 +33,8 @@ impl Cli {
         match self.command {
             Command::Decode(a) => codec::decode(a),
             Command::Encode(a) => codec::encode(a),
+            Command::Serve(a) => serve::serve(*a),
+            Command::Token(a) => serve::token(a),
         }
     }
 }

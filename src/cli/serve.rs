@@ -1,0 +1,152 @@
+//! `gsrelay serve` and `gsrelay token`.
+
+use anyhow::{Context, bail};
+use clap::Args;
+use gsrelay::config::{LogFormat, ServeArgs};
+use gsrelay::control::token::{Rights, Tokens};
+use gsrelay::server;
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::time::{SystemTime, UNIX_EPOCH};
+use tracing_subscriber::EnvFilter;
+
+/// Room, identity and lifetime of the example token printed with a generated dev secret.
+const EXAMPLE_ROOM: &str = "dev";
+const EXAMPLE_IDENTITY: &str = "dev";
+const EXAMPLE_TTL_SECS: u64 = 24 * 3600;
+
+/// Arguments of `gsrelay token`.
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    /// The one room the token is valid for.
+    #[arg(long)]
+    room: String,
+    /// The holder's identity (the token's subject).
+    #[arg(long)]
+    identity: String,
+    /// Grant the right to publish game state.
+    #[arg(long)]
+    publish: bool,
+    /// Grant the right to receive game state.
+    #[arg(long)]
+    subscribe: bool,
+    /// Grant the right to inspect the room (GET /v1/rooms/{room}).
+    #[arg(long)]
+    admin: bool,
+    /// Lifetime in seconds.
+    #[arg(long, default_value_t = 3600, value_name = "SECS")]
+    ttl: u64,
+    /// Signing secret: the relay's --token-secret.
+    #[arg(long, env = "GSRELAY_TOKEN_SECRET", hide_env_values = true)]
+    secret: String,
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Prints a signed token.
+pub fn token(a: TokenArgs) -> anyhow::Result<()> {
+    if !(a.publish || a.subscribe || a.admin) {
+        bail!("a token without rights is useless: give --publish, --subscribe and/or --admin");
+    }
+    let tokens = Tokens::new(a.secret.as_bytes())?;
+    let rights = Rights {
+        publish: a.publish,
+        subscribe: a.subscribe,
+        admin: a.admin,
+    };
+    println!(
+        "{}",
+        tokens.issue(&a.room, &a.identity, rights, a.ttl, unix_now())?
+    );
+    Ok(())
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never in collected logs.
+        .with_ansi(std::io::stderr().is_terminal());
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Runs the relay until SIGINT or SIGTERM, then drains; a second signal stops at once.
+pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let cfg = args.resolve()?;
+    init_logging(cfg.log_format);
+    let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+    runtime.block_on(async {
+        let server = server::start(cfg).await?;
+        if let Some(secret) = &server.dev_secret {
+            print_dev_credentials(secret, server.http_addr)?;
+        }
+        shutdown_signal().await?;
+        tracing::info!("signal received: draining (signal again to stop at once)");
+        tokio::select! {
+            done = server.shutdown() => done,
+            again = shutdown_signal() => {
+                again?;
+                tracing::warn!("second signal: stopping without waiting for the drain");
+                Ok(())
+            }
+        }
+    })
+}
+
+/// Prints the generated secret and a ready-to-use token, so a laptop run needs no setup.
+fn print_dev_credentials(secret: &str, http_addr: SocketAddr) -> anyhow::Result<()> {
+    tracing::warn!(
+        "no token secret configured: generated a random dev secret for this run only \
+         (set --token-secret / GSRELAY_TOKEN_SECRET in production)"
+    );
+    let rights = Rights {
+        publish: true,
+        subscribe: true,
+        admin: true,
+    };
+    let token = Tokens::new(secret.as_bytes())?.issue(
+        EXAMPLE_ROOM,
+        EXAMPLE_IDENTITY,
+        rights,
+        EXAMPLE_TTL_SECS,
+        unix_now(),
+    )?;
+    // Connecting to 0.0.0.0 works on Linux only; show loopback for an unspecified address.
+    let mut shown = http_addr;
+    if shown.ip().is_unspecified() {
+        shown.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    println!("dev token secret: {secret}");
+    println!(
+        "example token (room {EXAMPLE_ROOM:?}, identity {EXAMPLE_IDENTITY:?}, publish+subscribe+admin, 24 h): {token}"
+    );
+    println!(
+        "try: curl -X POST http://{shown}/v1/rooms/{EXAMPLE_ROOM}/sessions -H 'Authorization: Bearer {token}' -d '{{\"transport\":\"rtp\"}}'"
+    );
+    Ok(())
+}
+
+/// Resolves on SIGINT (Ctrl-C) or, on Unix, SIGTERM (what Kubernetes sends).
+async fn shutdown_signal() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C"),
+            _ = term.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
+    }
+}

@@ -1,0 +1,366 @@
+//! `gsrelay serve` configuration: a TOML file, flags and `GSRELAY_*` environment
+//! variables, with precedence flag > environment > file > built-in default.
+//!
+//! [`ServeConfig`] is the resolved configuration [`crate::server::start`] takes; it is
+//! also the file's schema (top-level keys plus a `[relay]` table holding
+//! [`RelayConfig`]), and an unknown key anywhere in the file is an error naming it.
+//! [`ServeArgs`] is the command line; [`ServeArgs::resolve`] merges the layers. Clap
+//! resolves flag over environment itself, so every flag is an `Option` without a clap
+//! default: `None` means "neither flag nor variable given, let the file decide".
+
+use crate::relay::RelayConfig;
+use crate::rtp::SrtpProfile;
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use serde::Deserialize;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// Everything `gsrelay serve` needs, fully resolved.
+#[derive(Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeConfig {
+    /// HTTP API, `/metrics`, `/healthz` and `/readyz` (TCP; port 0 picks a free port).
+    pub http_addr: SocketAddr,
+    /// RTP/RTCP with rtcp-mux (UDP; port 0 picks a free port).
+    pub rtp_addr: SocketAddr,
+    /// QUIC (UDP). Parsed and logged only: the QUIC transport is not implemented yet.
+    pub quic_addr: SocketAddr,
+    /// The RTP address put in join answers instead of the bound one (NAT, Kubernetes
+    /// Service).
+    pub rtp_advertise_addr: Option<SocketAddr>,
+    /// Token-signing secret (at least 16 bytes); `None` generates a random dev secret.
+    pub token_secret: Option<String>,
+    /// Accept plain, unencrypted RTP from sessions that ask for it (lab interop only).
+    pub insecure_plain_rtp: bool,
+    /// SRTP profile for joins that do not name one.
+    pub srtp_profile: SrtpProfile,
+    /// Log format.
+    pub log_format: LogFormat,
+    /// How long a graceful drain waits for sessions to leave before stopping, in seconds.
+    pub drain_grace_secs: u64,
+    /// The relay core's limits and timings (`[relay]` in the file).
+    pub relay: RelayConfig,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            http_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
+            rtp_addr: SocketAddr::from(([0, 0, 0, 0], 5004)),
+            quic_addr: SocketAddr::from(([0, 0, 0, 0], 4433)),
+            rtp_advertise_addr: None,
+            token_secret: None,
+            insecure_plain_rtp: false,
+            srtp_profile: SrtpProfile::default(),
+            log_format: LogFormat::default(),
+            drain_grace_secs: 30,
+            relay: RelayConfig::default(),
+        }
+    }
+}
+
+impl fmt::Debug for ServeConfig {
+    // Hand-written so the token secret never reaches a log line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServeConfig")
+            .field("http_addr", &self.http_addr)
+            .field("rtp_addr", &self.rtp_addr)
+            .field("quic_addr", &self.quic_addr)
+            .field("rtp_advertise_addr", &self.rtp_advertise_addr)
+            .field(
+                "token_secret",
+                &self.token_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("insecure_plain_rtp", &self.insecure_plain_rtp)
+            .field("srtp_profile", &self.srtp_profile)
+            .field("log_format", &self.log_format)
+            .field("drain_grace_secs", &self.drain_grace_secs)
+            .field("relay", &self.relay)
+            .finish()
+    }
+}
+
+impl ServeConfig {
+    /// Reads a TOML configuration file; absent keys take their defaults.
+    pub fn from_file(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config file {}", path.display()))?;
+        Self::from_toml(&text).with_context(|| format!("config file {}", path.display()))
+    }
+
+    /// Parses TOML configuration text; an unknown key is an error naming it.
+    pub fn from_toml(text: &str) -> anyhow::Result<Self> {
+        Ok(toml::from_str(text)?)
+    }
+
+    /// The drain grace period.
+    pub fn drain_grace(&self) -> Duration {
+        Duration::from_secs(self.drain_grace_secs)
+    }
+}
+
+/// Command-line flags of `gsrelay serve`; each also reads a `GSRELAY_*` variable.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServeArgs {
+    /// TOML configuration file (same keys as the flags, with `_`; relay limits under
+    /// `[relay]`). Flags and environment variables override it.
+    #[arg(long, env = "GSRELAY_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// HTTP API / metrics / health address [default: 0.0.0.0:8080].
+    #[arg(long, env = "GSRELAY_HTTP_ADDR", value_name = "ADDR")]
+    pub http_addr: Option<SocketAddr>,
+    /// RTP/RTCP (rtcp-mux) UDP address [default: 0.0.0.0:5004].
+    #[arg(long, env = "GSRELAY_RTP_ADDR", value_name = "ADDR")]
+    pub rtp_addr: Option<SocketAddr>,
+    /// QUIC UDP address [default: 0.0.0.0:4433]. Not bound yet: the QUIC transport is a
+    /// later addition, the value is only checked and logged.
+    #[arg(long, env = "GSRELAY_QUIC_ADDR", value_name = "ADDR")]
+    pub quic_addr: Option<SocketAddr>,
+    /// RTP address told to clients instead of the bound one (behind NAT or a Service).
+    #[arg(long, env = "GSRELAY_RTP_ADVERTISE_ADDR", value_name = "ADDR")]
+    pub rtp_advertise_addr: Option<SocketAddr>,
+    /// Token-signing secret, at least 16 bytes. Without one a random dev secret is
+    /// generated and printed with an example token.
+    #[arg(
+        long,
+        env = "GSRELAY_TOKEN_SECRET",
+        value_name = "SECRET",
+        hide_env_values = true
+    )]
+    pub token_secret: Option<String>,
+    /// Accept unencrypted RTP from sessions that ask for `"srtp_profile":"none"`. For lab
+    /// interop only: anyone on the path can read and forge such streams.
+    /// `--insecure-plain-rtp=false` switches off a file's `true` (also yes/no, on/off, 1/0).
+    #[arg(
+        long,
+        env = "GSRELAY_INSECURE_PLAIN_RTP",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub insecure_plain_rtp: Option<bool>,
+    /// SRTP profile for joins that name none [default: AES_CM_128_HMAC_SHA1_80].
+    #[arg(long, env = "GSRELAY_SRTP_PROFILE", value_name = "PROFILE", value_parser = parse_profile)]
+    pub srtp_profile: Option<SrtpProfile>,
+    /// Log format [default: text].
+    #[arg(long, env = "GSRELAY_LOG_FORMAT", value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+    /// Seconds a graceful drain waits for sessions to leave [default: 30].
+    #[arg(long, env = "GSRELAY_DRAIN_GRACE_SECS", value_name = "SECS")]
+    pub drain_grace_secs: Option<u64>,
+    /// Largest RTP payload the relay builds itself, bytes [default: 1200].
+    #[arg(long, env = "GSRELAY_PAYLOAD_BUDGET", value_name = "BYTES")]
+    pub payload_budget: Option<usize>,
+    /// Largest datagram accepted from a client, bytes [default: 1500].
+    #[arg(long, env = "GSRELAY_MAX_PACKET_BYTES", value_name = "BYTES")]
+    pub max_packet_bytes: Option<usize>,
+    /// Sessions a room may hold [default: 200].
+    #[arg(long, env = "GSRELAY_MAX_SESSIONS_PER_ROOM", value_name = "N")]
+    pub max_sessions_per_room: Option<usize>,
+    /// Objects one stream may keep in the store [default: 10000].
+    #[arg(long, env = "GSRELAY_MAX_OBJECTS_PER_STREAM", value_name = "N")]
+    pub max_objects_per_stream: Option<usize>,
+    /// Packets per second a session may send, sustained [default: 2000].
+    #[arg(long, env = "GSRELAY_MAX_PACKETS_PER_SEC", value_name = "N")]
+    pub max_packets_per_sec: Option<u32>,
+    /// Seconds an object lives without refresh [default: 30].
+    #[arg(long, env = "GSRELAY_OBJECT_TTL", value_name = "SECS", value_parser = parse_secs)]
+    pub object_ttl: Option<Duration>,
+    /// Seconds of silence that end a stream [default: 15].
+    #[arg(long, env = "GSRELAY_STREAM_TIMEOUT", value_name = "SECS", value_parser = parse_secs)]
+    pub stream_timeout: Option<Duration>,
+    /// Seconds of silence that remove a session [default: 60].
+    #[arg(long, env = "GSRELAY_SESSION_TIMEOUT", value_name = "SECS", value_parser = parse_secs)]
+    pub session_timeout: Option<Duration>,
+    /// Minimum seconds between FIRs passed on to one sender [default: 0.5].
+    #[arg(long, env = "GSRELAY_FIR_FORWARD_INTERVAL", value_name = "SECS", value_parser = parse_secs)]
+    pub fir_forward_interval: Option<Duration>,
+    /// Seconds between expiry sweeps [default: 0.25].
+    #[arg(long, env = "GSRELAY_SWEEP_INTERVAL", value_name = "SECS", value_parser = parse_secs)]
+    pub sweep_interval: Option<Duration>,
+}
+
+fn parse_profile(s: &str) -> Result<SrtpProfile, String> {
+    s.parse().map_err(|_| {
+        let names: Vec<_> = SrtpProfile::ALL.iter().map(|p| p.name()).collect();
+        format!("expected one of {}", names.join(", "))
+    })
+}
+
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|e| format!("not a number of seconds: {e}"))?;
+    Duration::try_from_secs_f64(v).map_err(|e| e.to_string())
+}
+
+impl ServeArgs {
+    /// Merges the file named by `--config` (if any) under these flags.
+    pub fn resolve(&self) -> anyhow::Result<ServeConfig> {
+        let base = match &self.config {
+            Some(path) => ServeConfig::from_file(path)?,
+            None => ServeConfig::default(),
+        };
+        Ok(self.apply(base))
+    }
+
+    /// Overrides `cfg` with every flag or variable that was given.
+    pub fn apply(&self, mut cfg: ServeConfig) -> ServeConfig {
+        fn set<T: Clone>(slot: &mut T, value: &Option<T>) {
+            if let Some(v) = value {
+                *slot = v.clone();
+            }
+        }
+        set(&mut cfg.http_addr, &self.http_addr);
+        set(&mut cfg.rtp_addr, &self.rtp_addr);
+        set(&mut cfg.quic_addr, &self.quic_addr);
+        if self.rtp_advertise_addr.is_some() {
+            cfg.rtp_advertise_addr = self.rtp_advertise_addr;
+        }
+        if self.token_secret.is_some() {
+            cfg.token_secret.clone_from(&self.token_secret);
+        }
+        set(&mut cfg.insecure_plain_rtp, &self.insecure_plain_rtp);
+        set(&mut cfg.srtp_profile, &self.srtp_profile);
+        set(&mut cfg.log_format, &self.log_format);
+        set(&mut cfg.drain_grace_secs, &self.drain_grace_secs);
+        let r = &mut cfg.relay;
+        set(&mut r.payload_budget, &self.payload_budget);
+        set(&mut r.max_packet_bytes, &self.max_packet_bytes);
+        set(&mut r.max_sessions_per_room, &self.max_sessions_per_room);
+        set(&mut r.max_objects_per_stream, &self.max_objects_per_stream);
+        set(&mut r.max_packets_per_sec, &self.max_packets_per_sec);
+        set(&mut r.object_ttl, &self.object_ttl);
+        set(&mut r.stream_timeout, &self.stream_timeout);
+        set(&mut r.session_timeout, &self.session_timeout);
+        set(&mut r.fir_forward_interval, &self.fir_forward_interval);
+        set(&mut r.sweep_interval, &self.sweep_interval);
+        cfg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    fn args(flags: &[&str]) -> ServeArgs {
+        Cmd::try_parse_from(std::iter::once("serve").chain(flags.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    #[test]
+    fn defaults_match_the_design() {
+        let c = ServeConfig::default();
+        assert_eq!(c.http_addr.to_string(), "0.0.0.0:8080");
+        assert_eq!(c.rtp_addr.to_string(), "0.0.0.0:5004");
+        assert_eq!(c.quic_addr.to_string(), "0.0.0.0:4433");
+        assert_eq!(c.srtp_profile, SrtpProfile::AesCm128HmacSha1_80);
+        assert!(!c.insecure_plain_rtp);
+        assert_eq!(ServeConfig::from_toml("").unwrap(), c);
+    }
+
+    #[test]
+    fn file_sets_keys_and_relay_table() {
+        let c = ServeConfig::from_toml(
+            r#"
+            http_addr = "127.0.0.1:9000"
+            srtp_profile = "AEAD_AES_128_GCM"
+            log_format = "json"
+            insecure_plain_rtp = true
+            [relay]
+            max_sessions_per_room = 3
+            object_ttl = 2.5
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.http_addr.to_string(), "127.0.0.1:9000");
+        assert_eq!(c.srtp_profile, SrtpProfile::AeadAes128Gcm);
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert!(c.insecure_plain_rtp);
+        assert_eq!(c.relay.max_sessions_per_room, 3);
+        assert_eq!(c.relay.object_ttl, Duration::from_millis(2500));
+        assert_eq!(
+            c.relay.payload_budget,
+            RelayConfig::default().payload_budget
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let top = ServeConfig::from_toml("http_adr = \"127.0.0.1:1\"").unwrap_err();
+        assert!(format!("{top:#}").contains("http_adr"), "{top:#}");
+        let relay = ServeConfig::from_toml("[relay]\nmax_sesions = 1").unwrap_err();
+        assert!(format!("{relay:#}").contains("max_sesions"), "{relay:#}");
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let file = ServeConfig::from_toml(
+            "http_addr = \"127.0.0.1:9000\"\nrtp_addr = \"127.0.0.1:9001\"\n[relay]\npayload_budget = 900",
+        )
+        .unwrap();
+        let c = args(&[
+            "--http-addr",
+            "127.0.0.1:0",
+            "--payload-budget",
+            "700",
+            "--object-ttl",
+            "0.5",
+            "--insecure-plain-rtp",
+        ])
+        .apply(file);
+        let off = args(&["--insecure-plain-rtp=no"]).apply(ServeConfig {
+            insecure_plain_rtp: true,
+            ..ServeConfig::default()
+        });
+        assert!(!off.insecure_plain_rtp);
+        assert_eq!(c.http_addr.to_string(), "127.0.0.1:0");
+        assert_eq!(c.rtp_addr.to_string(), "127.0.0.1:9001", "file kept");
+        assert_eq!(c.relay.payload_budget, 700);
+        assert_eq!(c.relay.object_ttl, Duration::from_millis(500));
+        assert!(c.insecure_plain_rtp);
+    }
+
+    #[test]
+    fn bad_flag_values_are_refused() {
+        let cmd =
+            |f: &[&str]| Cmd::try_parse_from(std::iter::once("serve").chain(f.iter().copied()));
+        assert!(cmd(&["--srtp-profile", "AES_256"]).is_err());
+        assert!(cmd(&["--object-ttl", "-1"]).is_err());
+        assert!(cmd(&["--http-addr", "nowhere"]).is_err());
+        assert!(cmd(&["--log-format", "xml"]).is_err());
+    }
+
+    #[test]
+    fn debug_hides_the_secret() {
+        let c = ServeConfig {
+            token_secret: Some("super-secret-value".into()),
+            ..ServeConfig::default()
+        };
+        assert!(!format!("{c:?}").contains("super-secret-value"));
+    }
+}

@@ -1,0 +1,532 @@
+//! The HTTP API (DESIGN §2): sessions under `/v1`, plus `/metrics`, `/healthz` and
+//! `/readyz`.
+//!
+//! Handlers never touch relay state: they check the bearer token, parse the body and
+//! send a command to the relay task through a [`RelayHandle`]. Every error is
+//! `{"error":{"code","message"}}` with the status the contract names; the codes are
+//! listed in `docs/api.md`.
+
+use super::token::{self, AuthzError, Claims, NameError, Right, TokenError, Tokens};
+use crate::metrics::Metrics;
+use crate::relay::{ControlError, Interest, JoinRequest, format_session_id, parse_session_id};
+use crate::rtp::SrtpProfile;
+use crate::transport::command::{CommandError, JoinCommand, RelayHandle, SrtpKeys};
+use crate::wire::Dialect;
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Largest request body accepted, in bytes; larger bodies get 413. A join or an interest
+/// with the longest allowed filter lists fits easily.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// Content type of `/metrics` (Prometheus text exposition format 0.0.4).
+pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4";
+
+/// An API error: a status and the `{"error":{"code","message"}}` body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Stable machine-readable code.
+    pub code: &'static str,
+    /// Human-readable explanation.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with this status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, code, message)
+    }
+
+    fn unprocessable(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorDetail<'a> {
+    code: &'a str,
+    message: &'a str,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: &self.message,
+            },
+        };
+        let mut resp = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            // RFC 6750 §3: tell the client which scheme is expected.
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}
+
+fn status(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+impl From<TokenError> for ApiError {
+    fn from(e: TokenError) -> Self {
+        Self::new(status(e.status()), e.code(), e.to_string())
+    }
+}
+
+impl From<AuthzError> for ApiError {
+    fn from(e: AuthzError) -> Self {
+        Self::new(status(e.status()), e.code(), e.to_string())
+    }
+}
+
+impl From<NameError> for ApiError {
+    fn from(e: NameError) -> Self {
+        Self::new(status(e.status()), e.code(), e.to_string())
+    }
+}
+
+impl From<CommandError> for ApiError {
+    fn from(e: CommandError) -> Self {
+        let message = e.to_string();
+        match e {
+            CommandError::Control(ControlError::RoomFull(_)) => {
+                // 429 rather than 503: the relay is healthy, this room is at its limit,
+                // and a retry succeeds once someone leaves.
+                Self::new(StatusCode::TOO_MANY_REQUESTS, "room_full", message)
+            }
+            CommandError::Control(ControlError::SsrcTaken(_)) => {
+                Self::new(StatusCode::CONFLICT, "ssrc_taken", message)
+            }
+            CommandError::Control(ControlError::NoSuchSession(_)) => {
+                Self::not_found("session_not_found", message)
+            }
+            CommandError::Control(ControlError::InvalidInterest(_)) => {
+                Self::unprocessable("invalid_interest", message)
+            }
+            CommandError::Control(ControlError::Draining) => draining(),
+            CommandError::PlainRtpDisabled => {
+                Self::new(StatusCode::FORBIDDEN, "plain_rtp_disabled", message)
+            }
+            CommandError::Stopped => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "relay_stopped", message)
+            }
+        }
+    }
+}
+
+fn draining() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "draining",
+        "the relay is draining and takes no new sessions",
+    )
+}
+
+/// What the handlers share.
+struct Shared {
+    relay: RelayHandle,
+    tokens: Tokens,
+    metrics: Metrics,
+    default_profile: SrtpProfile,
+    draining: AtomicBool,
+}
+
+/// The API's state: the relay handle, the token verifier, metrics, and readiness.
+/// Cloning shares it.
+#[derive(Clone)]
+pub struct ApiState(Arc<Shared>);
+
+impl ApiState {
+    /// State for a router driving `relay`; joins naming no profile get `default_profile`.
+    pub fn new(
+        relay: RelayHandle,
+        tokens: Tokens,
+        metrics: Metrics,
+        default_profile: SrtpProfile,
+    ) -> Self {
+        Self(Arc::new(Shared {
+            relay,
+            tokens,
+            metrics,
+            default_profile,
+            draining: AtomicBool::new(false),
+        }))
+    }
+
+    /// Marks the relay as draining: `/readyz` answers 503 and joins are refused.
+    pub fn start_draining(&self) {
+        self.0.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether draining has started.
+    pub fn is_draining(&self) -> bool {
+        self.0.draining.load(Ordering::SeqCst)
+    }
+
+    /// Verifies the bearer token of a request.
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Claims, ApiError> {
+        let missing = || {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "token_missing",
+                "expected an Authorization: Bearer <token> header",
+            )
+        };
+        let value = headers
+            .get(header::AUTHORIZATION)
+            .ok_or_else(missing)?
+            .to_str()
+            .map_err(|_| missing())?;
+        let (scheme, token) = value.split_once(' ').ok_or_else(missing)?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(missing());
+        }
+        Ok(self.0.tokens.verify(token.trim(), unix_now())?)
+    }
+
+    /// Authenticates a request on an existing session and returns the session's id.
+    ///
+    /// A session in another room than the token's answers 404, like a missing one, so a
+    /// token for one room cannot probe which session ids exist elsewhere.
+    async fn session_for(&self, headers: &HeaderMap, id: &str) -> Result<u64, ApiError> {
+        let claims = self.authenticate(headers)?;
+        let unknown = || ApiError::not_found("session_not_found", format!("no session {id:?}"));
+        let session = parse_session_id(id).ok_or_else(unknown)?;
+        let room = self.0.relay.session_room(session).await?;
+        if room.as_deref() != Some(claims.room.as_str()) {
+            return Err(unknown());
+        }
+        let r = claims.rights();
+        if !(r.publish || r.subscribe || r.admin) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden_right",
+                "token grants no right in this room",
+            ));
+        }
+        Ok(session)
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The router serving the whole API, counting requests by status class.
+pub fn router(state: ApiState) -> Router {
+    let metrics = state.0.metrics.clone();
+    Router::new()
+        .route("/v1/rooms/{room}/sessions", post(join))
+        .route("/v1/rooms/{room}", get(room_info))
+        .route("/v1/sessions/{id}/interest", put(set_interest))
+        .route("/v1/sessions/{id}", delete(leave))
+        .route("/metrics", get(render_metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(no_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(metrics, count_requests))
+        .with_state(state)
+}
+
+async fn count_requests(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    let class = match resp.status().as_u16() {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    };
+    metrics.http_requests.with_label_values(&[class]).inc();
+    resp
+}
+
+async fn no_route() -> ApiError {
+    ApiError::not_found("not_found", "no such endpoint")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "method not allowed on this endpoint",
+    )
+}
+
+fn path_param(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+    p.map(|Path(s)| s)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_path", e.body_text()))
+}
+
+fn body_bytes(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    b.map_err(|e| {
+        let status = e.status();
+        let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            "body_too_large"
+        } else {
+            "bad_body"
+        };
+        ApiError::new(status, code, e.body_text())
+    })
+}
+
+/// Parses a JSON body: syntax errors are 400, well-formed JSON of the wrong shape is 422
+/// with the offending field's path (`prefix` is prepended, e.g. `interest`).
+fn parse_json<T: DeserializeOwned>(body: &[u8], prefix: Option<&str>) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let inner = e.inner();
+        if !inner.is_data() {
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "malformed_json",
+                format!("body is not valid JSON: {inner}"),
+            );
+        }
+        let path = match (prefix, e.path().to_string()) {
+            (Some(p), rest) if rest == "." => p.to_owned(),
+            (Some(p), rest) => format!("{p}.{rest}"),
+            (None, rest) => rest,
+        };
+        let code = if path.starts_with("interest") {
+            "invalid_interest"
+        } else {
+            "invalid_request"
+        };
+        ApiError::unprocessable(code, format!("{path}: {inner}"))
+    })
+}
+
+/// Body of `POST /v1/rooms/{room}/sessions`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JoinBody {
+    transport: String,
+    ssrc: Option<u32>,
+    #[serde(default)]
+    require_ssrc: bool,
+    #[serde(default)]
+    dialect: Dialect,
+    #[serde(default)]
+    interest: Interest,
+    srtp_profile: Option<String>,
+}
+
+/// `srtp_profile` in a join: a profile name, or `"none"` for plain RTP.
+const PLAIN_RTP: &str = "none";
+
+/// Answer of `POST /v1/rooms/{room}/sessions`.
+#[derive(Serialize)]
+struct JoinAnswerBody {
+    session_id: String,
+    ssrc: u32,
+    relay_ssrc: u32,
+    streams: Vec<u32>,
+    rtp: RtpBody,
+}
+
+#[derive(Serialize)]
+struct RtpBody {
+    addr: String,
+    srtp: Option<SrtpKeys>,
+}
+
+async fn join(
+    State(state): State<ApiState>,
+    room: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let claims = state.authenticate(&headers)?;
+    let room = path_param(room)?;
+    token::validate_room(&room)?;
+    if claims.room != room {
+        return Err(AuthzError::WrongRoom.into());
+    }
+    let rights = claims.rights();
+    if !(rights.publish || rights.subscribe) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden_right",
+            "joining needs the publish or subscribe right",
+        ));
+    }
+    let body: JoinBody = parse_json(&body_bytes(body)?, None)?;
+    if body.transport != "rtp" {
+        return Err(ApiError::unprocessable(
+            "unsupported_transport",
+            format!(
+                "transport: {:?} is not supported; use \"rtp\"",
+                body.transport
+            ),
+        ));
+    }
+    let profile = match body.srtp_profile.as_deref() {
+        None => Some(state.0.default_profile),
+        Some(PLAIN_RTP) => None,
+        Some(name) => Some(name.parse::<SrtpProfile>().map_err(|_| {
+            let names: Vec<_> = SrtpProfile::ALL.iter().map(|p| p.name()).collect();
+            ApiError::unprocessable(
+                "invalid_request",
+                format!(
+                    "srtp_profile: {name:?} is not one of {}, {PLAIN_RTP}",
+                    names.join(", ")
+                ),
+            )
+        })?),
+    };
+    body.interest
+        .validate()
+        .map_err(|m| ApiError::unprocessable("invalid_interest", m))?;
+    if state.is_draining() {
+        return Err(draining());
+    }
+
+    let answer = state
+        .0
+        .relay
+        .join(JoinCommand {
+            request: JoinRequest {
+                room: room.clone(),
+                identity: claims.sub.clone(),
+                publish: rights.publish,
+                subscribe: rights.subscribe,
+                ssrc: body.ssrc,
+                require_ssrc: body.require_ssrc,
+                dialect: body.dialect,
+                interest: body.interest,
+            },
+            profile,
+        })
+        .await?;
+    let session_id = format_session_id(answer.joined.session);
+    tracing::info!(
+        room = %room,
+        identity = %claims.sub,
+        session = %session_id,
+        ssrc = answer.joined.ssrc,
+        "session joined"
+    );
+    let location = HeaderValue::from_str(&format!("/v1/sessions/{session_id}"))
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    let body = JoinAnswerBody {
+        session_id,
+        ssrc: answer.joined.ssrc,
+        relay_ssrc: answer.joined.relay_ssrc,
+        streams: answer.joined.streams,
+        rtp: RtpBody {
+            addr: answer.rtp_addr.to_string(),
+            srtp: answer.srtp,
+        },
+    };
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(body),
+    )
+        .into_response())
+}
+
+async fn set_interest(
+    State(state): State<ApiState>,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<StatusCode, ApiError> {
+    let id = path_param(id)?;
+    let session = state.session_for(&headers, &id).await?;
+    let interest: Interest = parse_json(&body_bytes(body)?, Some("interest"))?;
+    interest
+        .validate()
+        .map_err(|m| ApiError::unprocessable("invalid_interest", m))?;
+    state.0.relay.set_interest(session, interest).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn leave(
+    State(state): State<ApiState>,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> Result<StatusCode, ApiError> {
+    let id = path_param(id)?;
+    let session = state.session_for(&headers, &id).await?;
+    state.0.relay.leave(session).await?;
+    tracing::info!(session = %id, "session left");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn room_info(
+    State(state): State<ApiState>,
+    room: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let claims = state.authenticate(&headers)?;
+    let room = path_param(room)?;
+    token::validate_room(&room)?;
+    token::require(&claims, &room, Right::Admin)?;
+    match state.0.relay.room_info(room.clone()).await? {
+        Some(info) => Ok(Json(info).into_response()),
+        None => Err(ApiError::not_found(
+            "room_not_found",
+            format!("no room {room:?}"),
+        )),
+    }
+}
+
+async fn render_metrics(State(state): State<ApiState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
+        state.0.metrics.render(),
+    )
+        .into_response()
+}
+
+#[derive(Serialize)]
+struct Status {
+    status: &'static str,
+}
+
+async fn healthz() -> Json<Status> {
+    Json(Status { status: "ok" })
+}
+
+async fn readyz(State(state): State<ApiState>) -> Result<Json<Status>, ApiError> {
+    if state.is_draining() {
+        return Err(draining());
+    }
+    Ok(Json(Status { status: "ready" }))
+}

@@ -1,0 +1,176 @@
+//! A whole relay in one process: metrics, the relay task behind the UDP transport, and
+//! the HTTP API, started from a [`ServeConfig`] and stopped with a graceful drain.
+//!
+//! Every address may use port 0; the bound addresses are on [`Server`], so tests run many
+//! servers side by side.
+
+use crate::config::ServeConfig;
+use crate::control::http::{self, ApiState};
+use crate::control::token::{self, Tokens};
+use crate::metrics::Metrics;
+use crate::relay::Relay;
+use crate::transport::command::RelayHandle;
+use crate::transport::udp::{self, UdpConfig};
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// How often a drain checks whether the last session has left.
+const DRAIN_POLL: Duration = Duration::from_millis(100);
+
+/// How long in-flight HTTP requests and the relay task get to finish once stopping.
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A running relay.
+pub struct Server {
+    /// Where the HTTP API listens (the real port when bound to port 0).
+    pub http_addr: SocketAddr,
+    /// Where the RTP/UDP socket is bound (the real port when bound to port 0).
+    pub rtp_addr: SocketAddr,
+    /// Handle on the relay task.
+    pub handle: RelayHandle,
+    /// The relay's metrics.
+    pub metrics: Metrics,
+    /// The random token secret generated because none was configured; `None` when the
+    /// configuration supplied one.
+    pub dev_secret: Option<String>,
+    api: ApiState,
+    grace: Duration,
+    stop_http: oneshot::Sender<()>,
+    http_task: JoinHandle<std::io::Result<()>>,
+    relay_task: JoinHandle<()>,
+}
+
+/// Starts a relay: binds the HTTP listener and the RTP socket, spawns the relay task and
+/// the HTTP server, and returns once both accept traffic.
+pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
+    let (secret, dev_secret) = match &cfg.token_secret {
+        Some(s) => (s.clone(), None),
+        None => {
+            let s = token::dev_secret()?;
+            (s.clone(), Some(s))
+        }
+    };
+    let tokens = Tokens::new(secret.as_bytes()).context("token secret")?;
+    if cfg.insecure_plain_rtp {
+        tracing::warn!(
+            "INSECURE: --insecure-plain-rtp is on; sessions may send unencrypted RTP that \
+             anyone on the path can read and forge. Use for lab interop only."
+        );
+    }
+
+    let listener = tokio::net::TcpListener::bind(cfg.http_addr)
+        .await
+        .with_context(|| format!("binding the HTTP address {}", cfg.http_addr))?;
+    let http_addr = listener.local_addr()?;
+
+    let metrics = Metrics::new();
+    let seed = getrandom::u64().context("seeding the relay")?;
+    let relay = Relay::new(cfg.relay.clone(), seed, metrics.clone());
+    let transport = udp::spawn(
+        UdpConfig {
+            bind: cfg.rtp_addr,
+            advertise: cfg.rtp_advertise_addr,
+            insecure_plain_rtp: cfg.insecure_plain_rtp,
+            default_profile: cfg.srtp_profile,
+        },
+        relay,
+        metrics.clone(),
+    )
+    .await
+    .with_context(|| format!("binding the RTP address {}", cfg.rtp_addr))?;
+
+    let api = ApiState::new(
+        transport.handle.clone(),
+        tokens,
+        metrics.clone(),
+        cfg.srtp_profile,
+    );
+    let (stop_http, stopped) = oneshot::channel();
+    let app = http::router(api.clone());
+    let http_task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                // A dropped sender stops the server too.
+                let _ = stopped.await;
+            })
+            .await
+    });
+
+    tracing::info!(
+        http = %http_addr,
+        rtp = %transport.local_addr,
+        rtp_advertised = ?cfg.rtp_advertise_addr,
+        srtp_profile = %cfg.srtp_profile,
+        "gsrelay listening"
+    );
+    tracing::info!(
+        quic = %cfg.quic_addr,
+        "QUIC transport not implemented yet: the QUIC address is not bound"
+    );
+
+    Ok(Server {
+        http_addr,
+        rtp_addr: transport.local_addr,
+        handle: transport.handle,
+        metrics,
+        dev_secret,
+        api,
+        grace: cfg.drain_grace(),
+        stop_http,
+        http_task,
+        relay_task: transport.task,
+    })
+}
+
+impl Server {
+    /// Starts a graceful drain: readiness goes false and new joins are refused (503),
+    /// while existing sessions keep flowing. Returns the sessions still joined.
+    pub async fn begin_drain(&self) -> anyhow::Result<usize> {
+        self.api.start_draining();
+        Ok(self.handle.drain().await?)
+    }
+
+    /// Drains, waits until every session has left or the grace period has passed, then
+    /// stops the HTTP server and the relay task.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        let deadline = Instant::now() + self.grace;
+        // A relay task that has already stopped holds no sessions: go on stopping HTTP.
+        let mut left = self.begin_drain().await.unwrap_or(0);
+        tracing::info!(sessions = left, grace = ?self.grace, "draining");
+        while left > 0 && Instant::now() < deadline {
+            tokio::time::sleep(DRAIN_POLL.min(deadline - Instant::now())).await;
+            left = self.handle.drain().await.unwrap_or(0);
+        }
+        if left > 0 {
+            tracing::warn!(sessions = left, "drain grace period over; stopping anyway");
+        }
+
+        let _ = self.stop_http.send(());
+        let mut http_task = self.http_task;
+        match tokio::time::timeout(STOP_TIMEOUT, &mut http_task).await {
+            Ok(joined) => joined.context("HTTP server task")?.context("HTTP server")?,
+            Err(_) => {
+                tracing::warn!("HTTP requests still in flight; aborting them");
+                http_task.abort();
+            }
+        }
+
+        // The relay task ends once every handle is gone; the router's went with it.
+        drop(self.handle);
+        drop(self.api);
+        let mut relay_task = self.relay_task;
+        match tokio::time::timeout(STOP_TIMEOUT, &mut relay_task).await {
+            Ok(joined) => joined.context("relay task")?,
+            Err(_) => {
+                tracing::warn!("relay task still has handles; aborting it");
+                relay_task.abort();
+            }
+        }
+        tracing::info!("stopped");
+        Ok(())
+    }
+}

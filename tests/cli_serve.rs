@@ -1,0 +1,277 @@
+//! `gsrelay serve` and `gsrelay token` as a user runs them: the built binary.
+
+use gsrelay::control::token::Tokens;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const BIN: &str = env!("CARGO_BIN_EXE_gsrelay");
+const SECRET: &str = "cli-test-secret-0123456789abcdef";
+
+fn gsrelay(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_remove("GSRELAY_TOKEN_SECRET")
+        .output()
+        .unwrap()
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[test]
+fn token_output_verifies() {
+    let out = gsrelay(&[
+        "token",
+        "--room",
+        "arena-1",
+        "--identity",
+        "alice",
+        "--publish",
+        "--ttl",
+        "120",
+        "--secret",
+        SECRET,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let token = String::from_utf8(out.stdout).unwrap();
+    let claims = Tokens::new(SECRET.as_bytes())
+        .unwrap()
+        .verify(token.trim(), now())
+        .unwrap();
+    assert_eq!(claims.room, "arena-1");
+    assert_eq!(claims.sub, "alice");
+    assert!(claims.publish && !claims.subscribe && !claims.admin);
+    assert!(claims.exp.abs_diff(now() + 120) <= 5, "{claims:?}");
+}
+
+#[test]
+fn token_secret_comes_from_the_environment() {
+    let out = Command::new(BIN)
+        .args(["token", "--room", "r", "--identity", "bob", "--admin"])
+        .env("GSRELAY_TOKEN_SECRET", SECRET)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let token = String::from_utf8(out.stdout).unwrap();
+    let claims = Tokens::new(SECRET.as_bytes())
+        .unwrap()
+        .verify(token.trim(), now())
+        .unwrap();
+    assert!(claims.admin && !claims.publish && !claims.subscribe);
+}
+
+#[test]
+fn token_refuses_no_rights_and_short_secrets() {
+    let none = gsrelay(&[
+        "token",
+        "--room",
+        "r",
+        "--identity",
+        "i",
+        "--secret",
+        SECRET,
+    ]);
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("--publish"));
+    let short = gsrelay(&[
+        "token",
+        "--room",
+        "r",
+        "--identity",
+        "i",
+        "--publish",
+        "--secret",
+        "short",
+    ]);
+    assert!(!short.status.success());
+    assert!(String::from_utf8_lossy(&short.stderr).contains("at least 16 bytes"));
+}
+
+#[test]
+fn help_lists_every_setting_with_its_variable() {
+    let out = gsrelay(&["serve", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for flag in [
+        "--config",
+        "--http-addr",
+        "--rtp-addr",
+        "--quic-addr",
+        "--rtp-advertise-addr",
+        "--token-secret",
+        "--insecure-plain-rtp",
+        "--srtp-profile",
+        "--log-format",
+        "--drain-grace-secs",
+        "--payload-budget",
+        "--max-sessions-per-room",
+        "--object-ttl",
+    ] {
+        assert!(help.contains(flag), "serve --help lacks {flag}");
+        let var = format!(
+            "GSRELAY_{}",
+            flag[2..].replace('-', "_").to_ascii_uppercase()
+        );
+        assert!(help.contains(&var), "serve --help lacks {var}");
+    }
+    let out = gsrelay(&["token", "--help"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("GSRELAY_TOKEN_SECRET")
+    );
+}
+
+#[test]
+fn serve_refuses_an_unknown_config_key() {
+    let path = std::env::temp_dir().join(format!("gsrelay-bad-config-{}.toml", std::process::id()));
+    std::fs::write(
+        &path,
+        "http_addr = \"127.0.0.1:0\"\n[relay]\nmax_sessions = 3\n",
+    )
+    .unwrap();
+    let out = gsrelay(&["serve", "--config", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("max_sessions"), "{stderr}");
+}
+
+/// A `gsrelay serve` child, killed when dropped so a failed test leaves nothing behind.
+struct Relay {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Relay {
+    fn spawn(cmd: &mut Command) -> Self {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // Drain the logs so the child never blocks on a full pipe.
+        let mut stderr = child.stderr.take().unwrap();
+        thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = stderr.read_to_end(&mut sink);
+        });
+        Self { child, lines }
+    }
+
+    /// The next stdout line starting with `prefix`, waiting at most `timeout`.
+    fn line(&self, prefix: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.starts_with(prefix) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("no line starting with {prefix:?} from gsrelay serve: {e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn serve_on_embedded_defaults_prints_a_working_example_token() {
+    // needs the UDP transport
+    let relay = Relay::spawn(
+        Command::new(BIN)
+            .args(["serve", "--quic-addr", "127.0.0.1:0"])
+            // Port 0 through the environment, to cover that path too.
+            .env("GSRELAY_HTTP_ADDR", "127.0.0.1:0")
+            .env("GSRELAY_RTP_ADDR", "127.0.0.1:0")
+            .env_remove("GSRELAY_TOKEN_SECRET")
+            .env_remove("GSRELAY_CONFIG"),
+    );
+    let wait = Duration::from_secs(30);
+    let secret = relay.line("dev token secret: ", wait);
+    let secret = secret.trim_start_matches("dev token secret: ");
+    let example = relay.line("example token ", wait);
+    let token = example.rsplit(' ').next().unwrap();
+    let claims = Tokens::new(secret.as_bytes())
+        .unwrap()
+        .verify(token, now())
+        .unwrap();
+    assert!(claims.publish && claims.subscribe && claims.admin);
+
+    // The printed curl command works as printed.
+    let curl = relay.line("try: curl ", wait);
+    let url = curl
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let status = runtime.block_on(async {
+        reqwest::Client::new()
+            .post(url)
+            .bearer_auth(token)
+            .json(&serde_json::json!({"transport": "rtp"}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    assert_eq!(status, reqwest::StatusCode::CREATED);
+}
+
+#[test]
+fn sigterm_drains_and_exits_cleanly() {
+    // needs the UDP transport
+    let mut relay = Relay::spawn(
+        Command::new(BIN)
+            .args([
+                "serve",
+                "--http-addr",
+                "127.0.0.1:0",
+                "--rtp-addr",
+                "127.0.0.1:0",
+                "--quic-addr",
+                "127.0.0.1:0",
+            ])
+            .env_remove("GSRELAY_TOKEN_SECRET")
+            .env_remove("GSRELAY_CONFIG"),
+    );
+    // The example token is printed once the server is up.
+    relay.line("example token ", Duration::from_secs(30));
+    let kill = Command::new("kill")
+        .args(["-TERM", &relay.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = relay.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "gsrelay serve ignored SIGTERM");
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
