@@ -31,7 +31,11 @@ pub struct UdpTransport {
 }
 
 /// Binds the socket and spawns the relay task that owns `relay`.
-pub async fn spawn(cfg: UdpConfig, relay: Relay, metrics: Metrics) -> std::io::Result<UdpTransport> {
+pub async fn spawn(
+    cfg: UdpConfig,
+    relay: Relay,
+    metrics: Metrics,
+) -> std::io::Result<UdpTransport> {
     let _ = (cfg, relay, metrics);
     todo!("implemented by the UDP transport work")
 }
