@@ -1,11 +1,14 @@
 //! gsrelay: a selective forwarding relay for game state over RTP.
 //!
 //! Layout (see `docs/architecture.md`): `wire` is the game-state payload codec, `rtp` the
-//! RTP/RTCP/SRTP primitives beneath the relay, `control` the access tokens of the HTTP API.
+//! RTP/RTCP/SRTP primitives beneath the relay, `relay` the sans-I/O core, `transport` the
+//! I/O shells around it, `client` the Rust client, `control` the access tokens of the HTTP API.
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod control;
 pub mod metrics;
 pub mod relay;
 pub mod rtp;
+pub mod transport;
 pub mod wire;
