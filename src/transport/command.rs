@@ -57,11 +57,18 @@ pub enum CommandError {
 #[derive(Debug)]
 pub enum Command {
     /// Join a session.
-    Join(JoinCommand, oneshot::Sender<Result<JoinAnswer, CommandError>>),
+    Join(
+        JoinCommand,
+        oneshot::Sender<Result<JoinAnswer, CommandError>>,
+    ),
     /// Remove a session (BYE to the others).
     Leave(SessionId, oneshot::Sender<Result<(), CommandError>>),
     /// Replace a session's interest.
-    SetInterest(SessionId, Interest, oneshot::Sender<Result<(), CommandError>>),
+    SetInterest(
+        SessionId,
+        Interest,
+        oneshot::Sender<Result<(), CommandError>>,
+    ),
     /// The room a session is in, if it exists.
     SessionRoom(SessionId, oneshot::Sender<Option<String>>),
     /// A room's sessions and streams.
@@ -83,9 +90,15 @@ impl RelayHandle {
         (Self { tx }, rx)
     }
 
-    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, CommandError> {
+    async fn call<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, CommandError> {
         let (reply, answer) = oneshot::channel();
-        self.tx.send(make(reply)).await.map_err(|_| CommandError::Stopped)?;
+        self.tx
+            .send(make(reply))
+            .await
+            .map_err(|_| CommandError::Stopped)?;
         answer.await.map_err(|_| CommandError::Stopped)
     }
 
@@ -100,7 +113,11 @@ impl RelayHandle {
     }
 
     /// Replaces a session's interest.
-    pub async fn set_interest(&self, id: SessionId, interest: Interest) -> Result<(), CommandError> {
+    pub async fn set_interest(
+        &self,
+        id: SessionId,
+        interest: Interest,
+    ) -> Result<(), CommandError> {
         self.call(|r| Command::SetInterest(id, interest, r)).await?
     }
 

@@ -13,7 +13,8 @@
 //! authenticates **latches** the session to its source address (DESIGN §2); after that,
 //! packets for the session from any other address are dropped before decryption
 //! (`address_mismatch`). A failed packet never latches, so a forger cannot steal or block
-//! another session's address. Plain-RTP sessions (`--insecure-plain-rtp`) latch on their
+//! another session's address; until latching, packets are checked on a throwaway SRTP
+//! context so a forgery cannot poison the replay window either (see `Security::Pending`). Plain-RTP sessions (`--insecure-plain-rtp`) latch on their
 //! first packet. Drops are counted in `gsrelay_dropped_packets_total` by reason.
 //!
 //! Readable datagrams are read in batches of up to [`RECV_BATCH`] with one clock reading
@@ -107,11 +108,27 @@ pub async fn spawn(
 
 /// A session's transport state.
 struct Peer {
-    /// `None` for a plain-RTP session.
-    srtp: Option<SrtpSession>,
+    sec: Security,
     /// Where its packets come from and where the relay sends; set by its first
     /// authenticated packet.
     addr: Option<SocketAddr>,
+}
+
+/// How a session's packets are protected.
+enum Security {
+    /// Plain RTP (`--insecure-plain-rtp`).
+    Plain,
+    /// Not latched yet: each packet is checked on a fresh context built from the keys.
+    /// rtc-srtp initialises a replay window from the first packet it *checks*, before
+    /// authenticating it, so one forgery sent ahead of the client could otherwise make the
+    /// client's genuine packets look like replays.
+    Pending {
+        profile: SrtpProfile,
+        client: KeyMaterial,
+        relay: KeyMaterial,
+    },
+    /// Latched: the context the first authenticated packet went through.
+    Keyed(SrtpSession),
 }
 
 /// The per-packet metrics, resolved once so the hot path does no label lookup.
@@ -188,9 +205,7 @@ impl Shell {
             match self.ingest(now, len, from) {
                 Ok(()) => {
                     self.flush().await;
-                    self.counters
-                        .latency
-                        .observe(now.elapsed().as_secs_f64());
+                    self.counters.latency.observe(now.elapsed().as_secs_f64());
                 }
                 Err(reason) => self.metrics.drop(reason),
             }
@@ -213,9 +228,17 @@ impl Shell {
         if peer.addr.is_some_and(|a| a != from) {
             return Err("address_mismatch");
         }
+        let mut fresh = match &peer.sec {
+            Security::Pending {
+                profile,
+                client,
+                relay,
+            } => Some(SrtpSession::for_relay(*profile, client, relay).map_err(|e| e.reason())?),
+            _ => None,
+        };
         let decrypted;
-        let plain: &[u8] = match &mut peer.srtp {
-            Some(srtp) => {
+        let plain: &[u8] = match (&mut fresh, &mut peer.sec) {
+            (Some(srtp), _) | (None, Security::Keyed(srtp)) => {
                 decrypted = match class {
                     PacketClass::Rtp => srtp.unprotect_rtp(datagram),
                     _ => srtp.unprotect_rtcp(datagram),
@@ -223,8 +246,11 @@ impl Shell {
                 .map_err(|e: SrtpError| e.reason())?;
                 &decrypted
             }
-            None => datagram,
+            (None, _) => datagram,
         };
+        if let Some(srtp) = fresh {
+            peer.sec = Security::Keyed(srtp);
+        }
         if peer.addr.is_none() {
             tracing::debug!(session = id, addr = %from, "session latched");
             peer.addr = Some(from);
@@ -253,8 +279,8 @@ impl Shell {
                 continue;
             };
             let protected;
-            let bytes: &[u8] = match &mut peer.srtp {
-                Some(srtp) => {
+            let bytes: &[u8] = match &mut peer.sec {
+                Security::Keyed(srtp) => {
                     let sealed = match t.class {
                         PacketClass::Rtp => srtp.protect_rtp(t.bytes),
                         PacketClass::Rtcp => srtp.protect_rtcp(t.bytes),
@@ -272,7 +298,9 @@ impl Shell {
                         }
                     }
                 }
-                None => t.bytes,
+                Security::Plain => t.bytes,
+                // Unreachable: an unlatched session has no address.
+                Security::Pending { .. } => continue,
             };
             match socket.send_to(bytes, addr).await {
                 Ok(n) => {
@@ -325,20 +353,30 @@ impl Shell {
 
     /// Makes the session's keys, then joins it to the core.
     fn join(&mut self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
-        let (srtp, keys) = match cmd.profile {
+        let (sec, keys) = match cmd.profile {
             None if !self.insecure_plain_rtp => return Err(CommandError::PlainRtpDisabled),
-            None => (None, None),
+            None => (Security::Plain, None),
             Some(profile) => {
-                let (srtp, keys) = new_keys(profile).map_err(|e| {
+                let (client, relay) = new_keys(profile).map_err(|e| {
                     // The OS random source failing leaves the relay unable to key anyone.
                     tracing::error!(error = %e, "cannot make SRTP keys");
                     CommandError::Stopped
                 })?;
-                (Some(srtp), Some(keys))
+                let keys = SrtpKeys {
+                    profile,
+                    client_key: client.to_base64(),
+                    relay_key: relay.to_base64(),
+                };
+                let sec = Security::Pending {
+                    profile,
+                    client,
+                    relay,
+                };
+                (sec, Some(keys))
             }
         };
         let joined = self.relay.join(Instant::now(), cmd.request)?;
-        self.peers.insert(joined.session, Peer { srtp, addr: None });
+        self.peers.insert(joined.session, Peer { sec, addr: None });
         Ok(JoinAnswer {
             joined,
             rtp_addr: self.rtp_addr,
@@ -347,17 +385,12 @@ impl Shell {
     }
 }
 
-/// Fresh keys for both directions: the relay's context and what the client is told.
-fn new_keys(profile: SrtpProfile) -> Result<(SrtpSession, SrtpKeys), SrtpError> {
-    let client = KeyMaterial::generate(profile)?;
-    let relay = KeyMaterial::generate(profile)?;
-    let srtp = SrtpSession::for_relay(profile, &client, &relay)?;
-    let keys = SrtpKeys {
-        profile,
-        client_key: client.to_base64(),
-        relay_key: relay.to_base64(),
-    };
-    Ok((srtp, keys))
+/// Fresh keys for both directions: (client's, relay's).
+fn new_keys(profile: SrtpProfile) -> Result<(KeyMaterial, KeyMaterial), SrtpError> {
+    Ok((
+        KeyMaterial::generate(profile)?,
+        KeyMaterial::generate(profile)?,
+    ))
 }
 
 /// Sleeps until `deadline`, or forever when there is none.
