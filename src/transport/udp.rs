@@ -127,8 +127,9 @@ enum Security {
         client: KeyMaterial,
         relay: KeyMaterial,
     },
-    /// Latched: the context the first authenticated packet went through.
-    Keyed(SrtpSession),
+    /// Latched: the context the first authenticated packet went through (boxed: it is
+    /// far larger than the other variants).
+    Keyed(Box<SrtpSession>),
 }
 
 /// The per-packet metrics, resolved once so the hot path does no label lookup.
@@ -233,7 +234,9 @@ impl Shell {
                 profile,
                 client,
                 relay,
-            } => Some(SrtpSession::for_relay(*profile, client, relay).map_err(|e| e.reason())?),
+            } => Some(Box::new(
+                SrtpSession::for_relay(*profile, client, relay).map_err(|e| e.reason())?,
+            )),
             _ => None,
         };
         let decrypted;
