@@ -2,10 +2,11 @@
 //!
 //! Layout (see `docs/architecture.md`): `wire` is the game-state payload codec, `rtp` the
 //! RTP/RTCP/SRTP primitives beneath the relay, `relay` the sans-I/O core, `transport` the
-//! I/O shells around it, `control` the HTTP API and its access tokens, `config` and
-//! `server` what `gsrelay serve` runs.
+//! I/O shells around it, `control` the HTTP API and its access tokens, `client` the Rust
+//! client, `config` and `server` what `gsrelay serve` runs.
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod config;
 pub mod control;
 pub mod metrics;

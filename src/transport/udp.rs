@@ -1,11 +1,58 @@
 //! RTP/RTCP over UDP with SRTP: the relay task.
+//!
+//! One tokio task owns the [`Relay`] core, the socket and every session's transport state
+//! (SRTP contexts, latched address). It waits on three inputs at once: datagrams, control
+//! [`Command`]s and the core's next timeout. After each input it drains the core's output,
+//! protects each packet for its destination and sends it.
+//!
+//! # Receive path
+//!
+//! Datagrams are demultiplexed on the one port (rtcp-mux, RFC 5761) by [`classify`]; the
+//! SSRC in the clear header (RTP: the SSRC field; RTCP: the sender SSRC) names the session.
+//! The packet is unprotected with that session's keys, and the first packet that
+//! authenticates **latches** the session to its source address (DESIGN §2); after that,
+//! packets for the session from any other address are dropped before decryption
+//! (`address_mismatch`). A failed packet never latches, so a forger cannot steal or block
+//! another session's address; until latching, packets are checked on a throwaway SRTP
+//! context so a forgery cannot poison the replay window either (see `Security::Pending`). Plain-RTP sessions (`--insecure-plain-rtp`) latch on their
+//! first packet. Drops are counted in `gsrelay_dropped_packets_total` by reason.
+//!
+//! Readable datagrams are read in batches of up to [`RECV_BATCH`] with one clock reading
+//! per batch (the core never reads the clock). Syscalls are not batched yet (one
+//! `recvfrom`/`sendto` per datagram); `recvmmsg`/GRO through `quinn-udp` is a follow-up to
+//! be measured against this.
+//!
+//! # Send path
+//!
+//! A packet for a session that has not latched an address yet is not sent: the relay does
+//! not know where the client is. That is not counted (it is the normal state of a session
+//! between its join and its first packet). Protecting allocates one buffer per packet,
+//! which `rtc-srtp` forces (see [`crate::rtp::srtp`]); nothing else here allocates per packet.
 
-use super::command::RelayHandle;
+use super::command::{Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SrtpKeys};
 use crate::metrics::Metrics;
-use crate::relay::Relay;
-use crate::rtp::SrtpProfile;
+use crate::relay::{Relay, SessionId};
+use crate::rtp::{KeyMaterial, PacketClass, SrtpError, SrtpProfile, SrtpSession, classify};
+use prometheus::{Histogram, IntCounter};
+use std::collections::HashMap;
+use std::io;
 use std::net::SocketAddr;
+use std::time::Instant;
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+/// Datagrams read per wake-up before the task looks at its other inputs again.
+pub const RECV_BATCH: usize = 64;
+
+/// Commands that may wait in the channel before senders block.
+const COMMAND_DEPTH: usize = 256;
+
+/// Receive buffer: the largest UDP payload, so no datagram is ever truncated.
+const RECV_BUFFER: usize = 65_535;
+
+/// Transport label in metrics.
+const TRANSPORT: &str = "udp";
 
 /// How the UDP transport runs.
 #[derive(Debug, Clone)]
@@ -16,7 +63,9 @@ pub struct UdpConfig {
     pub advertise: Option<SocketAddr>,
     /// Accept unencrypted RTP from sessions that ask for it (lab interop only).
     pub insecure_plain_rtp: bool,
-    /// Profile used when a join names none.
+    /// Profile a client gets when its join names none. The transport itself follows
+    /// [`JoinCommand::profile`] (where `None` means plain RTP); the control plane applies
+    /// this default before sending the command.
     pub default_profile: SrtpProfile,
 }
 
@@ -36,6 +85,327 @@ pub async fn spawn(
     relay: Relay,
     metrics: Metrics,
 ) -> std::io::Result<UdpTransport> {
-    let _ = (cfg, relay, metrics);
-    todo!("implemented by the UDP transport work")
+    let socket = UdpSocket::bind(cfg.bind).await?;
+    let local_addr = socket.local_addr()?;
+    let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
+    let shell = Shell {
+        counters: Counters::new(&metrics),
+        socket,
+        relay,
+        metrics,
+        peers: HashMap::new(),
+        rtp_addr: cfg.advertise.unwrap_or(local_addr),
+        insecure_plain_rtp: cfg.insecure_plain_rtp,
+        buf: vec![0; RECV_BUFFER],
+    };
+    let task = tokio::spawn(shell.run(commands));
+    Ok(UdpTransport {
+        handle,
+        local_addr,
+        task,
+    })
+}
+
+/// A session's transport state.
+struct Peer {
+    sec: Security,
+    /// Where its packets come from and where the relay sends; set by its first
+    /// authenticated packet.
+    addr: Option<SocketAddr>,
+}
+
+/// How a session's packets are protected.
+enum Security {
+    /// Plain RTP (`--insecure-plain-rtp`).
+    Plain,
+    /// Not latched yet: each packet is checked on a fresh context built from the keys.
+    /// rtc-srtp initialises a replay window from the first packet it *checks*, before
+    /// authenticating it, so one forgery sent ahead of the client could otherwise make the
+    /// client's genuine packets look like replays.
+    Pending {
+        profile: SrtpProfile,
+        client: KeyMaterial,
+        relay: KeyMaterial,
+    },
+    /// Latched: the context the first authenticated packet went through (boxed: it is
+    /// far larger than the other variants).
+    Keyed(Box<SrtpSession>),
+}
+
+/// The per-packet metrics, resolved once so the hot path does no label lookup.
+struct Counters {
+    packets_in: IntCounter,
+    packets_out: IntCounter,
+    bytes_in: IntCounter,
+    bytes_out: IntCounter,
+    latency: Histogram,
+}
+
+impl Counters {
+    fn new(m: &Metrics) -> Self {
+        Self {
+            packets_in: m.packets.with_label_values(&[TRANSPORT, "in"]),
+            packets_out: m.packets.with_label_values(&[TRANSPORT, "out"]),
+            bytes_in: m.bytes.with_label_values(&[TRANSPORT, "in"]),
+            bytes_out: m.bytes.with_label_values(&[TRANSPORT, "out"]),
+            latency: m.latency(TRANSPORT),
+        }
+    }
+}
+
+/// Everything the relay task owns.
+struct Shell {
+    socket: UdpSocket,
+    relay: Relay,
+    metrics: Metrics,
+    counters: Counters,
+    peers: HashMap<SessionId, Peer>,
+    /// What join answers advertise.
+    rtp_addr: SocketAddr,
+    insecure_plain_rtp: bool,
+    /// The receive buffer, reused for every datagram.
+    buf: Vec<u8>,
+}
+
+impl Shell {
+    async fn run(mut self, mut commands: mpsc::Receiver<Command>) {
+        tracing::info!(addr = %self.rtp_addr, "RTP/UDP transport running");
+        loop {
+            let deadline = self.relay.poll_timeout();
+            tokio::select! {
+                ready = self.socket.readable() => match ready {
+                    Ok(()) => self.receive_batch().await,
+                    Err(e) => tracing::warn!(error = %e, "UDP socket not readable"),
+                },
+                cmd = commands.recv() => match cmd {
+                    Some(cmd) => self.command(cmd).await,
+                    None => break,
+                },
+                () = sleep_until(deadline) => self.timeout().await,
+            }
+        }
+        tracing::info!("RTP/UDP transport stopped: every relay handle dropped");
+    }
+
+    /// Reads up to [`RECV_BATCH`] datagrams, handling each (and sending its outputs)
+    /// before reading the next, so the receive buffer is reused.
+    async fn receive_batch(&mut self) {
+        let now = Instant::now();
+        for _ in 0..RECV_BATCH {
+            let (len, from) = match self.socket.try_recv_from(&mut self.buf) {
+                Ok(got) => got,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    // ICMP errors surfaced by some platforms; nothing to do for one datagram.
+                    tracing::debug!(error = %e, "UDP receive error");
+                    return;
+                }
+            };
+            self.counters.packets_in.inc();
+            self.counters.bytes_in.inc_by(len as u64);
+            match self.ingest(now, len, from) {
+                Ok(()) => {
+                    self.flush().await;
+                    self.counters.latency.observe(now.elapsed().as_secs_f64());
+                }
+                Err(reason) => self.metrics.drop(reason),
+            }
+        }
+    }
+
+    /// Authenticates one datagram, latches its session's address and hands the plaintext
+    /// to the core; or says why it was dropped.
+    fn ingest(&mut self, now: Instant, len: usize, from: SocketAddr) -> Result<(), &'static str> {
+        let datagram = self.buf.get(..len).ok_or("oversized")?;
+        let class = classify(datagram);
+        let ssrc_at = match class {
+            PacketClass::Rtp => 8,
+            PacketClass::Rtcp => 4,
+            PacketClass::Other => return Err("not_rtp"),
+        };
+        let ssrc = be32(datagram, ssrc_at).ok_or("too_short")?;
+        let id = self.relay.session_by_ssrc(ssrc).ok_or("unknown_ssrc")?;
+        let peer = self.peers.get_mut(&id).ok_or("unknown_ssrc")?;
+        if peer.addr.is_some_and(|a| a != from) {
+            return Err("address_mismatch");
+        }
+        let mut fresh = match &peer.sec {
+            Security::Pending {
+                profile,
+                client,
+                relay,
+            } => Some(Box::new(
+                SrtpSession::for_relay(*profile, client, relay).map_err(|e| e.reason())?,
+            )),
+            _ => None,
+        };
+        let decrypted;
+        let plain: &[u8] = match (&mut fresh, &mut peer.sec) {
+            (Some(srtp), _) | (None, Security::Keyed(srtp)) => {
+                decrypted = match class {
+                    PacketClass::Rtp => srtp.unprotect_rtp(datagram),
+                    _ => srtp.unprotect_rtcp(datagram),
+                }
+                .map_err(|e: SrtpError| e.reason())?;
+                &decrypted
+            }
+            (None, _) => datagram,
+        };
+        if let Some(srtp) = fresh {
+            peer.sec = Security::Keyed(srtp);
+        }
+        if peer.addr.is_none() {
+            tracing::debug!(session = id, addr = %from, "session latched");
+            peer.addr = Some(from);
+        }
+        match class {
+            PacketClass::Rtp => self.relay.handle_rtp(now, id, plain),
+            _ => self.relay.handle_rtcp(now, id, plain),
+        }
+        Ok(())
+    }
+
+    /// Sends everything the core has queued.
+    async fn flush(&mut self) {
+        let Self {
+            relay,
+            peers,
+            socket,
+            counters,
+            ..
+        } = self;
+        while let Some(t) = relay.poll_transmit() {
+            let Some(peer) = peers.get_mut(&t.session) else {
+                continue;
+            };
+            let Some(addr) = peer.addr else {
+                continue;
+            };
+            let protected;
+            let bytes: &[u8] = match &mut peer.sec {
+                Security::Keyed(srtp) => {
+                    let sealed = match t.class {
+                        PacketClass::Rtp => srtp.protect_rtp(t.bytes),
+                        PacketClass::Rtcp => srtp.protect_rtcp(t.bytes),
+                        PacketClass::Other => continue,
+                    };
+                    match sealed {
+                        Ok(b) => {
+                            protected = b;
+                            &protected
+                        }
+                        Err(e) => {
+                            // Only a malformed packet from the core can fail here: a bug.
+                            tracing::warn!(error = %e, session = t.session, "SRTP protect failed");
+                            continue;
+                        }
+                    }
+                }
+                Security::Plain => t.bytes,
+                // Unreachable: an unlatched session has no address.
+                Security::Pending { .. } => continue,
+            };
+            match socket.send_to(bytes, addr).await {
+                Ok(n) => {
+                    counters.packets_out.inc();
+                    counters.bytes_out.inc_by(n as u64);
+                }
+                Err(e) => tracing::debug!(error = %e, %addr, "UDP send failed"),
+            }
+        }
+    }
+
+    /// Runs the core's timers, sends what they produce and forgets removed sessions.
+    async fn timeout(&mut self) {
+        self.relay.handle_timeout(Instant::now());
+        self.flush().await;
+        while let Some(id) = self.relay.poll_closed() {
+            self.peers.remove(&id);
+        }
+    }
+
+    async fn command(&mut self, cmd: Command) {
+        match cmd {
+            Command::Join(join, reply) => {
+                let answer = self.join(join);
+                let _ = reply.send(answer);
+            }
+            Command::Leave(id, reply) => {
+                let result = self.relay.leave(id).map_err(CommandError::from);
+                self.peers.remove(&id);
+                // The BYEs for its stream go to the others now, not at the next input.
+                self.flush().await;
+                let _ = reply.send(result);
+            }
+            Command::SetInterest(id, interest, reply) => {
+                let result = self.relay.set_interest(id, interest);
+                let _ = reply.send(result.map_err(CommandError::from));
+            }
+            Command::SessionRoom(id, reply) => {
+                let _ = reply.send(self.relay.session(id).map(|s| s.room.clone()));
+            }
+            Command::RoomInfo(room, reply) => {
+                let _ = reply.send(self.relay.room_info(&room));
+            }
+            Command::Drain(reply) => {
+                self.relay.set_draining(true);
+                let _ = reply.send(self.relay.session_count());
+            }
+        }
+    }
+
+    /// Makes the session's keys, then joins it to the core.
+    fn join(&mut self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
+        let (sec, keys) = match cmd.profile {
+            None if !self.insecure_plain_rtp => return Err(CommandError::PlainRtpDisabled),
+            None => (Security::Plain, None),
+            Some(profile) => {
+                let (client, relay) = new_keys(profile).map_err(|e| {
+                    // The OS random source failing leaves the relay unable to key anyone.
+                    tracing::error!(error = %e, "cannot make SRTP keys");
+                    CommandError::Stopped
+                })?;
+                let keys = SrtpKeys {
+                    profile,
+                    client_key: client.to_base64(),
+                    relay_key: relay.to_base64(),
+                };
+                let sec = Security::Pending {
+                    profile,
+                    client,
+                    relay,
+                };
+                (sec, Some(keys))
+            }
+        };
+        let joined = self.relay.join(Instant::now(), cmd.request)?;
+        self.peers.insert(joined.session, Peer { sec, addr: None });
+        Ok(JoinAnswer {
+            joined,
+            rtp_addr: self.rtp_addr,
+            srtp: keys,
+        })
+    }
+}
+
+/// Fresh keys for both directions: (client's, relay's).
+fn new_keys(profile: SrtpProfile) -> Result<(KeyMaterial, KeyMaterial), SrtpError> {
+    Ok((
+        KeyMaterial::generate(profile)?,
+        KeyMaterial::generate(profile)?,
+    ))
+}
+
+/// Sleeps until `deadline`, or forever when there is none.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads a big-endian u32 at `at`, or `None` past the end.
+fn be32(buf: &[u8], at: usize) -> Option<u32> {
+    let b: [u8; 4] = buf.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    Some(u32::from_be_bytes(b))
 }

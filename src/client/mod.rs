@@ -1,0 +1,503 @@
+//! The Rust client: joins a room over the HTTP API, then speaks SRTP/SRTCP with the relay
+//! over UDP. Used by the tests and the bench clients; allocation is fine here.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), gsrelay::client::ClientError> {
+//! use gsrelay::client::{Client, JoinOptions};
+//! use gsrelay::wire::{Head1, Object};
+//! use std::time::Duration;
+//!
+//! let mut c = Client::join("http://127.0.0.1:8080", "token", "lobby", JoinOptions::default()).await?;
+//! c.send_objects(&[Object::Head1(Head1::default())]).await?;
+//! let next = c.recv(Duration::from_secs(1)).await?;
+//! # let _ = next;
+//! c.leave().await
+//! # }
+//! ```
+
+use crate::relay::{Interest, Joined, SessionId, parse_session_id};
+use crate::rtp::rtcp::{self, FirEntry, RtcpError, RtcpWriteError};
+use crate::rtp::{
+    KeyMaterial, PacketClass, RtcpItem, RtpError, RtpHeader, RtpPacket, RtpWriteError, SrtpError,
+    SrtpProfile, SrtpSession, classify, parse_compound,
+};
+use crate::transport::command::{JoinAnswer, SrtpKeys};
+use crate::wire::{self, DecodeError, Dialect, EncodeError, Object};
+use serde::{Deserialize, Serialize};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::{Duration, Instant};
+use tokio::net::UdpSocket;
+
+/// The payload type the client sends game state with.
+pub const PAYLOAD_TYPE: u8 = 96;
+
+/// The RTP clock rate of game state (draft §4).
+const CLOCK_RATE: u64 = 90_000;
+
+/// `srtp_profile` value that asks for plain RTP.
+const PLAIN_RTP: &str = "none";
+
+/// What a join asks for, beyond the room and the token.
+#[derive(Debug, Clone, Default)]
+pub struct JoinOptions {
+    /// Wanted SSRC.
+    pub ssrc: Option<u32>,
+    /// Fail instead of taking another SSRC when `ssrc` is in use.
+    pub require_ssrc: bool,
+    /// Wire dialect to speak.
+    pub dialect: Dialect,
+    /// Initial interest; the relay's default when `None`.
+    pub interest: Option<Interest>,
+    /// SRTP profile; the relay's default when `None`.
+    pub profile: Option<SrtpProfile>,
+    /// Ask for plain RTP (only relays run with `--insecure-plain-rtp` accept).
+    pub plain_rtp: bool,
+}
+
+/// A packet received from the relay, after SRTP unprotection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Received {
+    /// An RTP packet of one of the room's streams.
+    Rtp {
+        /// The stream.
+        ssrc: u32,
+        /// Sequence number (rewritten per subscriber by the relay).
+        seq: u16,
+        /// RTP timestamp.
+        ts: u32,
+        /// The game-state payload.
+        payload: Vec<u8>,
+    },
+    /// An RTCP compound packet.
+    Rtcp(Vec<RtcpItem>),
+}
+
+/// Why a client operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The HTTP request failed.
+    #[error("HTTP request failed: {0}")]
+    Http(#[from] reqwest::Error),
+    /// The relay answered with an error status.
+    #[error("relay answered {status}: {body}")]
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// The error body.
+        body: String,
+    },
+    /// The join answer does not make sense.
+    #[error("bad join answer: {0}")]
+    BadAnswer(String),
+    /// This client was not joined over HTTP, so it cannot leave over HTTP.
+    #[error("client was not joined over HTTP")]
+    NoHttp,
+    /// Socket error.
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+    /// SRTP keying or protection failed.
+    #[error("SRTP: {0}")]
+    Srtp(#[from] SrtpError),
+    /// Objects could not be encoded.
+    #[error("encode: {0}")]
+    Encode(#[from] EncodeError),
+    /// A payload could not be decoded.
+    #[error("decode: {0}")]
+    Decode(#[from] DecodeError),
+    /// An RTP header could not be written.
+    #[error("RTP: {0}")]
+    Rtp(#[from] RtpWriteError),
+    /// An RTCP packet could not be written.
+    #[error("RTCP: {0}")]
+    Rtcp(#[from] RtcpWriteError),
+}
+
+/// The JSON body of a join.
+#[derive(Serialize)]
+struct JoinBody<'a> {
+    transport: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ssrc: Option<u32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    require_ssrc: bool,
+    dialect: Dialect,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interest: Option<&'a Interest>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    srtp_profile: Option<&'static str>,
+}
+
+/// The JSON answer to a join (DESIGN §2).
+#[derive(Deserialize)]
+struct AnswerBody {
+    session_id: String,
+    ssrc: u32,
+    relay_ssrc: u32,
+    streams: Vec<u32>,
+    rtp: RtpBody,
+}
+
+#[derive(Deserialize)]
+struct RtpBody {
+    addr: String,
+    srtp: Option<SrtpBody>,
+}
+
+#[derive(Deserialize)]
+struct SrtpBody {
+    profile: SrtpProfile,
+    client_key: String,
+    relay_key: String,
+}
+
+/// Where the client's HTTP requests go.
+#[derive(Debug)]
+struct Http {
+    client: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+/// One session with a relay.
+#[derive(Debug)]
+pub struct Client {
+    joined: Joined,
+    dialect: Dialect,
+    socket: UdpSocket,
+    srtp: Option<SrtpSession>,
+    http: Option<Http>,
+    seq: u16,
+    fir_seq: u8,
+    ts_base: u32,
+    epoch: Instant,
+    /// Packets built here before protection.
+    out: Vec<u8>,
+    /// Receive buffer.
+    buf: Vec<u8>,
+    rejected: u64,
+}
+
+impl Client {
+    /// Joins `room` over the HTTP API at `http_base` (e.g. `http://127.0.0.1:8080`).
+    pub async fn join(
+        http_base: &str,
+        token: &str,
+        room: &str,
+        opts: JoinOptions,
+    ) -> Result<Self, ClientError> {
+        let http = Http {
+            client: reqwest::Client::new(),
+            base: http_base.trim_end_matches('/').to_owned(),
+            token: token.to_owned(),
+        };
+        let body = JoinBody {
+            transport: "rtp",
+            ssrc: opts.ssrc,
+            require_ssrc: opts.require_ssrc,
+            dialect: opts.dialect,
+            interest: opts.interest.as_ref(),
+            srtp_profile: if opts.plain_rtp {
+                Some(PLAIN_RTP)
+            } else {
+                opts.profile.map(SrtpProfile::name)
+            },
+        };
+        let resp = http
+            .client
+            .post(format!("{}/v1/rooms/{room}/sessions", http.base))
+            .bearer_auth(&http.token)
+            .json(&body)
+            .send()
+            .await?;
+        let answer: AnswerBody = checked(resp).await?.json().await?;
+        let session = parse_session_id(&answer.session_id)
+            .ok_or_else(|| ClientError::BadAnswer(format!("session_id {}", answer.session_id)))?;
+        let rtp_addr = tokio::net::lookup_host(&answer.rtp.addr)
+            .await?
+            .next()
+            .ok_or_else(|| ClientError::BadAnswer(format!("rtp.addr {}", answer.rtp.addr)))?;
+        let answer = JoinAnswer {
+            joined: Joined {
+                session,
+                ssrc: answer.ssrc,
+                relay_ssrc: answer.relay_ssrc,
+                streams: answer.streams,
+            },
+            rtp_addr,
+            srtp: answer.rtp.srtp.map(|s| SrtpKeys {
+                profile: s.profile,
+                client_key: s.client_key,
+                relay_key: s.relay_key,
+            }),
+        };
+        let mut client = Self::from_answer(answer, opts.dialect).await?;
+        client.http = Some(http);
+        Ok(client)
+    }
+
+    /// A client for a session joined some other way (e.g. through a
+    /// [`RelayHandle`](crate::transport::command::RelayHandle) in tests). It cannot
+    /// [`leave`](Self::leave).
+    pub async fn from_answer(answer: JoinAnswer, dialect: Dialect) -> Result<Self, ClientError> {
+        let srtp = match &answer.srtp {
+            Some(keys) => {
+                let client_key = KeyMaterial::from_base64(keys.profile, &keys.client_key)?;
+                let relay_key = KeyMaterial::from_base64(keys.profile, &keys.relay_key)?;
+                Some(SrtpSession::for_client(
+                    keys.profile,
+                    &client_key,
+                    &relay_key,
+                )?)
+            }
+            None => None,
+        };
+        let local: SocketAddr = if answer.rtp_addr.is_ipv4() {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let socket = UdpSocket::bind(local).await?;
+        // Connected: only the relay's datagrams are received.
+        socket.connect(answer.rtp_addr).await?;
+        let mut random = [0u8; 7];
+        getrandom::fill(&mut random)
+            .map_err(|e| ClientError::Io(std::io::Error::other(e.to_string())))?;
+        let [s0, s1, t0, t1, t2, t3, f] = random;
+        Ok(Self {
+            joined: answer.joined,
+            dialect,
+            socket,
+            srtp,
+            http: None,
+            seq: u16::from_be_bytes([s0, s1]),
+            fir_seq: f,
+            ts_base: u32::from_be_bytes([t0, t1, t2, t3]),
+            epoch: Instant::now(),
+            out: Vec::with_capacity(1500),
+            buf: vec![0; 65_535],
+            rejected: 0,
+        })
+    }
+
+    /// The session id.
+    pub fn session(&self) -> SessionId {
+        self.joined.session
+    }
+
+    /// The SSRC this client publishes and signs its RTCP with.
+    pub fn ssrc(&self) -> u32 {
+        self.joined.ssrc
+    }
+
+    /// The relay's own SSRC (a FIR naming it asks for every stream).
+    pub fn relay_ssrc(&self) -> u32 {
+        self.joined.relay_ssrc
+    }
+
+    /// Streams that were in the room at join.
+    pub fn streams(&self) -> &[u32] {
+        &self.joined.streams
+    }
+
+    /// The dialect the client encodes and decodes with.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// The local UDP address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// Datagrams received that did not unprotect or parse, and were skipped.
+    pub fn rejected(&self) -> u64 {
+        self.rejected
+    }
+
+    /// Encodes `objects` in the session's dialect and sends them as one RTP packet.
+    pub async fn send_objects(&mut self, objects: &[Object]) -> Result<(), ClientError> {
+        let payload = wire::encode(objects, self.dialect)?;
+        self.send_payload(&payload).await
+    }
+
+    /// Sends `payload` as one RTP packet: own SSRC, next sequence number, the 90 kHz
+    /// timestamp of now, PT 96.
+    pub async fn send_payload(&mut self, payload: &[u8]) -> Result<(), ClientError> {
+        let ticks = self.epoch.elapsed().as_micros() as u64 * CLOCK_RATE / 1_000_000;
+        let header = RtpHeader {
+            marker: false,
+            payload_type: PAYLOAD_TYPE,
+            sequence_number: self.seq,
+            // RTP timestamps wrap: truncation is the arithmetic RFC 3550 wants.
+            timestamp: self.ts_base.wrapping_add(ticks as u32),
+            ssrc: self.joined.ssrc,
+            csrcs: &[],
+            extension: None,
+        };
+        self.seq = self.seq.wrapping_add(1);
+        self.out.clear();
+        header.append_to(&mut self.out)?;
+        self.out.extend_from_slice(payload);
+        self.send_out(PacketClass::Rtp).await
+    }
+
+    /// Sends a FIR for `media_ssrc` (the relay's SSRC asks for every stream), with the
+    /// next FIR command sequence number.
+    pub async fn send_fir(&mut self, media_ssrc: u32) -> Result<(), ClientError> {
+        self.fir_seq = self.fir_seq.wrapping_add(1);
+        let entry = FirEntry {
+            ssrc: media_ssrc,
+            sequence_number: self.fir_seq,
+        };
+        self.out.clear();
+        rtcp::write_fir(&mut self.out, self.joined.ssrc, &[entry])?;
+        self.send_out(PacketClass::Rtcp).await
+    }
+
+    /// Sends a PLI for `media_ssrc`.
+    pub async fn send_pli(&mut self, media_ssrc: u32) -> Result<(), ClientError> {
+        self.out.clear();
+        rtcp::write_pli(&mut self.out, self.joined.ssrc, media_ssrc)?;
+        self.send_out(PacketClass::Rtcp).await
+    }
+
+    /// Sends a generic NACK for sequence numbers `lost` of `media_ssrc`.
+    pub async fn send_nack(&mut self, media_ssrc: u32, lost: &[u16]) -> Result<(), ClientError> {
+        self.out.clear();
+        rtcp::write_nack(&mut self.out, self.joined.ssrc, media_ssrc, lost)?;
+        self.send_out(PacketClass::Rtcp).await
+    }
+
+    /// Sends an empty receiver report: what a subscriber that publishes nothing sends first
+    /// so the relay latches its address.
+    pub async fn send_rr(&mut self) -> Result<(), ClientError> {
+        self.out.clear();
+        rtcp::write_rr(&mut self.out, self.joined.ssrc, &[])?;
+        self.send_out(PacketClass::Rtcp).await
+    }
+
+    /// Sends a BYE for the client's own stream.
+    pub async fn send_bye(&mut self) -> Result<(), ClientError> {
+        self.out.clear();
+        rtcp::write_bye(&mut self.out, &[self.joined.ssrc])?;
+        self.send_out(PacketClass::Rtcp).await
+    }
+
+    /// Protects the packet in `self.out` and sends it.
+    async fn send_out(&mut self, class: PacketClass) -> Result<(), ClientError> {
+        match &mut self.srtp {
+            Some(srtp) => {
+                let sealed = match class {
+                    PacketClass::Rtcp => srtp.protect_rtcp(&self.out)?,
+                    _ => srtp.protect_rtp(&self.out)?,
+                };
+                self.socket.send(&sealed).await?;
+            }
+            None => {
+                self.socket.send(&self.out).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The next packet from the relay, or `None` when none arrives within `timeout`.
+    /// Datagrams that fail to unprotect or parse are skipped and counted in
+    /// [`rejected`](Self::rejected).
+    pub async fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, ClientError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let len = match tokio::time::timeout_at(deadline, self.socket.recv(&mut self.buf)).await
+            {
+                Ok(got) => got?,
+                Err(_elapsed) => return Ok(None),
+            };
+            let datagram = self.buf.get(..len).unwrap_or_default();
+            match open(&mut self.srtp, datagram) {
+                Ok(received) => return Ok(Some(received)),
+                Err(reason) => {
+                    tracing::debug!(reason, "client skipped a datagram");
+                    self.rejected += 1;
+                }
+            }
+        }
+    }
+
+    /// The next RTP packet (RTCP is skipped), with its stream's SSRC and payload decoded
+    /// in the session's dialect; `None` on timeout.
+    pub async fn recv_objects(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<(u32, Vec<Object>)>, ClientError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.recv(left).await? {
+                Some(Received::Rtp { ssrc, payload, .. }) => {
+                    return Ok(Some((ssrc, wire::decode(&payload, self.dialect)?)));
+                }
+                Some(Received::Rtcp(_)) => continue,
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// Leaves the session (`DELETE /v1/sessions/{id}`); the relay sends the others a BYE.
+    pub async fn leave(self) -> Result<(), ClientError> {
+        let http = self.http.ok_or(ClientError::NoHttp)?;
+        let id = crate::relay::format_session_id(self.joined.session);
+        let resp = http
+            .client
+            .delete(format!("{}/v1/sessions/{id}", http.base))
+            .bearer_auth(&http.token)
+            .send()
+            .await?;
+        checked(resp).await?;
+        Ok(())
+    }
+}
+
+/// Unprotects and parses one datagram from the relay.
+fn open(srtp: &mut Option<SrtpSession>, datagram: &[u8]) -> Result<Received, &'static str> {
+    let class = classify(datagram);
+    let decrypted;
+    let plain: &[u8] = match srtp {
+        Some(s) => {
+            decrypted = match class {
+                PacketClass::Rtp => s.unprotect_rtp(datagram),
+                PacketClass::Rtcp => s.unprotect_rtcp(datagram),
+                PacketClass::Other => return Err("not_rtp"),
+            }
+            .map_err(|e| e.reason())?;
+            &decrypted
+        }
+        None => datagram,
+    };
+    match class {
+        PacketClass::Rtp => {
+            let p = RtpPacket::parse(plain).map_err(|e: RtpError| e.reason())?;
+            Ok(Received::Rtp {
+                ssrc: p.ssrc(),
+                seq: p.sequence_number(),
+                ts: p.timestamp(),
+                payload: p.payload().to_vec(),
+            })
+        }
+        PacketClass::Rtcp => Ok(Received::Rtcp(
+            parse_compound(plain).map_err(|e: RtcpError| e.reason())?,
+        )),
+        PacketClass::Other => Err("not_rtp"),
+    }
+}
+
+/// The response if its status is a success, else its status and body as an error.
+async fn checked(resp: reqwest::Response) -> Result<reqwest::Response, ClientError> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let body = resp.text().await.unwrap_or_default();
+    Err(ClientError::Status {
+        status: status.as_u16(),
+        body,
+    })
+}

@@ -1,0 +1,452 @@
+//! The UDP transport end to end: a real relay task on loopback, clients with real SRTP,
+//! sessions joined through the `RelayHandle` (no HTTP server needed).
+
+use gsrelay::client::{Client, Received};
+use gsrelay::metrics::Metrics;
+use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
+use gsrelay::rtp::{KeyMaterial, RtcpItem, SrtpProfile, SrtpSession};
+use gsrelay::transport::command::{CommandError, JoinAnswer, JoinCommand, SrtpKeys};
+use gsrelay::transport::udp::{self, UdpConfig, UdpTransport};
+use gsrelay::wire::{
+    Dialect, GameControl1, Hand1, Head1, Loc2, Object, Object1, Rot1, Rot2, Scale1, Vec3,
+};
+use std::collections::HashMap;
+use std::time::Duration;
+use tokio::net::UdpSocket;
+
+const WAIT: Duration = Duration::from_secs(5);
+/// How long to listen for a packet that must not come.
+const QUIET: Duration = Duration::from_millis(300);
+
+struct Harness {
+    t: UdpTransport,
+    metrics: Metrics,
+}
+
+async fn relay(insecure_plain_rtp: bool) -> Harness {
+    let metrics = Metrics::new();
+    let relay = Relay::new(RelayConfig::default(), 7, metrics.clone());
+    let cfg = UdpConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        advertise: None,
+        insecure_plain_rtp,
+        default_profile: SrtpProfile::default(),
+    };
+    let t = udp::spawn(cfg, relay, metrics.clone()).await.unwrap();
+    Harness { t, metrics }
+}
+
+impl Harness {
+    async fn answer(
+        &self,
+        publish: bool,
+        subscribe: bool,
+        profile: Option<SrtpProfile>,
+    ) -> JoinAnswer {
+        let request = JoinRequest {
+            room: "r".into(),
+            identity: "someone".into(),
+            publish,
+            subscribe,
+            ..JoinRequest::default()
+        };
+        self.t
+            .handle
+            .join(JoinCommand { request, profile })
+            .await
+            .unwrap()
+    }
+
+    async fn client(&self, publish: bool, subscribe: bool, profile: SrtpProfile) -> Client {
+        let answer = self.answer(publish, subscribe, Some(profile)).await;
+        Client::from_answer(answer, Dialect::Draft01).await.unwrap()
+    }
+
+    fn dropped(&self, reason: &str) -> u64 {
+        self.metrics.dropped.with_label_values(&[reason]).get()
+    }
+}
+
+fn head(id: u64, x: f32) -> Object {
+    Object::Head1(Head1 {
+        id,
+        time: 7,
+        location: Loc2 {
+            x,
+            y: 1.5,
+            z: -2.0,
+            ..Loc2::default()
+        },
+        rotation: Rot2 {
+            si: 0.5,
+            ..Rot2::default()
+        },
+        ..Head1::default()
+    })
+}
+
+fn objects() -> Vec<Object> {
+    vec![
+        head(1, 0.25),
+        Object::Hand1(Hand1 {
+            id: 2,
+            left: true,
+            ..Hand1::default()
+        }),
+        Object::Object1(Object1 {
+            id: 3,
+            position: Vec3 {
+                x: 1.0,
+                y: 2.0,
+                z: 3.0,
+            },
+            rotation: Rot1::default(),
+            scale: Scale1::default(),
+            active: true,
+            ..Object1::default()
+        }),
+        Object::GameControl1(GameControl1 {
+            id: 4,
+            buttons: 5,
+            ..GameControl1::default()
+        }),
+    ]
+}
+
+/// Receives RTP packets until `want` objects (by id) have arrived from `ssrc`, keeping the
+/// latest of each; panics on timeout.
+async fn collect(c: &mut Client, ssrc: u32, want: usize) -> HashMap<u64, Object> {
+    let mut got = HashMap::new();
+    while got.len() < want {
+        let (from, objs) = c
+            .recv_objects(WAIT)
+            .await
+            .unwrap()
+            .expect("timed out waiting for objects");
+        assert_eq!(from, ssrc);
+        for o in objs {
+            got.insert(o.id().unwrap(), o);
+        }
+    }
+    got
+}
+
+#[tokio::test]
+async fn publish_subscribe_over_srtp_with_both_profiles() {
+    for profile in SrtpProfile::ALL {
+        let h = relay(false).await;
+        let mut publisher = h.client(true, false, profile).await;
+        let mut sub = h.client(false, true, profile).await;
+        sub.send_rr().await.unwrap();
+        let sent = objects();
+        publisher.send_objects(&sent).await.unwrap();
+        let Some(Received::Rtp { ssrc, payload, .. }) = sub.recv(WAIT).await.unwrap() else {
+            panic!("{profile}: no RTP packet");
+        };
+        assert_eq!(ssrc, publisher.ssrc());
+        assert_eq!(
+            gsrelay::wire::decode(&payload, Dialect::Draft01).unwrap(),
+            sent
+        );
+        // A second update: same stream, next sequence number.
+        publisher.send_objects(&[head(1, 9.0)]).await.unwrap();
+        assert_eq!(
+            sub.recv_objects(WAIT).await.unwrap(),
+            Some((publisher.ssrc(), vec![head(1, 9.0)]))
+        );
+        let m = &h.metrics;
+        assert_eq!(
+            m.packets.with_label_values(&["udp", "in"]).get(),
+            3,
+            "{profile}"
+        );
+        assert_eq!(
+            m.packets.with_label_values(&["udp", "out"]).get(),
+            2,
+            "{profile}"
+        );
+        assert!(m.bytes.with_label_values(&["udp", "out"]).get() > 0);
+        assert_eq!(m.latency("udp").get_sample_count(), 3);
+        assert_eq!(sub.rejected(), 0);
+    }
+}
+
+#[tokio::test]
+async fn late_joiner_fir_gets_the_latest_state() {
+    let h = relay(false).await;
+    let profile = SrtpProfile::AeadAes128Gcm;
+    let mut publisher = h.client(true, false, profile).await;
+    let mut early = h.client(false, true, profile).await;
+    early.send_rr().await.unwrap();
+    publisher.send_objects(&objects()).await.unwrap();
+    publisher.send_objects(&[head(1, 42.0)]).await.unwrap();
+    // Once the early subscriber has both packets, the relay has stored them.
+    collect(&mut early, publisher.ssrc(), 4).await;
+    early.recv(WAIT).await.unwrap().expect("second update");
+
+    let mut expected: HashMap<u64, Object> = objects()
+        .into_iter()
+        .map(|o| (o.id().unwrap(), o))
+        .collect();
+    expected.insert(1, head(1, 42.0));
+
+    let mut late = h.client(false, true, profile).await;
+    assert_eq!(late.streams(), &[publisher.ssrc()]);
+    // A FIR naming the relay asks for every stream; it also latches the late joiner.
+    late.send_fir(late.relay_ssrc()).await.unwrap();
+    assert_eq!(collect(&mut late, publisher.ssrc(), 4).await, expected);
+    // A FIR naming the stream, with the next FIR sequence number.
+    late.send_fir(publisher.ssrc()).await.unwrap();
+    assert_eq!(collect(&mut late, publisher.ssrc(), 4).await, expected);
+    assert_eq!(h.metrics.snapshots.get(), 2);
+}
+
+#[tokio::test]
+async fn wrong_key_is_dropped_and_neither_latches_nor_poisons_the_victims() {
+    let h = relay(false).await;
+    let profile = SrtpProfile::AesCm128HmacSha1_80;
+    let mut publisher = h.client(true, false, profile).await;
+    let victim = h.answer(false, true, Some(profile)).await;
+
+    // The forger knows the victim's SSRC but not its key, and sends first.
+    let wrong = KeyMaterial::generate(profile).unwrap();
+    let mut forger = SrtpSession::for_client(profile, &wrong, &wrong).unwrap();
+    let mut rr = Vec::new();
+    gsrelay::rtp::rtcp::write_rr(&mut rr, victim.joined.ssrc, &[]).unwrap();
+    let forged = forger.protect_rtcp(&rr).unwrap();
+    let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    socket.send_to(&forged, h.t.local_addr).await.unwrap();
+    // Forged RTP for the publisher, before its first packet, spread over the sequence
+    // space so one of them is far ahead of whatever the publisher starts at.
+    for seq in [0u16, 0x4000, 0x8000, 0xc000] {
+        let mut rtp = vec![0x80, 96];
+        rtp.extend_from_slice(&seq.to_be_bytes());
+        rtp.extend_from_slice(&[0; 4]);
+        rtp.extend_from_slice(&publisher.ssrc().to_be_bytes());
+        rtp.extend_from_slice(b"forged payload");
+        let forged = forger.protect_rtp(&rtp).unwrap();
+        socket.send_to(&forged, h.t.local_addr).await.unwrap();
+    }
+
+    // The victim latches from its own address and receives normally.
+    let mut victim = Client::from_answer(victim, Dialect::Draft01).await.unwrap();
+    victim.send_rr().await.unwrap();
+    publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
+    assert_eq!(
+        victim.recv_objects(WAIT).await.unwrap(),
+        Some((publisher.ssrc(), vec![head(1, 1.0)]))
+    );
+    assert_eq!(h.dropped("auth_failed"), 5);
+    assert_eq!(h.dropped("replay"), 0);
+    // Nothing was ever sent to the forger.
+    let mut buf = [0u8; 2048];
+    assert!(
+        tokio::time::timeout(QUIET, socket.recv_from(&mut buf))
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn valid_packets_for_a_session_from_another_address_are_dropped() {
+    let h = relay(false).await;
+    let profile = SrtpProfile::AeadAes128Gcm;
+    let answer = h.answer(true, false, Some(profile)).await;
+    let mut publisher = Client::from_answer(answer.clone(), Dialect::Draft01)
+        .await
+        .unwrap();
+    // Same keys, other socket: authenticates, but the session is latched elsewhere.
+    let mut thief = Client::from_answer(answer, Dialect::Draft01).await.unwrap();
+    let mut sub = h.client(false, true, profile).await;
+    sub.send_rr().await.unwrap();
+
+    publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
+    assert_eq!(
+        sub.recv_objects(WAIT).await.unwrap(),
+        Some((publisher.ssrc(), vec![head(1, 1.0)]))
+    );
+    thief.send_objects(&[head(1, 666.0)]).await.unwrap();
+    publisher.send_objects(&[head(1, 2.0)]).await.unwrap();
+    // The next packet the subscriber sees is the publisher's: the thief's was dropped.
+    assert_eq!(
+        sub.recv_objects(WAIT).await.unwrap(),
+        Some((publisher.ssrc(), vec![head(1, 2.0)]))
+    );
+    assert_eq!(h.dropped("address_mismatch"), 1);
+}
+
+/// xorshift64: a fixed-seed source for the noise test.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[tokio::test]
+async fn random_datagrams_do_not_disturb_a_working_pair() {
+    let h = relay(false).await;
+    let profile = SrtpProfile::AesCm128HmacSha1_80;
+    let mut publisher = h.client(true, false, profile).await;
+    let mut sub = h.client(false, true, profile).await;
+    sub.send_rr().await.unwrap();
+    let known = [publisher.ssrc(), sub.ssrc(), sub.relay_ssrc()];
+    let noise = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let mut datagram = Vec::new();
+    // 100 rounds of 100: small enough bursts that the relay's receive buffer never
+    // overflows, so the pair's packets cannot be lost to the kernel.
+    for round in 0..100u16 {
+        for _ in 0..100 {
+            let len = (rng.next() % 1500) as usize;
+            datagram.clear();
+            datagram.extend((0..len).map(|_| rng.next() as u8));
+            match rng.next() % 3 {
+                // RTP or RTCP looking, with a known session's SSRC.
+                0 if len >= 12 => {
+                    datagram[0] = 0x80;
+                    let ssrc = known[(rng.next() % 3) as usize].to_be_bytes();
+                    let at = if (192..=223).contains(&datagram[1]) {
+                        4
+                    } else {
+                        8
+                    };
+                    datagram[at..at + 4].copy_from_slice(&ssrc);
+                }
+                // Version 2 with a random SSRC.
+                1 if len >= 2 => datagram[0] = 0x80 | (datagram[0] & 0x3f),
+                _ => {}
+            }
+            noise.send_to(&datagram, h.t.local_addr).await.unwrap();
+        }
+        let update = head(1, f32::from(round));
+        publisher
+            .send_objects(std::slice::from_ref(&update))
+            .await
+            .unwrap();
+        assert_eq!(
+            sub.recv_objects(WAIT).await.unwrap(),
+            Some((publisher.ssrc(), vec![update])),
+            "round {round}"
+        );
+    }
+    assert_eq!(
+        h.metrics.packets.with_label_values(&["udp", "in"]).get(),
+        10_000 + 100 + 1
+    );
+    // Every noise datagram was dropped and counted, and nothing of the pair's was.
+    let dropped: f64 = h
+        .metrics
+        .registry
+        .gather()
+        .iter()
+        .filter(|f| f.name() == "gsrelay_dropped_packets_total")
+        .flat_map(|f| f.get_metric())
+        .map(|m| m.get_counter().get_value())
+        .sum();
+    assert_eq!(dropped, 10_000.0);
+    assert_eq!(sub.rejected(), 0);
+}
+
+#[tokio::test]
+async fn leaving_sends_bye_to_the_others() {
+    let h = relay(false).await;
+    let profile = SrtpProfile::AesCm128HmacSha1_80;
+    let mut publisher = h.client(true, false, profile).await;
+    let mut sub = h.client(false, true, profile).await;
+    sub.send_rr().await.unwrap();
+    publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
+    sub.recv_objects(WAIT)
+        .await
+        .unwrap()
+        .expect("the stream's first packet");
+    h.t.handle.leave(publisher.session()).await.unwrap();
+    let Some(Received::Rtcp(items)) = sub.recv(WAIT).await.unwrap() else {
+        panic!("no RTCP after leave");
+    };
+    assert!(
+        items
+            .iter()
+            .any(|i| matches!(i, RtcpItem::Bye { ssrcs } if ssrcs.contains(&publisher.ssrc()))),
+        "{items:?}"
+    );
+    assert!(
+        h.t.handle
+            .room_info("r".into())
+            .await
+            .unwrap()
+            .unwrap()
+            .streams
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn plain_rtp_only_when_allowed() {
+    let h = relay(false).await;
+    let request = JoinRequest {
+        room: "r".into(),
+        publish: true,
+        ..JoinRequest::default()
+    };
+    let refused =
+        h.t.handle
+            .join(JoinCommand {
+                request,
+                profile: None,
+            })
+            .await;
+    assert_eq!(refused, Err(CommandError::PlainRtpDisabled));
+
+    let h = relay(true).await;
+    let answer = h.answer(true, false, None).await;
+    assert_eq!(answer.srtp, None);
+    assert_eq!(answer.rtp_addr, h.t.local_addr);
+    let mut publisher = Client::from_answer(answer, Dialect::Draft01).await.unwrap();
+    let answer = h.answer(false, true, None).await;
+    let mut sub = Client::from_answer(answer, Dialect::Draft01).await.unwrap();
+    sub.send_rr().await.unwrap();
+    publisher.send_objects(&[head(1, 3.0)]).await.unwrap();
+    assert_eq!(
+        sub.recv_objects(WAIT).await.unwrap(),
+        Some((publisher.ssrc(), vec![head(1, 3.0)]))
+    );
+}
+
+#[tokio::test]
+async fn srtp_answer_matches_the_asked_profile() {
+    let h = relay(false).await;
+    let answer = h.answer(true, true, Some(SrtpProfile::AeadAes128Gcm)).await;
+    let Some(SrtpKeys {
+        profile,
+        client_key,
+        relay_key,
+    }) = answer.srtp
+    else {
+        panic!("no keys");
+    };
+    assert_eq!(profile, SrtpProfile::AeadAes128Gcm);
+    assert_ne!(client_key, relay_key);
+    KeyMaterial::from_base64(profile, &client_key).unwrap();
+    KeyMaterial::from_base64(profile, &relay_key).unwrap();
+    assert_eq!(
+        h.t.handle
+            .session_room(answer.joined.session)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("r")
+    );
+    assert_eq!(h.t.handle.drain().await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn the_task_ends_when_every_handle_is_dropped() {
+    let h = relay(false).await;
+    drop(h.t.handle);
+    tokio::time::timeout(WAIT, h.t.task).await.unwrap().unwrap();
+}
