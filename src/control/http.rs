@@ -449,7 +449,7 @@ async fn join(
         relay_ssrc: answer.joined.relay_ssrc,
         streams: answer.joined.streams,
         rtp: RtpBody {
-            addr: answer.rtp_addr.to_string(),
+            addr: advertised_rtp_addr(answer.rtp_addr, &headers),
             srtp: answer.srtp,
         },
     };
@@ -459,6 +459,25 @@ async fn join(
         Json(body),
     )
         .into_response())
+}
+
+/// Where clients send RTP. A relay bound to the unspecified address with no advertised
+/// address answers with the host the client reached the HTTP API on (its `Host` header),
+/// which is the address that works from where the client stands.
+fn advertised_rtp_addr(rtp: std::net::SocketAddr, headers: &HeaderMap) -> String {
+    if !rtp.ip().is_unspecified() {
+        return rtp.to_string();
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.parse::<axum::http::uri::Authority>().ok())
+        .map(|a| a.host().to_owned());
+    match host {
+        Some(h) if h.contains(':') && !h.starts_with('[') => format!("[{h}]:{}", rtp.port()),
+        Some(h) => format!("{h}:{}", rtp.port()),
+        None => rtp.to_string(),
+    }
 }
 
 async fn set_interest(
@@ -529,4 +548,35 @@ async fn readyz(State(state): State<ApiState>) -> Result<Json<Status>, ApiError>
         return Err(draining());
     }
     Ok(Json(Status { status: "ready" }))
+}
+
+#[cfg(test)]
+mod advertise_tests {
+    use super::*;
+
+    fn host(h: &str) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        m.insert(header::HOST, HeaderValue::from_str(h).unwrap());
+        m
+    }
+
+    #[test]
+    fn unspecified_bind_answers_with_the_host_the_client_used() {
+        let any: std::net::SocketAddr = "0.0.0.0:5004".parse().unwrap();
+        assert_eq!(
+            advertised_rtp_addr(any, &host("127.0.0.1:8080")),
+            "127.0.0.1:5004"
+        );
+        assert_eq!(
+            advertised_rtp_addr(any, &host("relay.example:8080")),
+            "relay.example:5004"
+        );
+        assert_eq!(advertised_rtp_addr(any, &host("[::1]:8080")), "[::1]:5004");
+        assert_eq!(advertised_rtp_addr(any, &HeaderMap::new()), "0.0.0.0:5004");
+        let bound: std::net::SocketAddr = "10.1.2.3:5004".parse().unwrap();
+        assert_eq!(
+            advertised_rtp_addr(bound, &host("other:1")),
+            "10.1.2.3:5004"
+        );
+    }
 }
