@@ -66,9 +66,13 @@ fn token(room: &str, rights: Rights) -> String {
 }
 
 fn token_at(room: &str, rights: Rights, iat: u64, ttl: u64) -> String {
+    token_as(room, "tester", rights, iat, ttl)
+}
+
+fn token_as(room: &str, identity: &str, rights: Rights, iat: u64, ttl: u64) -> String {
     Tokens::new(SECRET.as_bytes())
         .unwrap()
-        .issue(room, "tester", rights, ttl, iat)
+        .issue(room, identity, rights, ttl, iat)
         .unwrap()
 }
 
@@ -558,13 +562,23 @@ async fn sessions_are_only_reachable_with_a_token_for_their_room() {
         "session_not_found",
     )
     .await;
-    let no_rights = token(ROOM, Rights::default());
+    // Another member of the room may not touch it; a room admin may.
+    let mallory = token_as(ROOM, "mallory", PUBLISH_SUBSCRIBE, now(), 600);
     expect_error(
-        api.delete(&format!("/v1/sessions/{id}"), &no_rights).await,
+        api.delete(&format!("/v1/sessions/{id}"), &mallory).await,
         StatusCode::FORBIDDEN,
-        "forbidden_right",
+        "forbidden_session",
     )
     .await;
+    expect_error(
+        api.put_interest(&id, &mallory, json!({})).await,
+        StatusCode::FORBIDDEN,
+        "forbidden_session",
+    )
+    .await;
+    let admin = token_as(ROOM, "operator", ADMIN, now(), 600);
+    let deleted = api.delete(&format!("/v1/sessions/{id}"), &admin).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
 }
 
 #[tokio::test]

@@ -435,11 +435,11 @@ async fn srtp_answer_matches_the_asked_profile() {
     KeyMaterial::from_base64(profile, &relay_key).unwrap();
     assert_eq!(
         h.t.handle
-            .session_room(answer.joined.session)
+            .session_owner(answer.joined.session)
             .await
             .unwrap()
-            .as_deref(),
-        Some("r")
+            .map(|o| o.room),
+        Some("r".to_owned())
     );
     assert_eq!(h.t.handle.drain().await.unwrap(), 1);
 }

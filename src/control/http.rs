@@ -216,22 +216,22 @@ impl ApiState {
 
     /// Authenticates a request on an existing session and returns the session's id.
     ///
+    /// Only the identity that joined the session, or an admin of its room, may act on it.
     /// A session in another room than the token's answers 404, like a missing one, so a
     /// token for one room cannot probe which session ids exist elsewhere.
     async fn session_for(&self, headers: &HeaderMap, id: &str) -> Result<u64, ApiError> {
         let claims = self.authenticate(headers)?;
         let unknown = || ApiError::not_found("session_not_found", format!("no session {id:?}"));
         let session = parse_session_id(id).ok_or_else(unknown)?;
-        let room = self.0.relay.session_room(session).await?;
-        if room.as_deref() != Some(claims.room.as_str()) {
-            return Err(unknown());
-        }
-        let r = claims.rights();
-        if !(r.publish || r.subscribe || r.admin) {
+        let owner = self.0.relay.session_owner(session).await?;
+        let owner = owner
+            .filter(|o| o.room == claims.room)
+            .ok_or_else(unknown)?;
+        if owner.identity != claims.sub && !claims.admin {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
-                "forbidden_right",
-                "token grants no right in this room",
+                "forbidden_session",
+                "only the session's own identity or a room admin may change it",
             ));
         }
         Ok(session)

@@ -29,6 +29,15 @@ pub struct JoinAnswer {
     pub srtp: Option<SrtpKeys>,
 }
 
+/// The room and identity of a session, for authorizing operations on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionOwner {
+    /// Room name.
+    pub room: String,
+    /// Identity of the token that joined it.
+    pub identity: String,
+}
+
 /// A join as the control plane asks it.
 #[derive(Debug, Clone)]
 pub struct JoinCommand {
@@ -69,8 +78,8 @@ pub enum Command {
         Interest,
         oneshot::Sender<Result<(), CommandError>>,
     ),
-    /// The room a session is in, if it exists.
-    SessionRoom(SessionId, oneshot::Sender<Option<String>>),
+    /// Who owns a session and where it is, if it exists.
+    SessionOwner(SessionId, oneshot::Sender<Option<SessionOwner>>),
     /// A room's sessions and streams.
     RoomInfo(String, oneshot::Sender<Option<RoomInfo>>),
     /// Refuse new joins; answers with the number of sessions still joined.
@@ -121,9 +130,9 @@ impl RelayHandle {
         self.call(|r| Command::SetInterest(id, interest, r)).await?
     }
 
-    /// The room a session is in.
-    pub async fn session_room(&self, id: SessionId) -> Result<Option<String>, CommandError> {
-        self.call(|r| Command::SessionRoom(id, r)).await
+    /// Who owns a session and where it is.
+    pub async fn session_owner(&self, id: SessionId) -> Result<Option<SessionOwner>, CommandError> {
+        self.call(|r| Command::SessionOwner(id, r)).await
     }
 
     /// A room's sessions and streams.

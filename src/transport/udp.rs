@@ -29,7 +29,9 @@
 //! between its join and its first packet). Protecting allocates one buffer per packet,
 //! which `rtc-srtp` forces (see [`crate::rtp::srtp`]); nothing else here allocates per packet.
 
-use super::command::{Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SrtpKeys};
+use super::command::{
+    Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner, SrtpKeys,
+};
 use crate::metrics::Metrics;
 use crate::relay::{Relay, SessionId};
 use crate::rtp::{KeyMaterial, PacketClass, SrtpError, SrtpProfile, SrtpSession, classify};
@@ -341,8 +343,12 @@ impl Shell {
                 let result = self.relay.set_interest(id, interest);
                 let _ = reply.send(result.map_err(CommandError::from));
             }
-            Command::SessionRoom(id, reply) => {
-                let _ = reply.send(self.relay.session(id).map(|s| s.room.clone()));
+            Command::SessionOwner(id, reply) => {
+                let owner = self.relay.session(id).map(|s| SessionOwner {
+                    room: s.room.clone(),
+                    identity: s.identity.clone(),
+                });
+                let _ = reply.send(owner);
             }
             Command::RoomInfo(room, reply) => {
                 let _ = reply.send(self.relay.room_info(&room));
