@@ -7,14 +7,15 @@ use super::api::{
     format_session_id,
 };
 use super::config::RelayConfig;
+use super::forward::{self, Packet, Scratch};
 use super::interest::Interest;
 use super::outbox::{Outbox, Transmit};
 use super::room::{Room, Stream};
-use super::session::{Session, Subscription, TokenBucket};
+use super::session::{Session, TokenBucket};
 use crate::metrics::Metrics;
-use crate::rtp::{PacketClass, RtpHeader, RtpPacket};
+use crate::rtp::RtpPacket;
 use crate::wire::{self, Dialect, ObjectKind, ObjectRef, writer::varuint_len};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 /// The relay core.
@@ -30,6 +31,7 @@ pub struct Relay {
     pub(super) metrics: Metrics,
     /// Scratch for the objects of the packet being handled (reused: no allocation).
     refs: Vec<ObjectRef>,
+    scratch: Scratch,
     next_sweep: Option<Instant>,
     closed: Vec<SessionId>,
     draining: bool,
@@ -56,6 +58,7 @@ impl Relay {
             out: Outbox::default(),
             metrics,
             refs: Vec::new(),
+            scratch: Scratch::default(),
             next_sweep: None,
             closed: Vec::new(),
             draining: false,
@@ -134,6 +137,8 @@ impl Relay {
                 tmmbr_bps: None,
                 bucket: TokenBucket::new(self.cfg.max_packets_per_sec, now),
                 last_seen: now,
+                inside: HashSet::new(),
+                last_scan: None,
             },
         );
         self.metrics.sessions.inc();
@@ -339,75 +344,23 @@ impl Relay {
         stream.payload_type = pkt.payload_type();
         stream.last_packet = now;
         let room = &self.rooms[&self.sessions[&from].room];
-        fan_out(
+        let packet = Packet {
+            rtp: &pkt,
+            refs: &self.refs,
+            from,
+            dialect,
+        };
+        let budget = self.cfg.payload_budget;
+        forward::fan_out(
             room,
             &mut self.sessions,
             &mut self.out,
-            from,
-            dialect,
-            &pkt,
-            &self.refs,
+            &mut self.scratch,
+            &packet,
+            budget,
         );
+        forward::rescan_area(room, &mut self.sessions, &mut self.out, from, budget);
         Ok(())
-    }
-}
-
-/// Sends one accepted packet to every other subscriber of the room, each with only the
-/// objects its interest admits and its own sequence numbers.
-fn fan_out(
-    room: &Room,
-    sessions: &mut HashMap<SessionId, Session>,
-    out: &mut Outbox,
-    from: SessionId,
-    from_dialect: Dialect,
-    pkt: &RtpPacket<'_>,
-    refs: &[ObjectRef],
-) {
-    let payload = pkt.payload();
-    let (ssrc, seq) = (pkt.ssrc(), pkt.sequence_number());
-    for member in &room.members {
-        let Some(sub) = sessions.get_mut(member) else {
-            continue;
-        };
-        if !sub.subscribe || !sub.interest.admits_stream(ssrc, *member == from) {
-            continue;
-        }
-        let whole = sub.dialect == from_dialect && sub.interest.admits_all_objects();
-        let wanted = |r: &&ObjectRef| admits(&sub.interest, sub.dialect, from_dialect, r);
-        let state = sub
-            .subs
-            .entry(ssrc)
-            .or_insert_with(|| Subscription::new(seq));
-        if !whole && !refs.iter().any(|r| wanted(&r)) {
-            state.rewriter.filter(seq);
-            continue;
-        }
-        let Some(rw) = state.rewriter.forward(seq, pkt.timestamp()) else {
-            continue;
-        };
-        state.record(rw.sequence_number, seq);
-        let (buf, start) = out.begin();
-        let header = RtpHeader {
-            marker: pkt.marker(),
-            payload_type: pkt.payload_type(),
-            sequence_number: rw.sequence_number,
-            timestamp: rw.timestamp,
-            ssrc,
-            csrcs: &[],
-            extension: pkt.extension().map(Into::into),
-        };
-        if header.append_to(buf).is_err() {
-            out.abandon(start);
-            continue;
-        }
-        if whole {
-            buf.extend_from_slice(payload);
-        } else {
-            for r in refs.iter().filter(wanted) {
-                buf.extend_from_slice(r.bytes(payload));
-            }
-        }
-        out.commit(*member, PacketClass::Rtp, start);
     }
 }
 

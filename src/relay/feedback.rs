@@ -3,15 +3,12 @@
 //! stream; and the RTCP the relay sends (BYE to subscribers, FIR to a sender).
 
 use super::api::SessionId;
-use super::core::{Relay, portable};
-use super::interest::Interest;
-use super::outbox::Outbox;
-use super::room::Stream;
+use super::core::Relay;
+use super::forward::{admits_entry, pack_entries};
+use super::relevance;
 use super::session::{Session, Subscription};
-use super::store::Entry;
 use crate::rtp::rtcp::{self, FirEntry, RtcpItem};
 use crate::rtp::{PacketClass, RtpHeader};
-use crate::wire::Dialect;
 use std::time::Instant;
 
 impl Relay {
@@ -139,16 +136,13 @@ impl Relay {
         }
     }
 
-    /// Snapshot of one stream for one subscriber; false when no state is cached.
+    /// Snapshot of one stream for one subscriber, filtered by its interest (area
+    /// included); false when no state is cached.
     fn snapshot(&mut self, to: SessionId, ssrc: u32) -> bool {
-        let Some(room_name) = self.sessions.get(&to).map(|s| s.room.clone()) else {
+        let Some(room) = self.sessions.get(&to).and_then(|s| self.rooms.get(&s.room)) else {
             return true;
         };
-        let Some(stream) = self
-            .rooms
-            .get(&room_name)
-            .and_then(|r| r.streams.get(&ssrc))
-        else {
+        let Some(stream) = room.streams.get(&ssrc) else {
             return true;
         };
         if stream.store.is_empty() {
@@ -159,19 +153,48 @@ impl Relay {
             .get(&stream.owner)
             .map(|s| s.dialect)
             .unwrap_or_default();
+        let center = self
+            .sessions
+            .get(&to)
+            .and_then(|s| relevance::center(room, s));
         let Some(sub) = self.sessions.get_mut(&to) else {
             return true;
         };
         if !sub.interest.admits_stream(ssrc, stream.owner == to) {
             return true;
         }
-        let packets = pack_snapshot(
+        let Session {
+            id,
+            subs,
+            interest,
+            dialect,
+            inside,
+            ..
+        } = sub;
+        let state = subs
+            .entry(ssrc)
+            .or_insert_with(|| Subscription::new(stream.last_seq));
+        let packets = pack_entries(
             &mut self.out,
-            sub,
+            *id,
+            state,
             ssrc,
             stream,
-            from,
             self.cfg.payload_budget,
+            |eid, e| {
+                if !admits_entry(interest, *dialect, from, e) {
+                    return false;
+                }
+                match (
+                    interest.area.as_ref(),
+                    relevance::locate(stream, Some(eid), e.position, e.parent),
+                ) {
+                    (Some(area), Some((key, pos))) => {
+                        relevance::evaluate(inside, area, center, ssrc, key, pos).0
+                    }
+                    _ => true,
+                }
+            },
         );
         self.metrics.snapshots.inc();
         self.metrics.snapshot_packets.inc_by(packets);
@@ -309,66 +332,4 @@ impl Relay {
             }
         }
     }
-}
-
-/// Packs a stream's admitted entries into packets of at most `budget` payload bytes (an
-/// entry larger than that goes alone). Returns the number of packets.
-fn pack_snapshot(
-    out: &mut Outbox,
-    sub: &mut Session,
-    ssrc: u32,
-    stream: &Stream,
-    from: Dialect,
-    budget: usize,
-) -> u64 {
-    let state = sub
-        .subs
-        .entry(ssrc)
-        .or_insert_with(|| Subscription::new(stream.last_seq));
-    let mut packets = 0;
-    let mut open: Option<(usize, usize)> = None; // (start, payload bytes used)
-    for (_, e) in stream.store.iter() {
-        if !admits_entry(&sub.interest, sub.dialect, from, e) {
-            continue;
-        }
-        if let Some((start, used)) = open
-            && used + e.bytes.len() > budget
-        {
-            out.commit(sub.id, PacketClass::Rtp, start);
-            open = None;
-        }
-        let (start, used) = match open {
-            Some(o) => o,
-            None => {
-                let rw = state.rewriter.inject(stream.last_ts);
-                let (buf, start) = out.begin();
-                let header = RtpHeader {
-                    marker: false,
-                    payload_type: stream.payload_type,
-                    sequence_number: rw.sequence_number,
-                    timestamp: rw.timestamp,
-                    ssrc,
-                    csrcs: &[],
-                    extension: None,
-                };
-                if header.append_to(buf).is_err() {
-                    out.abandon(start);
-                    continue;
-                }
-                packets += 1;
-                (start, 0)
-            }
-        };
-        out.extend(&e.bytes);
-        open = Some((start, used + e.bytes.len()));
-    }
-    if let Some((start, _)) = open {
-        out.commit(sub.id, PacketClass::Rtp, start);
-    }
-    packets
-}
-
-/// Whether a cached entry goes to a subscriber (interest and dialect).
-fn admits_entry(interest: &Interest, to: Dialect, from: Dialect, e: &Entry) -> bool {
-    interest.admits_object(e.tag, e.kind) && portable(e.tag, e.kind, None, e.bytes.len(), from, to)
 }

@@ -1,6 +1,7 @@
 //! What one subscriber wants to receive. Set at join and replaced with
 //! `PUT /v1/sessions/{id}/interest`; every field is validated with a message naming it.
 
+use super::area::Area;
 use crate::wire::ObjectKind;
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +15,8 @@ pub struct Interest {
     pub streams: Filter<u32>,
     /// Object types to allow or deny: type names (`"Head1"`, case-insensitive) or tag numbers.
     pub types: Filter<TypeSel>,
+    /// Area of interest; everything when absent.
+    pub area: Option<Area>,
 }
 
 /// An allow list (everything when absent) and a deny list (applied after it).
@@ -66,6 +69,9 @@ pub const MAX_LIST: usize = 1024;
 impl Interest {
     /// Checks the interest, naming the offending field.
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(area) = &self.area {
+            area.validate()?;
+        }
         for (field, n) in [
             (
                 "streams.allow",
@@ -113,6 +119,6 @@ impl Interest {
     /// True when every object of an admitted stream passes (the fast path forwards the
     /// payload as it came).
     pub fn admits_all_objects(&self) -> bool {
-        self.types.allow.is_none() && self.types.deny.is_empty()
+        self.types.allow.is_none() && self.types.deny.is_empty() && self.area.is_none()
     }
 }

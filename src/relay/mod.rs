@@ -8,11 +8,14 @@
 //! clock, owns a socket or spawns a task, so tests drive it faster than real time.
 
 mod api;
+pub mod area;
 mod config;
 mod core;
 mod feedback;
+mod forward;
 pub mod interest;
 mod outbox;
+mod relevance;
 mod room;
 mod session;
 mod store;

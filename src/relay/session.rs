@@ -5,7 +5,7 @@ use super::api::SessionId;
 use super::interest::Interest;
 use crate::rtp::SeqRewriter;
 use crate::wire::Dialect;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// How many sent packets per (subscriber, stream) a NACK can still name.
@@ -40,6 +40,10 @@ pub struct Session {
     pub bucket: TokenBucket,
     /// Last time anything arrived from it.
     pub last_seen: Instant,
+    /// Objects (stream SSRC, objectID) inside its area of interest.
+    pub inside: HashSet<(u32, u64)>,
+    /// Its area's centre at the last rescan of the room's objects.
+    pub last_scan: Option<[f32; 3]>,
 }
 
 /// One stream as one subscriber receives it.

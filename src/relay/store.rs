@@ -30,6 +30,8 @@ pub struct Entry {
 pub struct Store {
     objects: IndexMap<u64, Entry>,
     packets: u64,
+    /// The stream's avatar: its first Head1, else its first object with a position.
+    avatar: Option<u64>,
 }
 
 impl Store {
@@ -87,7 +89,31 @@ impl Store {
             e.position = r.position.or(e.position);
             e.parent = r.parent.or(e.parent);
             e.updated = now;
+            self.elect_avatar(id);
         }
+    }
+
+    /// Makes `id` the avatar if there is none yet, or if it is a Head1 and the current
+    /// avatar is not.
+    fn elect_avatar(&mut self, id: u64) {
+        let Some(candidate) = self.objects.get(&id).filter(|e| e.position.is_some()) else {
+            return;
+        };
+        let current = self.avatar.and_then(|a| self.objects.get(&a));
+        let better = match current {
+            None => true,
+            Some(cur) => cur.kind != ObjectKind::Head1 && candidate.kind == ObjectKind::Head1,
+        };
+        if better {
+            self.avatar = Some(id);
+        }
+    }
+
+    /// The avatar's objectID and position: `preferred` if it has a position, else the
+    /// elected avatar.
+    pub fn avatar(&self, preferred: Option<u64>) -> Option<(u64, [f32; 3])> {
+        let id = preferred.or(self.avatar)?;
+        Some((id, self.objects.get(&id)?.position?))
     }
 
     /// The entry for an objectID.
@@ -104,6 +130,9 @@ impl Store {
     pub fn expire(&mut self, cutoff: Instant) -> usize {
         let before = self.objects.len();
         self.objects.retain(|_, e| e.updated >= cutoff);
+        if self.avatar.is_some_and(|a| !self.objects.contains_key(&a)) {
+            self.avatar = None;
+        }
         before - self.objects.len()
     }
 }

@@ -1,0 +1,102 @@
+//! Area of interest: a sphere or an axis-aligned box around a fixed point or around the
+//! subscriber's own avatar, with separate enter and exit sizes (hysteresis) so an object
+//! on the boundary does not flicker in and out.
+
+use serde::{Deserialize, Serialize};
+
+/// Exit size as a multiple of the enter size when none is given.
+pub const DEFAULT_EXIT_SCALE: f32 = 1.2;
+
+/// The area part of an interest.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Area {
+    /// A fixed centre; when absent the area follows the subscriber's own avatar.
+    pub center: Option<[f32; 3]>,
+    /// The objectID of the subscriber's own object that is its avatar (default: its
+    /// stream's first Head1, else its first object with a position).
+    pub avatar: Option<u64>,
+    /// Sphere: an object enters within this distance.
+    pub radius: Option<f32>,
+    /// Sphere: an object inside leaves beyond this distance (default 1.2 × `radius`).
+    pub exit_radius: Option<f32>,
+    /// Box: an object enters within these half sizes on x, y and z.
+    pub half_extents: Option<[f32; 3]>,
+    /// Box: an object inside leaves beyond these (default 1.2 × `half_extents`).
+    pub exit_half_extents: Option<[f32; 3]>,
+}
+
+fn positive(v: f32) -> bool {
+    v.is_finite() && v > 0.0
+}
+
+impl Area {
+    /// Checks the area, naming the offending field.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(c) = self.center
+            && !c.iter().all(|v| v.is_finite())
+        {
+            return Err("interest.area.center: must be finite".into());
+        }
+        match (self.radius, self.half_extents) {
+            (Some(_), Some(_)) => {
+                Err("interest.area: give radius or half_extents, not both".into())
+            }
+            (None, None) => Err("interest.area: give radius (sphere) or half_extents (box)".into()),
+            (Some(r), None) => {
+                if !positive(r) {
+                    return Err("interest.area.radius: must be a positive number".into());
+                }
+                if self.exit_half_extents.is_some() {
+                    return Err("interest.area.exit_half_extents: only with half_extents".into());
+                }
+                match self.exit_radius {
+                    Some(e) if !(e.is_finite() && e >= r) => {
+                        Err("interest.area.exit_radius: must be at least radius".into())
+                    }
+                    _ => Ok(()),
+                }
+            }
+            (None, Some(h)) => {
+                if !h.iter().all(|v| positive(*v)) {
+                    return Err("interest.area.half_extents: must be positive numbers".into());
+                }
+                if self.exit_radius.is_some() {
+                    return Err("interest.area.exit_radius: only with radius".into());
+                }
+                match self.exit_half_extents {
+                    Some(e) if !e.iter().zip(h).all(|(e, h)| e.is_finite() && *e >= h) => {
+                        Err("interest.area.exit_half_extents: must be at least half_extents".into())
+                    }
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Whether `p` is inside the area centred at `c`: within the enter size for an
+    /// object outside, within the exit size for one already `inside`.
+    pub fn contains(&self, c: [f32; 3], p: [f32; 3], inside: bool) -> bool {
+        let d = [p[0] - c[0], p[1] - c[1], p[2] - c[2]];
+        match (self.radius, self.half_extents) {
+            (Some(r), _) => {
+                let r = if inside {
+                    self.exit_radius.unwrap_or(r * DEFAULT_EXIT_SCALE)
+                } else {
+                    r
+                };
+                d[0] * d[0] + d[1] * d[1] + d[2] * d[2] <= r * r
+            }
+            (None, Some(h)) => {
+                let h = if inside {
+                    self.exit_half_extents
+                        .unwrap_or(h.map(|v| v * DEFAULT_EXIT_SCALE))
+                } else {
+                    h
+                };
+                d.iter().zip(h).all(|(d, h)| d.abs() <= h)
+            }
+            (None, None) => true,
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Interest in the core, with simulated time: areas of interest around a fixed point or
+//! one's own avatar, hysteresis, objects entering in full, children and position-less
+//! objects following, and FIR snapshots filtered by the area.
+
+mod support;
+
+use gsrelay::relay::{Interest, JoinRequest, Joined};
+use gsrelay::wire::{Dialect, Object, Object2, ThreeDof1};
+use support::{Sent, World, head};
+
+fn interest(json: &str) -> Interest {
+    serde_json::from_str(json).expect("interest JSON")
+}
+
+fn join(w: &mut World, publish: bool, subscribe: bool, i: &str) -> Joined {
+    let req = JoinRequest {
+        room: "r".into(),
+        identity: "p".into(),
+        publish,
+        subscribe,
+        interest: interest(i),
+        ..JoinRequest::default()
+    };
+    w.join_with(req).expect("join")
+}
+
+/// Objects one session received, in order, with their x.
+fn received(out: &[Sent], to: &Joined) -> Vec<(u64, f32)> {
+    out.iter()
+        .filter(|s| s.to == to.session)
+        .flat_map(|s| s.objects(Dialect::Draft01))
+        .map(|o| (o.id().unwrap(), o.position().map_or(f32::NAN, |p| p[0])))
+        .collect()
+}
+
+fn child(id: u64, parent: u64, x: f32) -> Object {
+    let mut o = Object2 {
+        id,
+        parent: Some(parent),
+        ..Object2::default()
+    };
+    o.location.x = x;
+    Object::Object2(o)
+}
+
+fn controller(id: u64) -> Object {
+    Object::ThreeDof1(ThreeDof1 {
+        id,
+        ..ThreeDof1::default()
+    })
+}
+
+#[test]
+fn avatars_walking_in_and_out_see_each_other_with_hysteresis() {
+    let mut w = World::new();
+    let a = join(
+        &mut w,
+        true,
+        true,
+        r#"{"area":{"radius":10,"exit_radius":12}}"#,
+    );
+    let b = join(&mut w, true, false, "{}");
+    w.publish(&a, &[head(1, 0.0)]);
+    w.sent();
+    let step = |w: &mut World, x: f32| {
+        w.publish(&b, &[head(1, x)]);
+        !received(&w.sent(), &a).is_empty()
+    };
+    assert!(!step(&mut w, 15.0), "15 m: outside");
+    assert!(step(&mut w, 9.0), "9 m: enters within 10");
+    assert!(step(&mut w, 11.5), "11.5 m: stays until 12");
+    assert!(!step(&mut w, 13.0), "13 m: left beyond 12");
+    assert!(!step(&mut w, 11.0), "11 m: does not re-enter before 10");
+    assert!(step(&mut w, 10.0), "10 m: enters again");
+}
+
+#[test]
+fn a_subscriber_that_walks_up_to_an_object_gets_it_from_the_store_at_once() {
+    let mut w = World::new();
+    let b = join(&mut w, true, false, "{}");
+    w.publish(&b, &[head(1, 50.0), head(2, 90.0)]);
+    let a = join(&mut w, true, true, r#"{"area":{"radius":10}}"#);
+    w.publish(&a, &[head(1, 0.0)]);
+    assert!(received(&w.sent(), &a).is_empty());
+    // a walks to x=45: b's object 1 at 50 enters although b sends nothing.
+    w.publish(&a, &[head(1, 45.0)]);
+    assert_eq!(received(&w.sent(), &a), vec![(1, 50.0)]);
+    // Small steps do not resend it.
+    w.publish(&a, &[head(1, 45.5)]);
+    assert!(received(&w.sent(), &a).is_empty());
+}
+
+#[test]
+fn children_and_position_less_objects_follow_their_parent_and_avatar() {
+    let mut w = World::new();
+    let b = join(&mut w, true, false, "{}");
+    // b's avatar (head 1) far away, a child of it at local x=0, a 3DOF controller.
+    w.publish(&b, &[head(1, 50.0), child(2, 1, 0.0), controller(3)]);
+    let a = join(&mut w, true, true, r#"{"area":{"radius":10}}"#);
+    w.publish(&a, &[head(1, 0.0)]);
+    assert!(
+        received(&w.sent(), &a).is_empty(),
+        "child at local 0 follows its far parent"
+    );
+    // b's head walks to x=5: a gets the head with the packet, and the child and the
+    // controller from the store at once.
+    w.publish(&b, &[head(1, 5.0)]);
+    let mut got: Vec<u64> = received(&w.sent(), &a)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    got.sort();
+    assert_eq!(got, vec![1, 2, 3]);
+    // Later updates of the child and controller flow with their parent's relevance.
+    w.publish(&b, &[child(2, 1, 0.0), controller(3)]);
+    assert_eq!(received(&w.sent(), &a).len(), 2);
+    w.publish(&b, &[head(1, 40.0)]);
+    w.sent();
+    w.publish(&b, &[child(2, 1, 0.0), controller(3)]);
+    assert!(
+        received(&w.sent(), &a).is_empty(),
+        "parent left: children leave with it"
+    );
+}
+
+#[test]
+fn fir_snapshot_and_live_updates_honour_a_fixed_box_area() {
+    let mut w = World::new();
+    let b = join(&mut w, true, false, "{}");
+    w.publish(&b, &[head(1, 1.0), head(2, 4.0), head(3, 9.0)]);
+    let a = join(
+        &mut w,
+        false,
+        true,
+        r#"{"area":{"center":[0,0,0],"half_extents":[5,5,5]}}"#,
+    );
+    w.sent();
+    w.fir(&a, w.relay.relay_ssrc(), 1);
+    let mut snap = received(&w.sent(), &a);
+    snap.sort_by_key(|(id, _)| *id);
+    assert_eq!(snap, vec![(1, 1.0), (2, 4.0)]);
+    w.publish(&b, &[head(1, 1.5), head(3, 9.5)]);
+    assert_eq!(received(&w.sent(), &a), vec![(1, 1.5)]);
+}
+
+#[test]
+fn nothing_positional_arrives_before_the_subscribers_avatar_is_known() {
+    let mut w = World::new();
+    let a = join(&mut w, true, true, r#"{"area":{"radius":10}}"#);
+    let b = join(&mut w, true, false, "{}");
+    w.publish(&b, &[head(1, 1.0)]);
+    assert!(received(&w.sent(), &a).is_empty());
+    w.publish(&a, &[head(7, 0.0)]);
+    assert_eq!(
+        received(&w.sent(), &a),
+        vec![(1, 1.0)],
+        "entering on a's first avatar position"
+    );
+}
+
+#[test]
+fn invalid_areas_are_refused_naming_the_field() {
+    let bad = [
+        (r#"{"area":{}}"#, "interest.area"),
+        (r#"{"area":{"radius":-1}}"#, "interest.area.radius"),
+        (
+            r#"{"area":{"radius":5,"exit_radius":4}}"#,
+            "interest.area.exit_radius",
+        ),
+        (
+            r#"{"area":{"radius":5,"half_extents":[1,1,1]}}"#,
+            "interest.area",
+        ),
+        (
+            r#"{"area":{"half_extents":[1,0,1]}}"#,
+            "interest.area.half_extents",
+        ),
+    ];
+    for (json, field) in bad {
+        let err = interest(json).validate().unwrap_err();
+        assert!(err.starts_with(field), "{json}: {err}");
+    }
+    assert!(serde_json::from_str::<Interest>(r#"{"area":{"radius":5,"bogus":1}}"#).is_err());
+}

@@ -1,0 +1,150 @@
+//! A simulated world around the sans-I/O core: sessions, packets and time, no sockets.
+#![allow(dead_code)] // each test file uses a different part of it
+
+use gsrelay::metrics::Metrics;
+use gsrelay::relay::{ControlError, JoinRequest, Joined, Relay, RelayConfig, SessionId};
+use gsrelay::rtp::rtcp::{self, FirEntry};
+use gsrelay::rtp::{PacketClass, RtpHeader, RtpPacket};
+use gsrelay::wire::{self, Dialect, Head1, Loc2, Object};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+pub struct Sent {
+    pub to: SessionId,
+    pub class: PacketClass,
+    pub bytes: Vec<u8>,
+}
+
+impl Sent {
+    pub fn rtp(&self) -> RtpPacket<'_> {
+        RtpPacket::parse(&self.bytes).expect("relay sends valid RTP")
+    }
+    pub fn objects(&self, d: Dialect) -> Vec<Object> {
+        wire::decode(self.rtp().payload(), d).expect("relay sends valid payloads")
+    }
+}
+
+pub struct World {
+    pub relay: Relay,
+    pub metrics: Metrics,
+    pub t0: Instant,
+    pub now: Instant,
+    seqs: HashMap<u32, u16>,
+}
+
+impl World {
+    pub fn new() -> Self {
+        Self::with(RelayConfig::default())
+    }
+
+    pub fn with(cfg: RelayConfig) -> Self {
+        let metrics = Metrics::new();
+        let t0 = Instant::now();
+        Self {
+            relay: Relay::new(cfg, 7, metrics.clone()),
+            metrics,
+            t0,
+            now: t0,
+            seqs: Default::default(),
+        }
+    }
+
+    pub fn advance(&mut self, d: Duration) {
+        self.now += d;
+        self.relay.handle_timeout(self.now);
+    }
+
+    pub fn join(&mut self, room: &str, publish: bool, subscribe: bool) -> Joined {
+        self.join_with(JoinRequest {
+            room: room.into(),
+            identity: "p".into(),
+            publish,
+            subscribe,
+            ..JoinRequest::default()
+        })
+        .expect("join")
+    }
+
+    pub fn join_with(&mut self, req: JoinRequest) -> Result<Joined, ControlError> {
+        self.relay.join(self.now, req)
+    }
+
+    /// Publishes objects from a session as one RTP packet with the next sequence number.
+    pub fn publish(&mut self, who: &Joined, objects: &[Object]) -> u16 {
+        let payload = wire::encode(objects, Dialect::Draft01).unwrap();
+        self.publish_raw(who, &payload)
+    }
+
+    pub fn publish_raw(&mut self, who: &Joined, payload: &[u8]) -> u16 {
+        let seq = self.seqs.entry(who.ssrc).or_insert(1000);
+        *seq = seq.wrapping_add(1);
+        let seq = *seq;
+        let ts = (self.now - self.t0).as_millis() as u32 * 90;
+        let mut pkt = Vec::new();
+        let header = RtpHeader {
+            marker: false,
+            payload_type: 96,
+            sequence_number: seq,
+            timestamp: ts,
+            ssrc: who.ssrc,
+            csrcs: &[],
+            extension: None,
+        };
+        header.append_to(&mut pkt).unwrap();
+        pkt.extend_from_slice(payload);
+        self.relay.handle_rtp(self.now, who.session, &pkt);
+        seq
+    }
+
+    pub fn rtcp(&mut self, who: &Joined, write: impl FnOnce(&mut Vec<u8>)) {
+        let mut pkt = Vec::new();
+        write(&mut pkt);
+        self.relay.handle_rtcp(self.now, who.session, &pkt);
+    }
+
+    pub fn fir(&mut self, who: &Joined, media: u32, seq: u8) {
+        self.rtcp(who, |b| {
+            rtcp::write_fir(
+                b,
+                who.ssrc,
+                &[FirEntry {
+                    ssrc: media,
+                    sequence_number: seq,
+                }],
+            )
+            .unwrap();
+        });
+    }
+
+    pub fn sent(&mut self) -> Vec<Sent> {
+        let mut v = Vec::new();
+        while let Some(t) = self.relay.poll_transmit() {
+            v.push(Sent {
+                to: t.session,
+                class: t.class,
+                bytes: t.bytes.to_vec(),
+            });
+        }
+        v
+    }
+
+    pub fn dropped(&self, reason: &str) -> u64 {
+        self.metrics.dropped.with_label_values(&[reason]).get()
+    }
+}
+
+pub fn head(id: u64, x: f32) -> Object {
+    Object::Head1(Head1 {
+        id,
+        time: 1,
+        location: Loc2 {
+            x,
+            ..Loc2::default()
+        },
+        ..Head1::default()
+    })
+}
+
+pub fn x_of(o: &Object) -> f32 {
+    o.position().expect("has a position")[0]
+}
