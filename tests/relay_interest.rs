@@ -182,3 +182,159 @@ fn invalid_areas_are_refused_naming_the_field() {
     }
     assert!(serde_json::from_str::<Interest>(r#"{"area":{"radius":5,"bogus":1}}"#).is_err());
 }
+
+/// Publishes `objects(step)` every `period` for `steps`, advancing simulated time and
+/// letting the relay pace; returns everything sent.
+fn run(
+    w: &mut World,
+    from: &Joined,
+    steps: u32,
+    period: std::time::Duration,
+    objects: impl Fn(u32) -> Vec<Object>,
+) -> Vec<Sent> {
+    let mut all = Vec::new();
+    for i in 0..steps {
+        w.advance(period);
+        w.publish(from, &objects(i));
+        all.extend(w.sent());
+    }
+    all
+}
+
+fn count(out: &[Sent], to: &Joined, id: u64) -> usize {
+    received(out, to).iter().filter(|(i, _)| *i == id).count()
+}
+
+#[test]
+fn rate_tiers_hold_the_measured_rates_and_deliver_the_latest_value() {
+    let mut w = World::new();
+    let b = join(&mut w, true, false, "{}");
+    let rates = r#"{"area":{"center":[0,0,0],"radius":1000},
+        "rates":[{"within":10},{"within":50,"max_hz":5},{"max_hz":1}]}"#;
+    let a = join(&mut w, false, true, rates);
+    // 50 Hz for 10 s: object 1 near (full rate), 2 in the middle tier, 3 far.
+    let step = std::time::Duration::from_millis(20);
+    let out = run(&mut w, &b, 500, step, |i| {
+        vec![head(1, 5.0), head(2, 30.0 + i as f32 * 1e-3), head(3, 80.0)]
+    });
+    let (near, mid, far) = (count(&out, &a, 1), count(&out, &a, 2), count(&out, &a, 3));
+    assert_eq!(near, 500);
+    assert!((45..=55).contains(&mid), "5 Hz over 10 s: {mid}");
+    assert!((9..=11).contains(&far), "1 Hz over 10 s: {far}");
+    // The last update of the middle tier arrives once its interval has passed, newest value.
+    w.advance(std::time::Duration::from_millis(300));
+    let last = received(&w.sent(), &a);
+    let expect = 30.0 + 499.0 * 1e-3;
+    assert!(
+        last.iter().any(|(id, x)| *id == 2 && *x == expect),
+        "{last:?}"
+    );
+}
+
+#[test]
+fn a_starved_budget_still_delivers_every_object_within_a_bounded_time() {
+    let mut w = World::new();
+    let b = join(&mut w, true, false, "{}");
+    // About 40 bytes per Head1: 40 objects at 20 Hz need ~260 kbit/s; give it 16 kbit/s.
+    let a = join(&mut w, false, true, r#"{"max_bitrate_bps":16000}"#);
+    let step = std::time::Duration::from_millis(50);
+    let out = run(&mut w, &b, 200, step, |i| {
+        (0..40).map(|k| head(k, i as f32)).collect()
+    });
+    let counts: Vec<usize> = (0..40).map(|k| count(&out, &a, k)).collect();
+    let bytes: usize = out
+        .iter()
+        .filter(|s| s.to == a.session)
+        .map(|s| s.bytes.len())
+        .sum();
+    let bps = bytes as f64 * 8.0 / 10.0;
+    assert!(bps <= 16000.0 * 1.15, "cap held: {bps} bit/s");
+    assert!(
+        counts.iter().all(|c| *c >= 3),
+        "every object keeps coming: {counts:?}"
+    );
+    let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+    assert!(*max <= *min * 3, "no object starves: {counts:?}");
+    // What arrives is recent state, never a backlog: the last value seen is from the last second.
+    let latest = received(&out, &a)
+        .iter()
+        .rev()
+        .take(40)
+        .map(|(_, x)| *x)
+        .fold(f32::MIN, f32::max);
+    assert!(latest >= 180.0, "{latest}");
+}
+
+#[test]
+fn a_capped_subscriber_does_not_change_what_the_others_receive() {
+    let mut w = World::new();
+    let b = join(&mut w, true, false, "{}");
+    let fast = join(&mut w, false, true, "{}");
+    let slow = join(&mut w, false, true, r#"{"max_bitrate_bps":2000}"#);
+    let step = std::time::Duration::from_millis(20);
+    let out = run(&mut w, &b, 250, step, |i| {
+        (0..10).map(|k| head(k, i as f32)).collect()
+    });
+    assert_eq!(
+        received(&out, &fast).len(),
+        2500,
+        "every update reaches the unconstrained subscriber"
+    );
+    assert!(
+        received(&out, &slow).len() < 300,
+        "the slow one gets a trickle"
+    );
+}
+
+#[test]
+fn tmmbr_lowers_the_cap() {
+    let mut w = World::new();
+    let b = join(&mut w, true, false, "{}");
+    let a = join(&mut w, false, true, "{}");
+    let step = std::time::Duration::from_millis(20);
+    let before = run(&mut w, &b, 50, step, |i| {
+        (0..10).map(|k| head(k, i as f32)).collect()
+    });
+    assert_eq!(received(&before, &a).len(), 500);
+    let relay_ssrc = w.relay.relay_ssrc();
+    w.rtcp(&a, |buf| {
+        let e = gsrelay::rtp::rtcp::TmmbEntry {
+            ssrc: relay_ssrc,
+            bitrate_bps: 4000,
+            overhead: 0,
+        };
+        gsrelay::rtp::rtcp::write_tmmbr(buf, a.ssrc, &[e]).unwrap();
+    });
+    let after = run(&mut w, &b, 50, step, |i| {
+        (0..10).map(|k| head(k, i as f32)).collect()
+    });
+    assert!(
+        received(&after, &a).len() < 100,
+        "{}",
+        received(&after, &a).len()
+    );
+}
+
+#[test]
+fn invalid_rates_are_refused_naming_the_field() {
+    let bad = [
+        (r#"{"rates":[{"max_hz":1}]}"#, "interest.rates"),
+        (
+            r#"{"area":{"radius":5},"rates":[{"within":5},{"within":3}]}"#,
+            "interest.rates[1].within",
+        ),
+        (
+            r#"{"area":{"radius":5},"rates":[{"max_hz":1},{"within":3}]}"#,
+            "interest.rates[0].within",
+        ),
+        (
+            r#"{"area":{"radius":5},"rates":[{"within":5,"max_hz":0}]}"#,
+            "interest.rates[0].max_hz",
+        ),
+        (r#"{"max_bitrate_bps":0}"#, "interest.max_bitrate_bps"),
+    ];
+    for (json, field) in bad {
+        let err = interest(json).validate().unwrap_err();
+        assert!(err.starts_with(field), "{json}: {err}");
+    }
+}

@@ -29,6 +29,9 @@ pub struct RelayConfig {
     /// Minimum interval between FIRs the relay passes on to one sender.
     #[serde(with = "secs")]
     pub fir_forward_interval: Duration,
+    /// Bandwidth cap per subscriber in bits per second, unless its interest or TMMBR asks
+    /// for less; none by default.
+    pub subscriber_max_bitrate_bps: Option<u64>,
     /// How often expiry is checked.
     #[serde(with = "secs")]
     pub sweep_interval: Duration,
@@ -46,6 +49,7 @@ impl Default for RelayConfig {
             stream_timeout: Duration::from_secs(15),
             session_timeout: Duration::from_secs(60),
             fir_forward_interval: Duration::from_millis(500),
+            subscriber_max_bitrate_bps: None,
             sweep_interval: Duration::from_millis(250),
         }
     }

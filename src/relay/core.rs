@@ -10,6 +10,7 @@ use super::config::RelayConfig;
 use super::forward::{self, Packet, Scratch};
 use super::interest::Interest;
 use super::outbox::{Outbox, Transmit};
+use super::pacing::Pacing;
 use super::room::{Room, Stream};
 use super::session::{Session, TokenBucket};
 use crate::metrics::Metrics;
@@ -32,6 +33,8 @@ pub struct Relay {
     /// Scratch for the objects of the packet being handled (reused: no allocation).
     refs: Vec<ObjectRef>,
     scratch: Scratch,
+    /// When the earliest paced subscriber has something due.
+    pace_at: Option<Instant>,
     next_sweep: Option<Instant>,
     closed: Vec<SessionId>,
     draining: bool,
@@ -59,6 +62,7 @@ impl Relay {
             metrics,
             refs: Vec::new(),
             scratch: Scratch::default(),
+            pace_at: None,
             next_sweep: None,
             closed: Vec::new(),
             draining: false,
@@ -139,8 +143,12 @@ impl Relay {
                 last_seen: now,
                 inside: HashSet::new(),
                 last_scan: None,
+                pacing: Pacing::default(),
             },
         );
+        if let Some(s) = self.sessions.get_mut(&id) {
+            s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
+        }
         self.metrics.sessions.inc();
         self.next_sweep.get_or_insert(now + self.cfg.sweep_interval);
         Ok(Joined {
@@ -186,13 +194,22 @@ impl Relay {
     }
 
     /// Replaces a session's interest.
-    pub fn set_interest(&mut self, id: SessionId, interest: Interest) -> Result<(), ControlError> {
+    pub fn set_interest(
+        &mut self,
+        now: Instant,
+        id: SessionId,
+        interest: Interest,
+    ) -> Result<(), ControlError> {
         interest.validate().map_err(ControlError::InvalidInterest)?;
         let s = self
             .sessions
             .get_mut(&id)
             .ok_or(ControlError::NoSuchSession(id))?;
         s.interest = interest;
+        s.inside.clear();
+        s.last_scan = None;
+        s.pacing.pending.clear();
+        s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
         Ok(())
     }
 
@@ -236,7 +253,7 @@ impl Relay {
 
     /// When [`Relay::handle_timeout`] should next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.next_sweep
+        self.next_sweep.into_iter().chain(self.pace_at).min()
     }
 
     /// Sessions the relay removed by itself (timeouts) since the last call, so the
@@ -247,6 +264,9 @@ impl Relay {
 
     /// Expires objects, streams and sessions whose time has come.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.pace_at.is_some_and(|t| now >= t) {
+            self.drain_paced(now);
+        }
         if self.next_sweep.is_none_or(|t| now < t) {
             return;
         }
@@ -278,6 +298,23 @@ impl Relay {
             }
         }
         self.next_sweep = (!self.sessions.is_empty()).then(|| now + self.cfg.sweep_interval);
+    }
+
+    /// Sends every paced subscriber's due updates and schedules the next drain.
+    fn drain_paced(&mut self, now: Instant) {
+        let budget = self.cfg.payload_budget;
+        let mut next: Option<Instant> = None;
+        for sub in self.sessions.values_mut() {
+            if sub.pacing.pending.is_empty() {
+                continue;
+            }
+            let Some(room) = self.rooms.get(&sub.room) else {
+                continue;
+            };
+            let due = forward::drain_pending(room, sub, &mut self.out, now, budget);
+            next = next.into_iter().chain(due).min();
+        }
+        self.pace_at = next;
     }
 
     pub(super) fn drop_packet(&self, reason: &str) {
@@ -351,14 +388,16 @@ impl Relay {
             dialect,
         };
         let budget = self.cfg.payload_budget;
-        forward::fan_out(
+        let due = forward::fan_out(
             room,
             &mut self.sessions,
             &mut self.out,
             &mut self.scratch,
             &packet,
+            now,
             budget,
         );
+        self.pace_at = self.pace_at.into_iter().chain(due).min();
         forward::rescan_area(room, &mut self.sessions, &mut self.out, from, budget);
         Ok(())
     }

@@ -74,6 +74,7 @@ impl Relay {
                         .min();
                     if let (Some(s), Some(cap)) = (self.sessions.get_mut(&from), cap) {
                         s.tmmbr_bps = Some(cap);
+                        s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
                     }
                 }
                 RtcpItem::Bye { ssrcs } if ssrcs.contains(&own) => {

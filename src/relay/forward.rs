@@ -5,6 +5,7 @@ use super::api::SessionId;
 use super::core::admits;
 use super::interest::Interest;
 use super::outbox::Outbox;
+use super::pacing;
 use super::relevance;
 use super::room::{Room, Stream};
 use super::session::{Session, Subscription};
@@ -12,6 +13,7 @@ use super::store::Entry;
 use crate::rtp::{PacketClass, RtpHeader, RtpPacket};
 use crate::wire::{Dialect, ObjectRef};
 use std::collections::HashMap;
+use std::time::Instant;
 
 /// Scratch buffers reused across packets, so forwarding allocates nothing per packet.
 #[derive(Debug, Default)]
@@ -20,6 +22,8 @@ pub struct Scratch {
     mask: Vec<bool>,
     /// ObjectIDs that entered the current subscriber's area with this packet.
     entered: Vec<u64>,
+    /// Per object of the packet: its distance from the subscriber's area centre.
+    dist: Vec<f32>,
 }
 
 /// What is being forwarded.
@@ -34,19 +38,20 @@ pub struct Packet<'a, 'p> {
     pub dialect: Dialect,
 }
 
-/// Sends `p` to every other subscriber of the room.
+/// Sends `p` to every other subscriber of the room. Returns the earliest time a paced
+/// subscriber has a deferred update due.
 pub fn fan_out(
     room: &Room,
     sessions: &mut HashMap<SessionId, Session>,
     out: &mut Outbox,
     scratch: &mut Scratch,
     p: &Packet<'_, '_>,
+    now: Instant,
     budget: usize,
-) {
+) -> Option<Instant> {
     let (ssrc, seq) = (p.rtp.ssrc(), p.rtp.sequence_number());
-    let Some(stream) = room.streams.get(&ssrc) else {
-        return;
-    };
+    let stream = room.streams.get(&ssrc)?;
+    let mut next_due: Option<Instant> = None;
     for member in &room.members {
         let Some(sub) = sessions.get_mut(member) else {
             continue;
@@ -56,6 +61,10 @@ pub fn fan_out(
         }
         let center = relevance::center(room, sub);
         select(sub, center, stream, ssrc, p, scratch);
+        if sub.paced() {
+            let due = pace(sub, ssrc, p, scratch, now);
+            next_due = next_due.into_iter().chain(due).min();
+        }
         let wanted = scratch.mask.iter().filter(|w| **w).count();
         let state = sub
             .subs
@@ -96,6 +105,147 @@ pub fn fan_out(
             send_followers(out, sub, ssrc, stream, p, &scratch.entered, budget);
         }
     }
+    next_due
+}
+
+/// Applies a paced subscriber's rate tiers and bandwidth cap to the packet's wanted
+/// objects: what may not go now is deferred (coalesced). Returns the earliest due time.
+fn pace(
+    sub: &mut Session,
+    ssrc: u32,
+    p: &Packet<'_, '_>,
+    scratch: &mut Scratch,
+    now: Instant,
+) -> Option<Instant> {
+    let pacing = &mut sub.pacing;
+    let mut next: Option<Instant> = None;
+    let mut bytes = 0;
+    for (i, r) in p.refs.iter().enumerate() {
+        let (Some(true), Some(id)) = (scratch.mask.get(i).copied(), r.id) else {
+            continue;
+        };
+        let key = (ssrc, id);
+        let distance = scratch.dist.get(i).copied().unwrap_or(0.0);
+        let wait = pacing::min_interval(&sub.interest.rates, distance)
+            .and_then(|iv| pacing.last_sent.get(&key).map(|t| *t + iv))
+            .filter(|due| *due > now);
+        if let Some(due) = wait {
+            pacing.defer(key, now, due);
+            next = next.into_iter().chain([due]).min();
+            if let Some(m) = scratch.mask.get_mut(i) {
+                *m = false;
+            }
+        } else {
+            bytes += r.end - r.start;
+        }
+    }
+    let fits = bytes == 0
+        || pacing
+            .bucket
+            .as_mut()
+            .is_none_or(|b| b.take(bytes + RTP_HEADER, now));
+    for (i, r) in p.refs.iter().enumerate() {
+        let (Some(true), Some(id)) = (scratch.mask.get(i).copied(), r.id) else {
+            continue;
+        };
+        let key = (ssrc, id);
+        if fits {
+            pacing.pending.remove(&key);
+            pacing.last_sent.insert(key, now);
+        } else {
+            pacing.defer(key, now, now);
+            next = Some(now);
+            if let Some(m) = scratch.mask.get_mut(i) {
+                *m = false;
+            }
+        }
+    }
+    next
+}
+
+/// RTP header bytes, charged against a bandwidth cap with the payload.
+const RTP_HEADER: usize = 12;
+
+/// Sends a paced subscriber's due pending updates, highest priority first, while its
+/// budget lasts; each is read from the store, so it carries the newest state. Returns
+/// when it next has something due (or budget for what waits).
+pub fn drain_pending(
+    room: &Room,
+    sub: &mut Session,
+    out: &mut Outbox,
+    now: Instant,
+    budget: usize,
+) -> Option<Instant> {
+    let center = relevance::center(room, sub);
+    let mut due: Vec<(f32, (u32, u64), usize)> = Vec::new();
+    let mut gone: Vec<(u32, u64)> = Vec::new();
+    for (key, pend) in &sub.pacing.pending {
+        if pend.due > now {
+            continue;
+        }
+        let Some(e) = room
+            .streams
+            .get(&key.0)
+            .and_then(|s| s.store.get(key.1).map(|e| (s, e)))
+        else {
+            gone.push(*key);
+            continue;
+        };
+        let (stream, e) = e;
+        let located = relevance::locate(stream, Some(key.1), e.position, e.parent);
+        let distance = match (located, center) {
+            (Some((_, pos)), Some(c)) => dist2(pos, c).sqrt(),
+            _ => 0.0,
+        };
+        if let (Some(area), Some((k, pos))) = (sub.interest.area.as_ref(), located)
+            && !relevance::evaluate(&mut sub.inside, area, center, key.0, k, pos).0
+        {
+            gone.push(*key);
+            continue;
+        }
+        let waited = now.saturating_duration_since(pend.since).as_secs_f32() + 1e-3;
+        due.push((
+            pacing::weight(e.kind, distance) * waited,
+            *key,
+            e.bytes.len(),
+        ));
+    }
+    for key in gone {
+        sub.pacing.pending.remove(&key);
+    }
+    due.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut chosen: HashMap<u32, Vec<u64>> = HashMap::new();
+    let mut blocked = None;
+    for (_, key, bytes) in due {
+        let cost = bytes + RTP_HEADER;
+        if let Some(b) = sub.pacing.bucket.as_mut()
+            && !b.take(cost, now)
+        {
+            blocked = Some(b.ready_at(cost));
+            break;
+        }
+        sub.pacing.pending.remove(&key);
+        sub.pacing.last_sent.insert(key, now);
+        chosen.entry(key.0).or_default().push(key.1);
+    }
+    let mut ssrcs: Vec<u32> = chosen.keys().copied().collect();
+    ssrcs.sort_unstable();
+    for ssrc in ssrcs {
+        let (Some(stream), Some(ids)) = (room.streams.get(&ssrc), chosen.get(&ssrc)) else {
+            continue;
+        };
+        let Session { id, subs, .. } = sub;
+        let state = subs
+            .entry(ssrc)
+            .or_insert_with(|| Subscription::new(stream.last_seq));
+        pack_entries(out, *id, state, ssrc, stream, budget, |eid, _| {
+            ids.contains(&eid)
+        });
+    }
+    blocked
+        .into_iter()
+        .chain(sub.pacing.next_due().filter(|d| *d > now))
+        .min()
 }
 
 /// Fills the scratch mask: which of the packet's objects this subscriber gets.
@@ -109,10 +259,17 @@ fn select(
 ) {
     scratch.mask.clear();
     scratch.entered.clear();
+    scratch.dist.clear();
     for r in p.refs {
+        let located = relevance::locate(stream, r.id, r.position, r.parent);
+        let distance = match (located, center) {
+            (Some((_, pos)), Some(c)) => dist2(pos, c).sqrt(),
+            _ => 0.0,
+        };
+        scratch.dist.push(distance);
         let mut wanted = admits(&sub.interest, sub.dialect, p.dialect, r);
         if wanted && let Some(area) = &sub.interest.area {
-            wanted = match relevance::locate(stream, r.id, r.position, r.parent) {
+            wanted = match located {
                 None => true,
                 Some((key, pos)) => {
                     let (inside, entered) =

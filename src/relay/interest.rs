@@ -2,6 +2,7 @@
 //! `PUT /v1/sessions/{id}/interest`; every field is validated with a message naming it.
 
 use super::area::Area;
+use super::pacing::{RateTier, validate_tiers};
 use crate::wire::ObjectKind;
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +18,10 @@ pub struct Interest {
     pub types: Filter<TypeSel>,
     /// Area of interest; everything when absent.
     pub area: Option<Area>,
+    /// Update-rate tiers by distance from the area's centre (needs `area`).
+    pub rates: Vec<RateTier>,
+    /// Bandwidth cap for what this subscriber receives, in bits per second.
+    pub max_bitrate_bps: Option<u64>,
 }
 
 /// An allow list (everything when absent) and a deny list (applied after it).
@@ -72,6 +77,13 @@ impl Interest {
         if let Some(area) = &self.area {
             area.validate()?;
         }
+        if !self.rates.is_empty() && self.area.is_none() {
+            return Err("interest.rates: needs an area (distances are from its centre)".into());
+        }
+        validate_tiers(&self.rates)?;
+        if self.max_bitrate_bps == Some(0) {
+            return Err("interest.max_bitrate_bps: must be positive".into());
+        }
         for (field, n) in [
             (
                 "streams.allow",
@@ -119,6 +131,9 @@ impl Interest {
     /// True when every object of an admitted stream passes (the fast path forwards the
     /// payload as it came).
     pub fn admits_all_objects(&self) -> bool {
-        self.types.allow.is_none() && self.types.deny.is_empty() && self.area.is_none()
+        self.types.allow.is_none()
+            && self.types.deny.is_empty()
+            && self.area.is_none()
+            && self.rates.is_empty()
     }
 }

@@ -15,6 +15,7 @@ mod feedback;
 mod forward;
 pub mod interest;
 mod outbox;
+pub mod pacing;
 mod relevance;
 mod room;
 mod session;

@@ -3,6 +3,7 @@
 
 use super::api::SessionId;
 use super::interest::Interest;
+use super::pacing::Pacing;
 use crate::rtp::SeqRewriter;
 use crate::wire::Dialect;
 use std::collections::{HashMap, HashSet};
@@ -44,6 +45,8 @@ pub struct Session {
     pub inside: HashSet<(u32, u64)>,
     /// Its area's centre at the last rescan of the room's objects.
     pub last_scan: Option<[f32; 3]>,
+    /// Rate tiers and bandwidth cap state.
+    pub pacing: Pacing,
 }
 
 /// One stream as one subscriber receives it.
@@ -117,6 +120,20 @@ impl TokenBucket {
 }
 
 impl Session {
+    /// Applies the lowest of the configured, requested and TMMBR bandwidth caps.
+    pub fn refresh_cap(&mut self, configured: Option<u64>, now: Instant) {
+        let cap = [configured, self.interest.max_bitrate_bps, self.tmmbr_bps]
+            .into_iter()
+            .flatten()
+            .min();
+        self.pacing.set_cap(cap, now);
+    }
+
+    /// Whether updates to it are paced (rate tiers or a bandwidth cap).
+    pub fn paced(&self) -> bool {
+        !self.interest.rates.is_empty() || self.pacing.bucket.is_some()
+    }
+
     /// Whether the session has been silent for `timeout`.
     pub fn idle(&self, now: Instant, timeout: Duration) -> bool {
         now.saturating_duration_since(self.last_seen) >= timeout

@@ -340,7 +340,7 @@ impl Shell {
                 let _ = reply.send(result);
             }
             Command::SetInterest(id, interest, reply) => {
-                let result = self.relay.set_interest(id, interest);
+                let result = self.relay.set_interest(Instant::now(), id, interest);
                 let _ = reply.send(result.map_err(CommandError::from));
             }
             Command::SessionOwner(id, reply) => {
