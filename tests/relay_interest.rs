@@ -338,3 +338,73 @@ fn invalid_rates_are_refused_naming_the_field() {
         assert!(err.starts_with(field), "{json}: {err}");
     }
 }
+
+fn moving_head(id: u64, x: f32, vx: f32) -> Object {
+    let mut o = gsrelay::wire::Head1 {
+        id,
+        ..Default::default()
+    };
+    o.location.x = x;
+    o.location.vx = vx;
+    Object::Head1(o)
+}
+
+#[test]
+fn prediction_gating_sends_fewer_updates_and_keeps_extrapolation_within_tolerance() {
+    let mut w = World::new();
+    let b = join(&mut w, true, false, "{}");
+    let a = join(
+        &mut w,
+        false,
+        true,
+        r#"{"prediction":{"tolerance":0.05,"heartbeat_hz":2}}"#,
+    );
+    let dt = 0.02f32;
+    // 5 s at 50 Hz moving at 2 m/s, then stopping dead for 1 s.
+    let truth = |i: u32| {
+        if i < 250 {
+            2.0 * dt * i as f32
+        } else {
+            2.0 * dt * 250.0
+        }
+    };
+    let speed = |i: u32| if i < 250 { 2.0 } else { 0.0 };
+    let mut last: Option<(f32, f32, u32)> = None; // (x, vx, step) as a last received it
+    let mut got = 0;
+    let mut worst = 0.0f32;
+    for i in 0..300u32 {
+        w.advance(std::time::Duration::from_millis(20));
+        w.publish(&b, &[moving_head(1, truth(i), speed(i))]);
+        for s in w.sent().iter().filter(|s| s.to == a.session) {
+            for o in s.objects(Dialect::Draft01) {
+                let Object::Head1(h) = o else { continue };
+                last = Some((h.location.x, h.location.vx, i));
+                got += 1;
+            }
+        }
+        let (x, vx, at) = last.expect("the first update always goes");
+        let predicted = x + vx * dt * (i - at) as f32;
+        worst = worst.max((predicted - truth(i)).abs());
+    }
+    assert!(got < 30, "far fewer than the 300 published: {got}");
+    assert!(
+        got >= 12,
+        "heartbeats at 2 Hz over 6 s, plus the stop: {got}"
+    );
+    assert!(
+        worst <= 0.05 + 1e-3,
+        "a's extrapolation strayed {worst} m from the truth"
+    );
+}
+
+#[test]
+fn invalid_prediction_settings_are_refused() {
+    let err = interest(r#"{"prediction":{"heartbeat_hz":0}}"#)
+        .validate()
+        .unwrap_err();
+    assert!(err.starts_with("interest.prediction.heartbeat_hz"), "{err}");
+    let err = interest(r#"{"prediction":{"tolerance":-1}}"#)
+        .validate()
+        .unwrap_err();
+    assert!(err.starts_with("interest.prediction.tolerance"), "{err}");
+}

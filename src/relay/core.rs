@@ -144,6 +144,7 @@ impl Relay {
                 inside: HashSet::new(),
                 last_scan: None,
                 pacing: Pacing::default(),
+                predicted: HashMap::new(),
             },
         );
         if let Some(s) = self.sessions.get_mut(&id) {
@@ -209,6 +210,7 @@ impl Relay {
         s.inside.clear();
         s.last_scan = None;
         s.pacing.pending.clear();
+        s.predicted.clear();
         s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
         Ok(())
     }

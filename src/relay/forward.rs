@@ -11,6 +11,7 @@ use super::room::{Room, Stream};
 use super::session::{Session, Subscription};
 use super::store::Entry;
 use crate::rtp::{PacketClass, RtpHeader, RtpPacket};
+use crate::wire::motion::{Motion, motion};
 use crate::wire::{Dialect, ObjectRef};
 use std::collections::HashMap;
 use std::time::Instant;
@@ -24,6 +25,8 @@ pub struct Scratch {
     entered: Vec<u64>,
     /// Per object of the packet: its distance from the subscriber's area centre.
     dist: Vec<f32>,
+    /// Per object of the packet: its motion, when the subscriber gates by prediction.
+    motion: Vec<Option<Motion>>,
 }
 
 /// What is being forwarded.
@@ -61,6 +64,9 @@ pub fn fan_out(
         }
         let center = relevance::center(room, sub);
         select(sub, center, stream, ssrc, p, scratch);
+        if sub.interest.prediction.is_some() {
+            gate(sub, ssrc, p, scratch, now);
+        }
         if sub.paced() {
             let due = pace(sub, ssrc, p, scratch, now);
             next_due = next_due.into_iter().chain(due).min();
@@ -101,6 +107,9 @@ pub fn fan_out(
             }
         }
         out.commit(*member, PacketClass::Rtp, start);
+        if sub.interest.prediction.is_some() {
+            remember_sent(sub, ssrc, p, scratch, now);
+        }
         if !scratch.entered.is_empty() {
             send_followers(out, sub, ssrc, stream, p, &scratch.entered, budget);
         }
@@ -161,6 +170,47 @@ fn pace(
         }
     }
     next
+}
+
+/// Drops from the mask the objects whose new state the subscriber can already extrapolate
+/// from what it last received.
+fn gate(sub: &mut Session, ssrc: u32, p: &Packet<'_, '_>, scratch: &mut Scratch, now: Instant) {
+    let Some(g) = sub.interest.prediction.as_ref() else {
+        return;
+    };
+    scratch.motion.clear();
+    for (i, r) in p.refs.iter().enumerate() {
+        let m = motion(r.bytes(p.rtp.payload()), r.kind, p.dialect);
+        scratch.motion.push(m);
+        let (Some(true), Some(id), Some(m)) = (scratch.mask.get(i).copied(), r.id, m) else {
+            continue;
+        };
+        let Some((last, at)) = sub.predicted.get(&(ssrc, id)) else {
+            continue;
+        };
+        let dt = now.saturating_duration_since(*at).as_secs_f32();
+        let distance = scratch.dist.get(i).copied().unwrap_or(0.0);
+        if g.predictable(last, &m, dt, distance)
+            && let Some(w) = scratch.mask.get_mut(i)
+        {
+            *w = false;
+        }
+    }
+}
+
+/// Records the motion of what was just sent, the baseline of the next predictions.
+fn remember_sent(
+    sub: &mut Session,
+    ssrc: u32,
+    p: &Packet<'_, '_>,
+    scratch: &Scratch,
+    now: Instant,
+) {
+    for ((r, sent), m) in p.refs.iter().zip(&scratch.mask).zip(&scratch.motion) {
+        if let (true, Some(id), Some(m)) = (*sent, r.id, m) {
+            sub.predicted.insert((ssrc, id), (*m, now));
+        }
+    }
 }
 
 /// RTP header bytes, charged against a bandwidth cap with the payload.

@@ -2,7 +2,7 @@
 //! `PUT /v1/sessions/{id}/interest`; every field is validated with a message naming it.
 
 use super::area::Area;
-use super::pacing::{RateTier, validate_tiers};
+use super::pacing::{PredictionGate, RateTier, validate_tiers};
 use crate::wire::ObjectKind;
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +22,8 @@ pub struct Interest {
     pub rates: Vec<RateTier>,
     /// Bandwidth cap for what this subscriber receives, in bits per second.
     pub max_bitrate_bps: Option<u64>,
+    /// Skip updates the subscriber can extrapolate (opt-in).
+    pub prediction: Option<PredictionGate>,
 }
 
 /// An allow list (everything when absent) and a deny list (applied after it).
@@ -81,6 +83,9 @@ impl Interest {
             return Err("interest.rates: needs an area (distances are from its centre)".into());
         }
         validate_tiers(&self.rates)?;
+        if let Some(g) = &self.prediction {
+            g.validate()?;
+        }
         if self.max_bitrate_bps == Some(0) {
             return Err("interest.max_bitrate_bps: must be positive".into());
         }
@@ -135,5 +140,6 @@ impl Interest {
             && self.types.deny.is_empty()
             && self.area.is_none()
             && self.rates.is_empty()
+            && self.prediction.is_none()
     }
 }

@@ -168,3 +168,73 @@ impl Pacing {
         }
     }
 }
+
+/// Prediction-error gating (opt-in): skip an update the subscriber can already extrapolate
+/// from the last state it received (Loc2 velocity, Rot2 rotation one second ahead) within
+/// a tolerance, but send at least `heartbeat_hz` updates per second so nothing goes silent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PredictionGate {
+    /// Position error tolerated, in metres.
+    pub tolerance: f32,
+    /// Extra tolerance per metre of distance from the area's centre.
+    pub tolerance_per_meter: f32,
+    /// Rotation error tolerated, in degrees.
+    pub rotation_tolerance_deg: f32,
+    /// Minimum update rate of every object, in Hz.
+    pub heartbeat_hz: f32,
+}
+
+impl Default for PredictionGate {
+    fn default() -> Self {
+        Self {
+            tolerance: 0.05,
+            tolerance_per_meter: 0.0,
+            rotation_tolerance_deg: 5.0,
+            heartbeat_hz: 1.0,
+        }
+    }
+}
+
+impl PredictionGate {
+    /// Checks the gate, naming the offending field.
+    pub fn validate(&self) -> Result<(), String> {
+        for (field, v) in [
+            ("tolerance", self.tolerance),
+            ("tolerance_per_meter", self.tolerance_per_meter),
+            ("rotation_tolerance_deg", self.rotation_tolerance_deg),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!(
+                    "interest.prediction.{field}: must be a non-negative number"
+                ));
+            }
+        }
+        if !(self.heartbeat_hz.is_finite() && self.heartbeat_hz > 0.0) {
+            return Err("interest.prediction.heartbeat_hz: must be a positive number".into());
+        }
+        Ok(())
+    }
+
+    /// Whether `now_state` is close enough to what `last` (sent `dt` seconds ago)
+    /// predicts, at `distance` from the subscriber, to be skipped.
+    pub fn predictable(
+        &self,
+        last: &crate::wire::motion::Motion,
+        now_state: &crate::wire::motion::Motion,
+        dt: f32,
+        distance: f32,
+    ) -> bool {
+        if dt >= 1.0 / self.heartbeat_hz {
+            return false;
+        }
+        let p = last.position_at(dt);
+        let err = (0..3)
+            .map(|i| (p[i] - now_state.position[i]).powi(2))
+            .sum::<f32>()
+            .sqrt();
+        let tol = self.tolerance + self.tolerance_per_meter * distance;
+        let angle = crate::wire::predict::angle_between(last.rotation_at(dt), now_state.rotation);
+        err <= tol && angle.to_degrees() <= self.rotation_tolerance_deg
+    }
+}

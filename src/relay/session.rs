@@ -6,6 +6,7 @@ use super::interest::Interest;
 use super::pacing::Pacing;
 use crate::rtp::SeqRewriter;
 use crate::wire::Dialect;
+use crate::wire::motion::Motion;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
@@ -47,6 +48,8 @@ pub struct Session {
     pub last_scan: Option<[f32; 3]>,
     /// Rate tiers and bandwidth cap state.
     pub pacing: Pacing,
+    /// Per (stream, objectID): the motion last sent and when (prediction gating).
+    pub predicted: HashMap<(u32, u64), (Motion, Instant)>,
 }
 
 /// One stream as one subscriber receives it.

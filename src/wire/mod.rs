@@ -15,6 +15,7 @@ mod error;
 pub mod float16;
 pub mod json;
 pub mod layout;
+pub mod motion;
 mod object;
 pub mod predict;
 pub mod reader;
