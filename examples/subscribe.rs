@@ -10,7 +10,6 @@ use clap::Parser;
 use gsrelay::client::{Client, JoinOptions, Received};
 use gsrelay::rtp::RtcpItem;
 use gsrelay::wire;
-use serde_json::json;
 use std::time::Duration;
 
 /// How often a receiver report keeps the session alive.
@@ -65,7 +64,9 @@ async fn main() -> anyhow::Result<()> {
             }) => match wire::decode(&payload, client.dialect()) {
                 Ok(objects) => {
                     for object in objects {
-                        println!("{}", json!({"ssrc": ssrc, "seq": seq, "object": object}));
+                        // Written by hand so the object keeps its field order ("type" first).
+                        let object = serde_json::to_string(&object)?;
+                        println!(r#"{{"ssrc":{ssrc},"seq":{seq},"object":{object}}}"#);
                     }
                 }
                 Err(e) => eprintln!("stream {ssrc} seq {seq}: undecodable payload: {e}"),
