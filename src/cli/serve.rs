@@ -84,16 +84,18 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(cfg.log_format);
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     runtime.block_on(async {
+        // Listen before anything is printed: a signal sent as soon as the token appears
+        // must drain, not kill the process.
+        let mut signals = Signals::install()?;
         let server = server::start(cfg).await?;
         if let Some(secret) = &server.dev_secret {
             print_dev_credentials(secret, server.http_addr)?;
         }
-        shutdown_signal().await?;
+        signals.next().await;
         tracing::info!("signal received: draining (signal again to stop at once)");
         tokio::select! {
             done = server.shutdown() => done,
-            again = shutdown_signal() => {
-                again?;
+            () = signals.next() => {
                 tracing::warn!("second signal: stopping without waiting for the drain");
                 Ok(())
             }
@@ -134,19 +136,37 @@ fn print_dev_credentials(secret: &str, http_addr: SocketAddr) -> anyhow::Result<
     Ok(())
 }
 
-/// Resolves on SIGINT (Ctrl-C) or, on Unix, SIGTERM (what Kubernetes sends).
-async fn shutdown_signal() -> anyhow::Result<()> {
+/// SIGINT (Ctrl-C) and, on Unix, SIGTERM (what Kubernetes sends), listened to from the
+/// moment they are installed.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C"),
-            _ = term.recv() => Ok(()),
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                int: signal(SignalKind::interrupt()).context("installing SIGINT handler")?,
+                term: signal(SignalKind::terminate()).context("installing SIGTERM handler")?,
+            })
         }
+        #[cfg(not(unix))]
+        Ok(Self {})
     }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
+
+    /// Resolves on the next signal.
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
