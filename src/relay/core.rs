@@ -330,20 +330,34 @@ impl Relay {
         }
     }
 
+    /// The checks every packet from a session passes first: the session exists (and is
+    /// alive from now), is within its packet rate, and the packet within the size limit.
+    pub(super) fn admit(
+        &mut self,
+        now: Instant,
+        from: SessionId,
+        len: usize,
+    ) -> Result<&mut Session, &'static str> {
+        let max = self.cfg.max_packet_bytes;
+        let s = self.sessions.get_mut(&from).ok_or("unknown_session")?;
+        s.last_seen = now;
+        if !s.bucket.take(now) {
+            return Err("rate_limited");
+        }
+        if len > max {
+            return Err("oversized");
+        }
+        Ok(s)
+    }
+
     fn accept_rtp(
         &mut self,
         now: Instant,
         from: SessionId,
         packet: &[u8],
     ) -> Result<(), &'static str> {
-        let s = self.sessions.get_mut(&from).ok_or("unknown_session")?;
-        s.last_seen = now;
-        if !s.bucket.take(now) {
-            return Err("rate_limited");
-        }
-        if packet.len() > self.cfg.max_packet_bytes {
-            return Err("oversized");
-        }
+        self.admit(now, from, packet.len())?;
+        let s = self.sessions.get(&from).ok_or("unknown_session")?;
         let pkt = RtpPacket::parse(packet).map_err(|e| e.reason())?;
         if pkt.ssrc() != s.ssrc {
             return Err("ssrc_mismatch");

@@ -4,7 +4,7 @@
 
 use super::api::SessionId;
 use super::core::Relay;
-use super::forward::{admits_entry, pack_entries};
+use super::forward::{admits_entry, entry_relevance, pack_entries};
 use super::relevance;
 use super::session::{Session, Subscription};
 use crate::rtp::rtcp::{self, FirEntry, RtcpItem};
@@ -25,15 +25,7 @@ impl Relay {
         from: SessionId,
         packet: &[u8],
     ) -> Result<(), &'static str> {
-        let s = self.sessions.get_mut(&from).ok_or("unknown_session")?;
-        s.last_seen = now;
-        if !s.bucket.take(now) {
-            return Err("rate_limited");
-        }
-        if packet.len() > self.cfg.max_packet_bytes {
-            return Err("oversized");
-        }
-        let own = s.ssrc;
+        let own = self.admit(now, from, packet.len())?.ssrc;
         let items = rtcp::parse_compound(packet).map_err(|e| e.reason())?;
         for item in items {
             match item {
@@ -183,18 +175,10 @@ impl Relay {
             stream,
             self.cfg.payload_budget,
             |eid, e| {
-                if !admits_entry(interest, *dialect, from, e) {
-                    return false;
-                }
-                match (
-                    interest.area.as_ref(),
-                    relevance::locate(stream, Some(eid), e.position, e.parent),
-                ) {
-                    (Some(area), Some((key, pos))) => {
-                        relevance::evaluate(inside, area, center, ssrc, key, pos).0
-                    }
-                    _ => true,
-                }
+                entry_relevance(
+                    inside, interest, *dialect, from, center, stream, ssrc, eid, e,
+                )
+                .is_some_and(|(is_inside, _)| is_inside)
             },
         );
         self.metrics.snapshots.inc();

@@ -426,22 +426,22 @@ pub fn rescan_area(
             inside,
             ..
         } = sub;
-        let Some(area) = interest.area.as_ref() else {
-            return;
-        };
         let state = subs
             .entry(ssrc)
             .or_insert_with(|| Subscription::new(stream.last_seq));
         pack_entries(out, *id, state, ssrc, stream, budget, |eid, e| {
-            if !admits_entry(interest, *dialect, from, e) {
-                return false;
-            }
-            match relevance::locate(stream, Some(eid), e.position, e.parent) {
-                Some((key, pos)) => {
-                    relevance::evaluate(inside, area, Some(center), ssrc, key, pos).1
-                }
-                None => false,
-            }
+            entry_relevance(
+                inside,
+                interest,
+                *dialect,
+                from,
+                Some(center),
+                stream,
+                ssrc,
+                eid,
+                e,
+            )
+            .is_some_and(|(_, entered)| entered)
         });
     }
     if let Some(sub) = sessions.get_mut(&who) {
@@ -506,6 +506,36 @@ pub fn pack_entries(
         out.commit(to, PacketClass::Rtp, start);
     }
     packets
+}
+
+/// Whether a cached entry goes to a subscriber, as (inside its area, entered just now);
+/// `None` when its type or dialect is not wanted. Evaluating records area membership. An
+/// entry the area cannot locate is always inside and never "enters" (its own updates
+/// bring it).
+#[allow(clippy::too_many_arguments)] // one subscriber's view and one entry, kept flat for the borrow checker
+pub fn entry_relevance(
+    inside: &mut std::collections::HashSet<(u32, u64)>,
+    interest: &Interest,
+    to: Dialect,
+    from: Dialect,
+    center: Option<[f32; 3]>,
+    stream: &Stream,
+    ssrc: u32,
+    id: u64,
+    e: &Entry,
+) -> Option<(bool, bool)> {
+    if !admits_entry(interest, to, from, e) {
+        return None;
+    }
+    match (
+        interest.area.as_ref(),
+        relevance::locate(stream, Some(id), e.position, e.parent),
+    ) {
+        (Some(area), Some((key, pos))) => {
+            Some(relevance::evaluate(inside, area, center, ssrc, key, pos))
+        }
+        _ => Some((true, false)),
+    }
 }
 
 /// Whether a cached entry goes to a subscriber (type filter and dialect).
