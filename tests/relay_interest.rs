@@ -408,3 +408,43 @@ fn invalid_prediction_settings_are_refused() {
         .unwrap_err();
     assert!(err.starts_with("interest.prediction.tolerance"), "{err}");
 }
+
+#[test]
+fn updates_reach_only_the_subscribers_near_the_object() {
+    let mut w = World::with(gsrelay::relay::RelayConfig {
+        max_sessions_per_room: 300,
+        ..Default::default()
+    });
+    let b = join(&mut w, true, false, "{}");
+    // 200 subscribers with 10 m areas on a line, 50 m apart.
+    let subs: Vec<Joined> = (0..200)
+        .map(|i| {
+            join(
+                &mut w,
+                false,
+                true,
+                &format!(
+                    r#"{{"area":{{"center":[{},0,0],"radius":10}}}}"#,
+                    i as f32 * 50.0
+                ),
+            )
+        })
+        .collect();
+    w.publish(&b, &[head(1, 1003.0)]);
+    let out = w.sent();
+    let got: Vec<usize> = subs
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !received(&out, s).is_empty())
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(got, vec![20], "only the subscriber centred at 1000 m");
+    // Moving away far enough leaves the area; coming back to 11 m does not re-enter.
+    w.publish(&b, &[head(1, 1100.0)]);
+    w.sent();
+    w.publish(&b, &[head(1, 1011.0)]);
+    assert!(
+        received(&w.sent(), &subs[20]).is_empty(),
+        "left, and 11 m is outside the enter radius"
+    );
+}

@@ -74,6 +74,32 @@ impl Area {
         }
     }
 
+    /// The enter size: the radius, or the smallest half extent.
+    fn size(&self) -> f32 {
+        self.radius
+            .or(self.half_extents.map(|h| h[0].min(h[1]).min(h[2])))
+            .unwrap_or(0.0)
+    }
+
+    /// How far the centre may drift before the room's objects are rescanned.
+    pub fn drift_margin(&self) -> f32 {
+        self.size() * 0.1
+    }
+
+    /// Half extents of a box holding the exit shape plus the drift margin: every object
+    /// the area can hold until the next rescan lies within it.
+    pub fn reach(&self) -> [f32; 3] {
+        let m = self.drift_margin();
+        match (self.radius, self.half_extents) {
+            (Some(r), _) => [self.exit_radius.unwrap_or(r * DEFAULT_EXIT_SCALE) + m; 3],
+            (None, Some(h)) => self
+                .exit_half_extents
+                .unwrap_or(h.map(|v| v * DEFAULT_EXIT_SCALE))
+                .map(|v| v + m),
+            (None, None) => [f32::INFINITY; 3],
+        }
+    }
+
     /// Whether `p` is inside the area centred at `c`: within the enter size for an
     /// object outside, within the exit size for one already `inside`.
     pub fn contains(&self, c: [f32; 3], p: [f32; 3], inside: bool) -> bool {

@@ -8,9 +8,11 @@ use super::api::{
 };
 use super::config::RelayConfig;
 use super::forward::{self, Packet, Scratch};
+use super::grid::{self, Cell, Grid};
 use super::interest::Interest;
 use super::outbox::{Outbox, Transmit};
 use super::pacing::Pacing;
+use super::relevance;
 use super::room::{Room, Stream};
 use super::session::{Session, TokenBucket};
 use crate::metrics::Metrics;
@@ -145,10 +147,15 @@ impl Relay {
                 last_scan: None,
                 pacing: Pacing::default(),
                 predicted: HashMap::new(),
+                cells: None,
             },
         );
         if let Some(s) = self.sessions.get_mut(&id) {
             s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
+            if let Some(room) = self.rooms.get_mut(&s.room) {
+                let center = s.interest.area.as_ref().and_then(|a| a.center);
+                relevance::place(room, s, center);
+            }
         }
         self.metrics.sessions.inc();
         self.next_sweep.get_or_insert(now + self.cfg.sweep_interval);
@@ -181,6 +188,10 @@ impl Relay {
             .ok_or(ControlError::NoSuchSession(id))?;
         let (room_name, ssrc) = (s.room.clone(), s.ssrc);
         self.end_stream(&room_name, ssrc);
+        if let (Some(room), Some(s)) = (self.rooms.get_mut(&room_name), self.sessions.get_mut(&id))
+        {
+            relevance::unplace(room, s);
+        }
         self.sessions.remove(&id);
         self.by_ssrc.remove(&ssrc);
         self.metrics.sessions.dec();
@@ -212,6 +223,10 @@ impl Relay {
         s.pacing.pending.clear();
         s.predicted.clear();
         s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
+        if let Some(room) = self.rooms.get_mut(&s.room) {
+            let center = s.interest.area.as_ref().and_then(|a| a.center);
+            relevance::place(room, s, center);
+        }
         Ok(())
     }
 
@@ -275,9 +290,16 @@ impl Relay {
         let object_cutoff = now.checked_sub(self.cfg.object_ttl);
         let mut ended = Vec::new();
         for (name, room) in &mut self.rooms {
-            for (ssrc, st) in &mut room.streams {
+            let Room {
+                streams, objects, ..
+            } = room;
+            for (ssrc, st) in streams {
                 if let Some(cutoff) = object_cutoff {
-                    let n = st.store.expire(cutoff);
+                    let n = st.store.expire(cutoff, |id, e| {
+                        if let Some(cell) = e.cell {
+                            objects.remove(cell, (*ssrc, id));
+                        }
+                    });
                     self.metrics.cached_objects.sub(n as i64);
                 }
                 if now.saturating_duration_since(st.last_packet) >= self.cfg.stream_timeout {
@@ -388,6 +410,14 @@ impl Relay {
         }
         let before = stream.store.len();
         stream.store.apply(pkt.payload(), &self.refs, now);
+        self.scratch.moved_from.clear();
+        index_objects(
+            &mut room.objects,
+            stream,
+            pkt.ssrc(),
+            &self.refs,
+            &mut self.scratch.moved_from,
+        );
         self.metrics
             .cached_objects
             .add((stream.store.len() - before) as i64);
@@ -414,7 +444,14 @@ impl Relay {
             budget,
         );
         self.pace_at = self.pace_at.into_iter().chain(due).min();
-        forward::rescan_area(room, &mut self.sessions, &mut self.out, from, budget);
+        // A subscriber whose area follows its own avatar may have walked up to objects.
+        let s = &self.sessions[&from];
+        if s.interest.area.as_ref().is_some_and(|a| a.center.is_none()) {
+            let name = s.room.clone();
+            if let Some(room) = self.rooms.get_mut(&name) {
+                forward::rescan_area(room, &mut self.sessions, &mut self.out, from, budget);
+            }
+        }
         Ok(())
     }
 }
@@ -446,6 +483,33 @@ pub(super) fn portable(
         ObjectKind::Hand1 | ObjectKind::Unknown => true,
         ObjectKind::Head1 => id.is_some_and(|id| len == 2 + varuint_len(id) + 32),
         _ => false,
+    }
+}
+
+/// Keeps the room's object grid in step with the objects' new positions, noting the
+/// cells objects left.
+fn index_objects(
+    grid: &mut Grid<(u32, u64)>,
+    stream: &mut Stream,
+    ssrc: u32,
+    refs: &[ObjectRef],
+    moved_from: &mut Vec<Cell>,
+) {
+    for id in refs.iter().filter_map(|r| r.id) {
+        let Some(e) = stream.store.get_mut(id) else {
+            continue;
+        };
+        let cell = e.position.and_then(grid::cell_of);
+        if cell != e.cell {
+            if let Some(old) = e.cell {
+                grid.remove(old, (ssrc, id));
+                moved_from.push(old);
+            }
+            if let Some(new) = cell {
+                grid.insert(new, (ssrc, id));
+            }
+            e.cell = cell;
+        }
     }
 }
 

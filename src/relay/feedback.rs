@@ -174,6 +174,7 @@ impl Relay {
             ssrc,
             stream,
             self.cfg.payload_budget,
+            stream.store.iter(),
             |eid, e| {
                 entry_relevance(
                     inside, interest, *dialect, from, center, stream, ssrc, eid, e,
@@ -298,6 +299,11 @@ impl Relay {
         let Some(stream) = room.streams.remove(&ssrc) else {
             return;
         };
+        for (id, e) in stream.store.iter() {
+            if let Some(cell) = e.cell {
+                room.objects.remove(cell, (ssrc, id));
+            }
+        }
         self.metrics.streams.dec();
         self.metrics.cached_objects.sub(stream.store.len() as i64);
         for member in room.members.clone() {

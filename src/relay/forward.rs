@@ -3,6 +3,7 @@
 
 use super::api::SessionId;
 use super::core::admits;
+use super::grid;
 use super::interest::Interest;
 use super::outbox::Outbox;
 use super::pacing;
@@ -27,6 +28,12 @@ pub struct Scratch {
     dist: Vec<f32>,
     /// Per object of the packet: its motion, when the subscriber gates by prediction.
     motion: Vec<Option<Motion>>,
+    /// Grid cells the packet's objects are in.
+    cells: Vec<grid::Cell>,
+    /// Subscribers the packet may concern.
+    audience: Vec<SessionId>,
+    /// Cells the packet's objects just left: their subscribers must see them leave.
+    pub moved_from: Vec<grid::Cell>,
 }
 
 /// What is being forwarded.
@@ -55,7 +62,8 @@ pub fn fan_out(
     let (ssrc, seq) = (p.rtp.ssrc(), p.rtp.sequence_number());
     let stream = room.streams.get(&ssrc)?;
     let mut next_due: Option<Instant> = None;
-    for member in &room.members {
+    let audience = audience(room, stream, p.refs, scratch);
+    for member in &audience {
         let Some(sub) = sessions.get_mut(member) else {
             continue;
         };
@@ -114,7 +122,43 @@ pub fn fan_out(
             send_followers(out, sub, ssrc, stream, p, &scratch.entered, budget);
         }
     }
+    scratch.audience = audience;
     next_due
+}
+
+/// The subscribers a packet may concern: those registered everywhere, and those whose
+/// area covers a cell one of its objects is in — or every member when an object cannot
+/// be placed on the grid. Reuses the scratch buffers (returned to them by the caller).
+fn audience(
+    room: &Room,
+    stream: &Stream,
+    refs: &[ObjectRef],
+    scratch: &mut Scratch,
+) -> Vec<SessionId> {
+    let mut audience = std::mem::take(&mut scratch.audience);
+    audience.clear();
+    scratch.cells.clear();
+    for r in refs {
+        let cell = relevance::locate(stream, r.id, r.position, r.parent)
+            .and_then(|(_, p)| grid::cell_of(p));
+        match cell {
+            Some(c) => scratch.cells.push(c),
+            None => {
+                audience.extend_from_slice(&room.members);
+                return audience;
+            }
+        }
+    }
+    scratch.cells.extend_from_slice(&scratch.moved_from);
+    scratch.cells.sort_unstable();
+    scratch.cells.dedup();
+    audience.extend_from_slice(&room.everywhere);
+    for c in &scratch.cells {
+        audience.extend_from_slice(room.subscribers.get(*c));
+    }
+    audience.sort_unstable();
+    audience.dedup();
+    audience
 }
 
 /// Applies a paced subscriber's rate tiers and bandwidth cap to the packet's wanted
@@ -288,9 +332,10 @@ pub fn drain_pending(
         let state = subs
             .entry(ssrc)
             .or_insert_with(|| Subscription::new(stream.last_seq));
-        pack_entries(out, *id, state, ssrc, stream, budget, |eid, _| {
-            ids.contains(&eid)
-        });
+        let entries = ids
+            .iter()
+            .filter_map(|i| stream.store.get(*i).map(|e| (*i, e)));
+        pack_entries(out, *id, state, ssrc, stream, budget, entries, |_, _| true);
     }
     blocked
         .into_iter()
@@ -358,18 +403,28 @@ fn send_followers(
         .entry(ssrc)
         .or_insert_with(|| Subscription::new(stream.last_seq));
     let in_packet = |id: u64| p.refs.iter().any(|r| r.id == Some(id));
-    pack_entries(out, *id, state, ssrc, stream, budget, |eid, e| {
-        !in_packet(eid)
-            && relevance::locate(stream, Some(eid), e.position, e.parent)
-                .is_some_and(|(k, _)| k.is_some_and(|k| entered.contains(&k)))
-            && admits_entry(interest, *dialect, p.dialect, e)
-    });
+    pack_entries(
+        out,
+        *id,
+        state,
+        ssrc,
+        stream,
+        budget,
+        stream.store.iter(),
+        |eid, e| {
+            !in_packet(eid)
+                && relevance::locate(stream, Some(eid), e.position, e.parent)
+                    .is_some_and(|(k, _)| k.is_some_and(|k| entered.contains(&k)))
+                && admits_entry(interest, *dialect, p.dialect, e)
+        },
+    );
 }
 
 /// After a subscriber's own avatar moved: objects now inside its area that it has not got
-/// are sent from the store at once; objects now beyond the exit size leave.
+/// are sent from the store at once (with the objects that follow them); objects now
+/// beyond the exit size leave. Only the grid cells around the area are visited.
 pub fn rescan_area(
-    room: &Room,
+    room: &mut Room,
     sessions: &mut HashMap<SessionId, Session>,
     out: &mut Outbox,
     who: SessionId,
@@ -384,40 +439,40 @@ pub fn rescan_area(
     let Some(center) = relevance::center(room, sub) else {
         return;
     };
-    // Rescans cost a pass over the room's objects: only when the avatar moved by a tenth
-    // of the area's size.
-    let step = area
-        .radius
-        .or(area.half_extents.map(|h| h[0].min(h[1]).min(h[2])))
-        .unwrap_or(0.0)
-        * 0.1;
+    // A rescan costs a visit of the area's cells: only after the avatar moved by a tenth
+    // of the area's size (the grid placement keeps that much margin).
+    let step = area.drift_margin();
     if sub
         .last_scan
         .is_some_and(|c| dist2(c, center) < step * step)
     {
         return;
     }
-    let mut ssrcs: Vec<u32> = room
+    let candidates = candidates_near(room, center, area.reach());
+    let owners: HashMap<u32, Dialect> = room
         .streams
-        .keys()
-        .copied()
-        .filter(|s| sub.interest.admits_stream(*s, *s == sub.ssrc))
+        .iter()
+        .map(|(ssrc, s)| {
+            (
+                *ssrc,
+                sessions
+                    .get(&s.owner)
+                    .map(|o| o.dialect)
+                    .unwrap_or_default(),
+            )
+        })
         .collect();
-    ssrcs.sort_unstable();
-    let owner_dialect = |sessions: &HashMap<SessionId, Session>, s: &Stream| {
-        sessions
-            .get(&s.owner)
-            .map(|o| o.dialect)
-            .unwrap_or_default()
+    let Some(sub) = sessions.get_mut(&who) else {
+        return;
     };
-    for ssrc in ssrcs {
+    for (ssrc, ids) in candidates {
         let Some(stream) = room.streams.get(&ssrc) else {
             continue;
         };
-        let from = owner_dialect(sessions, stream);
-        let Some(sub) = sessions.get_mut(&who) else {
-            return;
-        };
+        if !sub.interest.admits_stream(ssrc, ssrc == sub.ssrc) {
+            continue;
+        }
+        let from = owners.get(&ssrc).copied().unwrap_or_default();
         let Session {
             id,
             subs,
@@ -425,12 +480,13 @@ pub fn rescan_area(
             dialect,
             inside,
             ..
-        } = sub;
-        let state = subs
-            .entry(ssrc)
-            .or_insert_with(|| Subscription::new(stream.last_seq));
-        pack_entries(out, *id, state, ssrc, stream, budget, |eid, e| {
-            entry_relevance(
+        } = &mut *sub;
+        let mut entered = Vec::new();
+        for &eid in &ids {
+            let Some(e) = stream.store.get(eid) else {
+                continue;
+            };
+            if entry_relevance(
                 inside,
                 interest,
                 *dialect,
@@ -441,12 +497,63 @@ pub fn rescan_area(
                 eid,
                 e,
             )
-            .is_some_and(|(_, entered)| entered)
-        });
+            .is_some_and(|r| r.1)
+            {
+                entered.push(eid);
+            }
+        }
+        if entered.is_empty() {
+            continue;
+        }
+        let state = subs
+            .entry(ssrc)
+            .or_insert_with(|| Subscription::new(stream.last_seq));
+        // The entered objects, and the objects located through them (children, objects
+        // following the stream's avatar).
+        pack_entries(
+            out,
+            *id,
+            state,
+            ssrc,
+            stream,
+            budget,
+            stream.store.iter(),
+            |eid, e| {
+                entered.contains(&eid)
+                    || (admits_entry(interest, *dialect, from, e)
+                        && relevance::locate(stream, Some(eid), e.position, e.parent).is_some_and(
+                            |(k, _)| k.is_some_and(|k| k != eid && entered.contains(&k)),
+                        ))
+            },
+        );
     }
     if let Some(sub) = sessions.get_mut(&who) {
         sub.last_scan = Some(center);
+        relevance::place(room, sub, Some(center));
     }
+}
+
+/// Objects with a position in the cells within `reach` of `center`, by stream; every
+/// object of the room when the area covers too many cells.
+fn candidates_near(room: &Room, center: [f32; 3], reach: [f32; 3]) -> Vec<(u32, Vec<u64>)> {
+    let mut by_stream: HashMap<u32, Vec<u64>> = HashMap::new();
+    match grid::cells_covering(center, reach) {
+        Some(cells) => {
+            for cell in cells {
+                for (ssrc, id) in room.objects.get(cell) {
+                    by_stream.entry(*ssrc).or_default().push(*id);
+                }
+            }
+        }
+        None => {
+            for (ssrc, s) in &room.streams {
+                by_stream.insert(*ssrc, s.store.iter().map(|(id, _)| id).collect());
+            }
+        }
+    }
+    let mut v: Vec<(u32, Vec<u64>)> = by_stream.into_iter().collect();
+    v.sort_unstable_by_key(|(ssrc, _)| *ssrc);
+    v
 }
 
 fn dist2(a: [f32; 3], b: [f32; 3]) -> f32 {
@@ -456,18 +563,20 @@ fn dist2(a: [f32; 3], b: [f32; 3]) -> f32 {
 /// Packs the stream's cached entries that `keep` selects into packets of at most `budget`
 /// payload bytes (an entry larger than that goes alone), numbered as injected packets.
 /// Returns the number of packets.
-pub fn pack_entries(
+#[allow(clippy::too_many_arguments)] // destination, stream, candidates and filter
+pub fn pack_entries<'s>(
     out: &mut Outbox,
     to: SessionId,
     state: &mut Subscription,
     ssrc: u32,
     stream: &Stream,
     budget: usize,
+    entries: impl IntoIterator<Item = (u64, &'s Entry)>,
     mut keep: impl FnMut(u64, &Entry) -> bool,
 ) -> u64 {
     let mut packets = 0;
     let mut open: Option<(usize, usize)> = None; // (start, payload bytes used)
-    for (id, e) in stream.store.iter() {
+    for (id, e) in entries {
         if !keep(id, e) {
             continue;
         }

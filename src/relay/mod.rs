@@ -13,6 +13,7 @@ mod config;
 mod core;
 mod feedback;
 mod forward;
+mod grid;
 pub mod interest;
 mod outbox;
 pub mod pacing;

@@ -7,6 +7,7 @@
 //! located at all is always relevant: the relay cannot judge its distance.
 
 use super::area::Area;
+use super::grid;
 use super::room::{Room, Stream};
 use super::session::Session;
 use std::collections::HashSet;
@@ -77,5 +78,40 @@ pub fn evaluate(
             (false, false)
         }
         _ => (now, false),
+    }
+}
+
+/// (Re)registers a subscriber in its room's grid for its area centred at `center`.
+pub fn place(room: &mut Room, sub: &mut Session, center: Option<[f32; 3]>) {
+    unplace(room, sub);
+    if !sub.subscribe {
+        return;
+    }
+    let cells = sub
+        .interest
+        .area
+        .as_ref()
+        .zip(center)
+        .and_then(|(area, c)| grid::cells_covering(c, area.reach()));
+    match cells {
+        Some(cells) => {
+            for cell in &cells {
+                room.subscribers.insert(*cell, sub.id);
+            }
+            sub.cells = Some(cells);
+        }
+        None => room.everywhere.push(sub.id),
+    }
+}
+
+/// Removes a subscriber from its room's grid.
+pub fn unplace(room: &mut Room, sub: &mut Session) {
+    match sub.cells.take() {
+        Some(cells) => {
+            for cell in cells {
+                room.subscribers.remove(cell, sub.id);
+            }
+        }
+        None => room.everywhere.retain(|s| *s != sub.id),
     }
 }

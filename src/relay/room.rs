@@ -1,6 +1,7 @@
 //! Rooms and the streams published in them.
 
 use super::api::SessionId;
+use super::grid::Grid;
 use super::store::{History, Store};
 use std::collections::HashMap;
 use std::time::Instant;
@@ -12,6 +13,13 @@ pub struct Room {
     pub members: Vec<SessionId>,
     /// Streams by SSRC.
     pub streams: HashMap<u32, Stream>,
+    /// Subscribers by the cells their area covers.
+    pub subscribers: Grid<SessionId>,
+    /// Subscribers that must see every update: no area, an area too large for the grid,
+    /// or an avatar not seen yet.
+    pub everywhere: Vec<SessionId>,
+    /// Objects with a position, by cell.
+    pub objects: Grid<(u32, u64)>,
 }
 
 /// One publisher's stream.

@@ -50,6 +50,9 @@ pub struct Session {
     pub pacing: Pacing,
     /// Per (stream, objectID): the motion last sent and when (prediction gating).
     pub predicted: HashMap<(u32, u64), (Motion, Instant)>,
+    /// Grid cells it is registered in; `None` when in the room's `everywhere` list (or,
+    /// for a session that does not subscribe, nowhere).
+    pub cells: Option<Vec<super::grid::Cell>>,
 }
 
 /// One stream as one subscriber receives it.

@@ -23,6 +23,8 @@ pub struct Entry {
     pub updated: Instant,
     /// Source packet that last refreshed it (to tell a second format in the same packet).
     packet: u64,
+    /// The grid cell it is indexed under.
+    pub cell: Option<super::grid::Cell>,
 }
 
 /// Objects of one stream, in first-seen order.
@@ -74,6 +76,7 @@ impl Store {
                 parent: None,
                 updated: now,
                 packet: 0,
+                cell: None,
             });
             // The first TLV of this id in a packet replaces the old state; later ones (the
             // same object in a newer format) are appended after it.
@@ -121,15 +124,27 @@ impl Store {
         self.objects.get(&id)
     }
 
+    /// The entry for an objectID, to update its grid cell.
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut Entry> {
+        self.objects.get_mut(&id)
+    }
+
     /// All entries in first-seen order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &Entry)> {
         self.objects.iter().map(|(id, e)| (*id, e))
     }
 
-    /// Drops objects not refreshed since `cutoff`; returns how many.
-    pub fn expire(&mut self, cutoff: Instant) -> usize {
+    /// Drops objects not refreshed since `cutoff`, telling `gone` about each; returns how
+    /// many.
+    pub fn expire(&mut self, cutoff: Instant, mut gone: impl FnMut(u64, &Entry)) -> usize {
         let before = self.objects.len();
-        self.objects.retain(|_, e| e.updated >= cutoff);
+        self.objects.retain(|id, e| {
+            let keep = e.updated >= cutoff;
+            if !keep {
+                gone(*id, e);
+            }
+            keep
+        });
         if self.avatar.is_some_and(|a| !self.objects.contains_key(&a)) {
             self.avatar = None;
         }
