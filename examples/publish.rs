@@ -5,8 +5,9 @@
 //! cargo run --release --example publish -- --http http://127.0.0.1:8080 --token TOKEN [--room dev] [--seconds 30]
 //! ```
 
+mod common;
+
 use clap::Parser;
-use gsrelay::client::{Client, JoinOptions};
 use gsrelay::wire::{Hand1, Head1, Loc2, Object, Rot2};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -18,15 +19,8 @@ const PRINT_EVERY: u64 = 20;
 /// Publishes a moving Head1 and two Hand1 at 20 Hz.
 #[derive(Parser)]
 struct Args {
-    /// The relay's HTTP API.
-    #[arg(long, default_value = "http://127.0.0.1:8080")]
-    http: String,
-    /// Access token with the publish right for the room (`gsrelay token ... --publish`).
-    #[arg(long, env = "GSRELAY_TOKEN", hide_env_values = true)]
-    token: String,
-    /// Room to join.
-    #[arg(long, default_value = "dev")]
-    room: String,
+    #[command(flatten)]
+    connection: common::Connection,
     /// How long to publish, in seconds.
     #[arg(long, default_value_t = 30)]
     seconds: u64,
@@ -90,11 +84,10 @@ fn scene(t: f32) -> Vec<Object> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let mut client =
-        Client::join(&args.http, &args.token, &args.room, JoinOptions::default()).await?;
+    let mut client = args.connection.join().await?;
     eprintln!(
         "joined room {:?} as session {}, publishing as SSRC {} for {} s",
-        args.room,
+        args.connection.room,
         gsrelay::relay::format_session_id(client.session()),
         client.ssrc(),
         args.seconds

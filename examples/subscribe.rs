@@ -6,8 +6,10 @@
 //! cargo run --release --example subscribe -- --http http://127.0.0.1:8080 --token TOKEN [--room dev] [--seconds 10]
 //! ```
 
+mod common;
+
 use clap::Parser;
-use gsrelay::client::{Client, JoinOptions, Received};
+use gsrelay::client::Received;
 use gsrelay::rtp::RtcpItem;
 use gsrelay::wire;
 use std::time::Duration;
@@ -18,15 +20,8 @@ const RR_PERIOD: Duration = Duration::from_secs(5);
 /// Prints the room's game state as JSON lines: the snapshot first, then live updates.
 #[derive(Parser)]
 struct Args {
-    /// The relay's HTTP API.
-    #[arg(long, default_value = "http://127.0.0.1:8080")]
-    http: String,
-    /// Access token with the subscribe right for the room (`gsrelay token ... --subscribe`).
-    #[arg(long, env = "GSRELAY_TOKEN", hide_env_values = true)]
-    token: String,
-    /// Room to join.
-    #[arg(long, default_value = "dev")]
-    room: String,
+    #[command(flatten)]
+    connection: common::Connection,
     /// How long to listen, in seconds.
     #[arg(long, default_value_t = 10)]
     seconds: u64,
@@ -35,11 +30,10 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let mut client =
-        Client::join(&args.http, &args.token, &args.room, JoinOptions::default()).await?;
+    let mut client = args.connection.join().await?;
     eprintln!(
         "joined room {:?} as session {}; streams in the room: {:?}",
-        args.room,
+        args.connection.room,
         gsrelay::relay::format_session_id(client.session()),
         client.streams()
     );

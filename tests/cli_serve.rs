@@ -1,6 +1,6 @@
 //! `gsrelay serve` and `gsrelay token` as a user runs them: the built binary.
 
-use gsrelay::control::token::Tokens;
+use gsrelay::control::token::{Claims, Tokens};
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -25,6 +25,17 @@ fn now() -> u64 {
         .as_secs()
 }
 
+/// The claims of the token that a successful `gsrelay token` printed, verified with
+/// [`SECRET`].
+fn verified_claims(out: Output) -> Claims {
+    assert!(out.status.success(), "{out:?}");
+    let token = String::from_utf8(out.stdout).unwrap();
+    Tokens::new(SECRET.as_bytes())
+        .unwrap()
+        .verify(token.trim(), now())
+        .unwrap()
+}
+
 #[test]
 fn token_output_verifies() {
     let out = gsrelay(&[
@@ -39,12 +50,7 @@ fn token_output_verifies() {
         "--secret",
         SECRET,
     ]);
-    assert!(out.status.success(), "{out:?}");
-    let token = String::from_utf8(out.stdout).unwrap();
-    let claims = Tokens::new(SECRET.as_bytes())
-        .unwrap()
-        .verify(token.trim(), now())
-        .unwrap();
+    let claims = verified_claims(out);
     assert_eq!(claims.room, "arena-1");
     assert_eq!(claims.sub, "alice");
     assert!(claims.publish && !claims.subscribe && !claims.admin);
@@ -58,12 +64,7 @@ fn token_secret_comes_from_the_environment() {
         .env("GSRELAY_TOKEN_SECRET", SECRET)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let token = String::from_utf8(out.stdout).unwrap();
-    let claims = Tokens::new(SECRET.as_bytes())
-        .unwrap()
-        .verify(token.trim(), now())
-        .unwrap();
+    let claims = verified_claims(out);
     assert!(claims.admin && !claims.publish && !claims.subscribe);
 }
 

@@ -1,12 +1,13 @@
 //! End to end over HTTP and SRTP: a whole relay from `server::start` on loopback port 0,
 //! Rust [`Client`]s joining through the HTTP API and speaking SRTP over UDP.
 
+mod support;
+
 use gsrelay::client::{Client, JoinOptions, Received};
-use gsrelay::config::ServeConfig;
-use gsrelay::control::token::{Rights, Tokens};
+use gsrelay::control::token::Rights;
 use gsrelay::relay::Interest;
 use gsrelay::rtp::RtcpItem;
-use gsrelay::server::{self, Server};
+use gsrelay::server::Server;
 use gsrelay::wire::json::Hex;
 use gsrelay::wire::{
     self, Dialect, Finger, GameControl1, Hand1, Hand2, Head1, HeadIpd1, Loc2, Mesh1, Mesh2, Object,
@@ -15,53 +16,16 @@ use gsrelay::wire::{
 };
 use serde_json::json;
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+use support::server::{PUBLISH, SUBSCRIBE, base, start, token};
 
-const SECRET: &str = "e2e-test-secret-0123456789abcdef";
 /// How long a packet that must come may take.
 const WAIT: Duration = Duration::from_secs(5);
 /// How long to listen for a packet that must not come.
 const QUIET: Duration = Duration::from_millis(300);
 
-const PUBLISH: Rights = Rights {
-    publish: true,
-    subscribe: false,
-    admin: false,
-};
-const SUBSCRIBE: Rights = Rights {
-    publish: false,
-    subscribe: true,
-    admin: false,
-};
-
-async fn start() -> Server {
-    let local = "127.0.0.1:0".parse().unwrap();
-    server::start(ServeConfig {
-        http_addr: local,
-        rtp_addr: local,
-        quic_addr: local,
-        token_secret: Some(SECRET.into()),
-        drain_grace_secs: 1,
-        ..ServeConfig::default()
-    })
-    .await
-    .unwrap()
-}
-
-fn token(room: &str, rights: Rights) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    Tokens::new(SECRET.as_bytes())
-        .unwrap()
-        .issue(room, "e2e", rights, 600, now)
-        .unwrap()
-}
-
 async fn join(server: &Server, room: &str, rights: Rights, opts: JoinOptions) -> Client {
-    let base = format!("http://{}", server.http_addr);
-    Client::join(&base, &token(room, rights), room, opts)
+    Client::join(&base(server), &token(room, rights), room, opts)
         .await
         .unwrap()
 }
@@ -89,6 +53,21 @@ async fn subscriber(
     let mut c = join(server, room, SUBSCRIBE, opts).await;
     c.send_rr().await.unwrap();
     c
+}
+
+/// A publisher and a latched subscriber without interest in `room`, both in `dialect`.
+async fn pair(server: &Server, room: &str, dialect: Dialect) -> (Client, Client) {
+    let publisher = publisher(server, room, dialect).await;
+    let subscriber = subscriber(server, room, dialect, None).await;
+    (publisher, subscriber)
+}
+
+/// Asserts that the next packet `c` receives is `objects` from `ssrc`.
+async fn assert_objects(c: &mut Client, ssrc: u32, objects: &[Object]) {
+    assert_eq!(
+        c.recv_objects(WAIT).await.unwrap(),
+        Some((ssrc, objects.to_vec()))
+    );
 }
 
 /// The next packet, which must be RTP: (SSRC, sequence number, payload).
@@ -370,8 +349,7 @@ async fn every_object_type_reaches_the_subscriber_byte_for_byte() {
     let server = start().await;
     for dialect in [Dialect::Draft01, Dialect::Gse] {
         let room = format!("types-{dialect}");
-        let mut publisher = publisher(&server, &room, dialect).await;
-        let mut sub = subscriber(&server, &room, dialect, None).await;
+        let (mut publisher, mut sub) = pair(&server, &room, dialect).await;
         let objects = every_object(dialect);
         let all = wire::encode(&objects, dialect).unwrap();
         let payloads = objects
@@ -428,8 +406,7 @@ async fn late_joiner_fir_gets_the_latest_state_then_continuous_sequence_numbers(
     let server = start().await;
     for dialect in [Dialect::Draft01, Dialect::Gse] {
         let room = format!("late-{dialect}");
-        let mut publisher = publisher(&server, &room, dialect).await;
-        let mut early = subscriber(&server, &room, dialect, None).await;
+        let (mut publisher, mut early) = pair(&server, &room, dialect).await;
         let mut latest = HashMap::new();
         let updates = every_object(dialect)
             .into_iter()
@@ -438,10 +415,7 @@ async fn late_joiner_fir_gets_the_latest_state_then_continuous_sequence_numbers(
         for objects in updates {
             publisher.send_objects(&objects).await.unwrap();
             // Once the early subscriber has the packet, the relay has stored it.
-            assert_eq!(
-                early.recv_objects(WAIT).await.unwrap(),
-                Some((publisher.ssrc(), objects.clone()))
-            );
+            assert_objects(&mut early, publisher.ssrc(), &objects).await;
             for o in objects {
                 // A top-level HeadIPD1 has no objectID, so it is never cached.
                 if let Some(id) = o.id() {
@@ -482,24 +456,16 @@ async fn late_joiner_fir_gets_the_latest_state_then_continuous_sequence_numbers(
 async fn rooms_are_isolated_in_both_directions() {
     let server = start().await;
     let d = Dialect::Draft01;
-    let mut pa = publisher(&server, "room-a", d).await;
-    let mut sa = subscriber(&server, "room-a", d, None).await;
-    let mut pb = publisher(&server, "room-b", d).await;
-    let mut sb = subscriber(&server, "room-b", d, None).await;
+    let (mut pa, mut sa) = pair(&server, "room-a", d).await;
+    let (mut pb, mut sb) = pair(&server, "room-b", d).await;
     let state_a = vec![head(1, 1.0, None), hand1(2, true, 1.0)];
     let state_b = vec![head(1, -1.0, None), hand1(3, false, -1.0)];
 
     // Publishing in one room reaches only that room.
     pa.send_objects(&state_a).await.unwrap();
-    assert_eq!(
-        sa.recv_objects(WAIT).await.unwrap(),
-        Some((pa.ssrc(), state_a.clone()))
-    );
+    assert_objects(&mut sa, pa.ssrc(), &state_a).await;
     pb.send_objects(&state_b).await.unwrap();
-    assert_eq!(
-        sb.recv_objects(WAIT).await.unwrap(),
-        Some((pb.ssrc(), state_b.clone()))
-    );
+    assert_objects(&mut sb, pb.ssrc(), &state_b).await;
     assert_silent(&mut sa, "room a after room b published").await;
     assert_silent(&mut sb, "room b after room a published").await;
 
@@ -532,8 +498,7 @@ async fn a_denied_type_never_reaches_the_subscriber() {
     let d = Dialect::Draft01;
     let room = "interest";
     let interest: Interest = serde_json::from_value(json!({"types": {"deny": ["Hand1"]}})).unwrap();
-    let mut publisher = publisher(&server, room, d).await;
-    let mut all = subscriber(&server, room, d, None).await;
+    let (mut publisher, mut all) = pair(&server, room, d).await;
     let mut picky = subscriber(&server, room, d, Some(interest)).await;
 
     let packets = [
@@ -549,10 +514,7 @@ async fn a_denied_type_never_reaches_the_subscriber() {
     for objects in &packets {
         publisher.send_objects(objects).await.unwrap();
         // The unfiltered subscriber gets everything...
-        assert_eq!(
-            all.recv_objects(WAIT).await.unwrap(),
-            Some((publisher.ssrc(), objects.clone()))
-        );
+        assert_objects(&mut all, publisher.ssrc(), objects).await;
         let admitted: Vec<Object> = objects
             .iter()
             .filter(|o| !matches!(o, Object::Hand1(_)))
@@ -584,8 +546,7 @@ async fn deleting_the_publisher_sends_bye_to_the_subscriber() {
     let server = start().await;
     let d = Dialect::Draft01;
     let room = "bye";
-    let mut publisher = publisher(&server, room, d).await;
-    let mut sub = subscriber(&server, room, d, None).await;
+    let (mut publisher, mut sub) = pair(&server, room, d).await;
     publisher.send_objects(&[head(1, 0.0, None)]).await.unwrap();
     let (ssrc, _, _) = recv_rtp(&mut sub).await;
     assert_eq!(ssrc, publisher.ssrc());

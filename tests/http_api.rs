@@ -5,76 +5,23 @@
 //! marked `// needs the UDP transport` also need that task to answer commands (join,
 //! leave, interest, room info); the others are decided by the HTTP layer alone.
 
+mod support;
+
 use gsrelay::config::ServeConfig;
-use gsrelay::control::token::{Rights, Tokens};
+use gsrelay::control::token::Tokens;
 use gsrelay::server::{self, Server};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+use support::server::{
+    ADMIN, ALL, PUBLISH, PUBLISH_SUBSCRIBE, SUBSCRIBE, base, config, now, token, token_as, token_at,
+};
 
-const SECRET: &str = "http-api-test-secret-0123456789";
 const ROOM: &str = "lobby";
 
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-fn config() -> ServeConfig {
-    let local = "127.0.0.1:0".parse().unwrap();
-    ServeConfig {
-        http_addr: local,
-        rtp_addr: local,
-        quic_addr: local,
-        token_secret: Some(SECRET.into()),
-        drain_grace_secs: 10,
-        ..ServeConfig::default()
-    }
-}
-
-const PUBLISH: Rights = Rights {
-    publish: true,
-    subscribe: false,
-    admin: false,
-};
-const SUBSCRIBE: Rights = Rights {
-    publish: false,
-    subscribe: true,
-    admin: false,
-};
-const ADMIN: Rights = Rights {
-    publish: false,
-    subscribe: false,
-    admin: true,
-};
-const PUBLISH_SUBSCRIBE: Rights = Rights {
-    publish: true,
-    subscribe: true,
-    admin: false,
-};
-const ALL: Rights = Rights {
-    publish: true,
-    subscribe: true,
-    admin: true,
-};
-
-fn token(room: &str, rights: Rights) -> String {
-    token_at(room, rights, now(), 600)
-}
-
-fn token_at(room: &str, rights: Rights, iat: u64, ttl: u64) -> String {
-    token_as(room, "tester", rights, iat, ttl)
-}
-
-fn token_as(room: &str, identity: &str, rights: Rights, iat: u64, ttl: u64) -> String {
-    Tokens::new(SECRET.as_bytes())
-        .unwrap()
-        .issue(room, identity, rights, ttl, iat)
-        .unwrap()
-}
+/// How long a drain waits for the last session.
+const GRACE_SECS: u64 = 10;
 
 /// A started server and a client for it.
 struct Api {
@@ -84,7 +31,7 @@ struct Api {
 
 impl Api {
     async fn start() -> Self {
-        Self::with(config()).await
+        Self::with(config(GRACE_SECS)).await
     }
 
     async fn with(cfg: ServeConfig) -> Self {
@@ -95,7 +42,7 @@ impl Api {
     }
 
     fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.server.http_addr)
+        format!("{}{path}", base(&self.server))
     }
 
     fn request(
@@ -656,7 +603,7 @@ async fn plain_rtp_needs_the_insecure_flag() {
     .await;
     let insecure = Api::with(ServeConfig {
         insecure_plain_rtp: true,
-        ..config()
+        ..config(GRACE_SECS)
     })
     .await;
     let resp = insecure.join(&token(ROOM, ALL), plain).await;
@@ -668,7 +615,7 @@ async fn plain_rtp_needs_the_insecure_flag() {
 #[tokio::test]
 async fn full_room_is_429() {
     // needs the UDP transport
-    let mut cfg = config();
+    let mut cfg = config(GRACE_SECS);
     cfg.relay.max_sessions_per_room = 1;
     let api = Api::with(cfg).await;
     api.joined().await;

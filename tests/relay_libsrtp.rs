@@ -9,98 +9,37 @@
 //! Both for both SRTP profiles. Without `pylibsrtp` these tests fail with the install hint,
 //! unless `GSRELAY_SKIP_LIBSRTP=1` is set (then they say loudly that they skipped).
 
+mod support;
+
 use gsrelay::client::{Client, JoinOptions, Received};
-use gsrelay::config::ServeConfig;
-use gsrelay::control::token::{Rights, Tokens};
+use gsrelay::control::token::Rights;
 use gsrelay::rtp::SrtpProfile;
-use gsrelay::server::{self, Server};
+use gsrelay::server::Server;
 use gsrelay::wire::{self, Dialect, Hand1, Head1, Loc2, Object, Rot2};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::process::Stdio;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+use support::libsrtp;
+use support::server::{PUBLISH, SUBSCRIBE, base, start, token};
 use tokio::process::Command;
 
 const CLIENT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/interop/libsrtp_client.py"
 );
-const SECRET: &str = "relay-libsrtp-test-secret-0123456789";
 const ROOM: &str = "interop";
 /// How long one packet may take to arrive.
 const WAIT: Duration = Duration::from_secs(5);
 /// How long the Python client may run in all.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Whether to run; panics with the fix when libsrtp is missing and skipping was not asked for.
-fn libsrtp_available() -> bool {
-    let importable = std::process::Command::new("python3")
-        .args(["-c", "import pylibsrtp"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if importable {
-        return true;
-    }
-    if std::env::var("GSRELAY_SKIP_LIBSRTP").as_deref() == Ok("1") {
-        eprintln!(
-            "\n!!!!!!!! SKIPPED: relay/libsrtp interop test (GSRELAY_SKIP_LIBSRTP=1 and \
-             `python3 -c 'import pylibsrtp'` fails) !!!!!!!!\n"
-        );
-        return false;
-    }
-    panic!(
-        "the relay/libsrtp interop test needs the Python package pylibsrtp: run \
-         `python3 -m pip install pylibsrtp`, or set GSRELAY_SKIP_LIBSRTP=1 to skip it"
-    );
-}
-
-fn token(rights: Rights) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    Tokens::new(SECRET.as_bytes())
-        .unwrap()
-        .issue(ROOM, "interop", rights, 600, now)
-        .unwrap()
-}
-
-const PUBLISH: Rights = Rights {
-    publish: true,
-    subscribe: false,
-    admin: false,
-};
-const SUBSCRIBE: Rights = Rights {
-    publish: false,
-    subscribe: true,
-    admin: false,
-};
-
-async fn start() -> Server {
-    let local = "127.0.0.1:0".parse().unwrap();
-    server::start(ServeConfig {
-        http_addr: local,
-        rtp_addr: local,
-        quic_addr: local,
-        token_secret: Some(SECRET.into()),
-        drain_grace_secs: 1,
-        ..ServeConfig::default()
-    })
-    .await
-    .unwrap()
-}
-
-fn base(server: &Server) -> String {
-    format!("http://{}", server.http_addr)
-}
-
 async fn rust_client(server: &Server, rights: Rights, profile: SrtpProfile) -> Client {
     let opts = JoinOptions {
         profile: Some(profile),
         ..JoinOptions::default()
     };
-    Client::join(&base(server), &token(rights), ROOM, opts)
+    Client::join(&base(server), &token(ROOM, rights), ROOM, opts)
         .await
         .unwrap()
 }
@@ -182,7 +121,7 @@ fn hex_field(v: &Value, field: &str) -> Vec<u8> {
 
 #[tokio::test]
 async fn relay_unprotects_libsrtp_publisher() {
-    if !libsrtp_available() {
+    if !libsrtp::available("relay/libsrtp interop test") {
         return;
     }
     for profile in SrtpProfile::ALL {
@@ -198,7 +137,7 @@ async fn relay_unprotects_libsrtp_publisher() {
             "publish".to_owned(),
             base(&server),
             ROOM.to_owned(),
-            token(PUBLISH),
+            token(ROOM, PUBLISH),
             profile.name().to_owned(),
         ];
         args.extend(sent.iter().map(hex::encode));
@@ -243,7 +182,7 @@ async fn relay_unprotects_libsrtp_publisher() {
 
 #[tokio::test]
 async fn libsrtp_unprotects_relay_snapshots() {
-    if !libsrtp_available() {
+    if !libsrtp::available("relay/libsrtp interop test") {
         return;
     }
     for profile in SrtpProfile::ALL {
@@ -274,7 +213,7 @@ async fn libsrtp_unprotects_relay_snapshots() {
             "subscribe".to_owned(),
             base(&server),
             ROOM.to_owned(),
-            token(SUBSCRIBE),
+            token(ROOM, SUBSCRIBE),
             profile.name().to_owned(),
             publisher.ssrc().to_string(),
             "relay".to_owned(),

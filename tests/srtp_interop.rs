@@ -4,10 +4,13 @@
 //! in `tests/interop/srtp_peer.py`; packets travel as hex over its stdin and stdout. Without
 //! the package these tests fail, unless `GSRELAY_SKIP_LIBSRTP=1` is set.
 
+mod support;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 
 use gsrelay::rtp::srtp::{KeyMaterial, SrtpProfile, SrtpSession};
+use support::libsrtp;
 
 const PEER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/srtp_peer.py");
 const SSRC: u32 = 0x0bad_cafe;
@@ -25,29 +28,6 @@ impl Kind {
             Self::Rtcp => "rtcp",
         }
     }
-}
-
-/// Whether to run; panics with the fix when libsrtp is missing and skipping was not asked for.
-fn libsrtp_available() -> bool {
-    let importable = Command::new("python3")
-        .args(["-c", "import pylibsrtp"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if importable {
-        return true;
-    }
-    if std::env::var("GSRELAY_SKIP_LIBSRTP").as_deref() == Ok("1") {
-        eprintln!(
-            "\n!!!!!!!! SKIPPED: libsrtp interop test (GSRELAY_SKIP_LIBSRTP=1 and \
-             `python3 -c 'import pylibsrtp'` fails) !!!!!!!!\n"
-        );
-        return false;
-    }
-    panic!(
-        "the libsrtp interop test needs the Python package pylibsrtp: run \
-         `python3 -m pip install pylibsrtp`, or set GSRELAY_SKIP_LIBSRTP=1 to skip it"
-    );
 }
 
 /// Runs every packet through libsrtp in order and returns its results.
@@ -134,15 +114,32 @@ fn traffic() -> Vec<(Kind, Vec<u8>)> {
     ]
 }
 
+/// Fresh keys for both sides and the relay's session with them: (client key, relay key,
+/// relay session).
+fn relay_session(profile: SrtpProfile) -> (KeyMaterial, KeyMaterial, SrtpSession) {
+    let client_key = KeyMaterial::generate(profile).unwrap();
+    let relay_key = KeyMaterial::generate(profile).unwrap();
+    let relay = SrtpSession::for_relay(profile, &client_key, &relay_key).unwrap();
+    (client_key, relay_key, relay)
+}
+
+/// Asserts that packet `i` of the traffic came out as it went in.
+fn assert_same_packet(profile: SrtpProfile, i: usize, kind: Kind, got: &[u8], expected: &[u8]) {
+    assert_eq!(
+        hex::encode(got),
+        hex::encode(expected),
+        "{profile} packet {i} ({})",
+        kind.name()
+    );
+}
+
 #[test]
 fn libsrtp_unprotects_what_the_relay_protects() {
-    if !libsrtp_available() {
+    if !libsrtp::available("libsrtp interop test") {
         return;
     }
     for profile in SrtpProfile::ALL {
-        let client_key = KeyMaterial::generate(profile).unwrap();
-        let relay_key = KeyMaterial::generate(profile).unwrap();
-        let mut relay = SrtpSession::for_relay(profile, &client_key, &relay_key).unwrap();
+        let (_, relay_key, mut relay) = relay_session(profile);
         let plain = traffic();
         let protected: Vec<_> = plain
             .iter()
@@ -156,25 +153,18 @@ fn libsrtp_unprotects_what_the_relay_protects() {
             .collect();
         let unprotected = libsrtp("unprotect", &relay_key, &protected);
         for (i, ((kind, expected), got)) in plain.iter().zip(&unprotected).enumerate() {
-            assert_eq!(
-                hex::encode(got),
-                hex::encode(expected),
-                "{profile} packet {i} ({})",
-                kind.name()
-            );
+            assert_same_packet(profile, i, *kind, got, expected);
         }
     }
 }
 
 #[test]
 fn relay_unprotects_what_libsrtp_protects() {
-    if !libsrtp_available() {
+    if !libsrtp::available("libsrtp interop test") {
         return;
     }
     for profile in SrtpProfile::ALL {
-        let client_key = KeyMaterial::generate(profile).unwrap();
-        let relay_key = KeyMaterial::generate(profile).unwrap();
-        let mut relay = SrtpSession::for_relay(profile, &client_key, &relay_key).unwrap();
+        let (client_key, _, mut relay) = relay_session(profile);
         let plain = traffic();
         let protected = libsrtp("protect", &client_key, &plain);
         for (i, ((kind, expected), packet)) in plain.iter().zip(&protected).enumerate() {
@@ -183,12 +173,7 @@ fn relay_unprotects_what_libsrtp_protects() {
                 Kind::Rtcp => relay.unprotect_rtcp(packet),
             }
             .unwrap_or_else(|e| panic!("{profile} packet {i} ({}): {e}", kind.name()));
-            assert_eq!(
-                hex::encode(got),
-                hex::encode(expected),
-                "{profile} packet {i} ({})",
-                kind.name()
-            );
+            assert_same_packet(profile, i, *kind, &got, expected);
         }
     }
 }

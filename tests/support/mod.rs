@@ -1,6 +1,9 @@
 //! A simulated world around the sans-I/O core: sessions, packets and time, no sockets.
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod libsrtp;
+pub mod server;
+
 use gsrelay::metrics::Metrics;
 use gsrelay::relay::{ControlError, JoinRequest, Joined, Relay, RelayConfig, SessionId};
 use gsrelay::rtp::rtcp::{self, FirEntry};

@@ -1,0 +1,86 @@
+//! A whole relay from `server::start` on loopback, every address on port 0 so tests run in
+//! parallel, and access tokens for it.
+
+use gsrelay::config::ServeConfig;
+use gsrelay::control::token::{Rights, Tokens};
+use gsrelay::server::{self, Server};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The token secret of every server started here.
+pub const SECRET: &str = "gsrelay-test-secret-0123456789abcdef";
+
+pub const PUBLISH: Rights = Rights {
+    publish: true,
+    subscribe: false,
+    admin: false,
+};
+pub const SUBSCRIBE: Rights = Rights {
+    publish: false,
+    subscribe: true,
+    admin: false,
+};
+pub const ADMIN: Rights = Rights {
+    publish: false,
+    subscribe: false,
+    admin: true,
+};
+pub const PUBLISH_SUBSCRIBE: Rights = Rights {
+    publish: true,
+    subscribe: true,
+    admin: false,
+};
+pub const ALL: Rights = Rights {
+    publish: true,
+    subscribe: true,
+    admin: true,
+};
+
+/// Seconds since the Unix epoch.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A config on loopback port 0 that accepts tokens signed with [`SECRET`], whose drain
+/// waits at most `drain_grace_secs` for the last session.
+pub fn config(drain_grace_secs: u64) -> ServeConfig {
+    let local = "127.0.0.1:0".parse().unwrap();
+    ServeConfig {
+        http_addr: local,
+        rtp_addr: local,
+        quic_addr: local,
+        token_secret: Some(SECRET.into()),
+        drain_grace_secs,
+        ..ServeConfig::default()
+    }
+}
+
+/// A started server with [`config`] and a drain grace of one second.
+pub async fn start() -> Server {
+    server::start(config(1)).await.unwrap()
+}
+
+/// The base URL of the server's HTTP API.
+pub fn base(server: &Server) -> String {
+    format!("http://{}", server.http_addr)
+}
+
+/// A token for `room` with `rights`, issued now for ten minutes to the identity `tester`.
+pub fn token(room: &str, rights: Rights) -> String {
+    token_at(room, rights, now(), 600)
+}
+
+/// A token for `room` with `rights`, issued at `iat` for `ttl` seconds.
+pub fn token_at(room: &str, rights: Rights, iat: u64, ttl: u64) -> String {
+    token_as(room, "tester", rights, iat, ttl)
+}
+
+/// A token for `room` with `rights`, issued to `identity` at `iat` for `ttl` seconds.
+pub fn token_as(room: &str, identity: &str, rights: Rights, iat: u64, ttl: u64) -> String {
+    Tokens::new(SECRET.as_bytes())
+        .unwrap()
+        .issue(room, identity, rights, ttl, iat)
+        .unwrap()
+}
