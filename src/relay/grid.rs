@@ -1,16 +1,20 @@
 //! A uniform spatial grid, so that the work per update grows with what is near the
 //! object, not with the room's size: subscribers are indexed by the cells their area
 //! covers, objects by the cell they are in.
+//!
+//! The grid is two-dimensional, over the ground plane (x, z — y is up in the draft's
+//! default coordinate system): game worlds are wide and flat, so a 3D grid would spend
+//! cells on height. Height still counts in the exact area test.
 
 use std::collections::HashMap;
 
 /// Cell edge in metres.
 pub const CELL: f32 = 16.0;
 /// An area covering more cells than this is treated as covering everything.
-pub const MAX_CELLS: usize = 125;
+pub const MAX_CELLS: usize = 256;
 
-/// A cell's integer coordinates.
-pub type Cell = (i32, i32, i32);
+/// A cell's integer coordinates (x, z).
+pub type Cell = (i32, i32);
 
 /// The cell holding `p`; `None` for non-finite or far-out positions.
 pub fn cell_of(p: [f32; 3]) -> Option<Cell> {
@@ -18,7 +22,7 @@ pub fn cell_of(p: [f32; 3]) -> Option<Cell> {
         let q = (v / CELL).floor();
         (q.is_finite() && q.abs() < 1e9).then_some(q as i32)
     };
-    Some((c(p[0])?, c(p[1])?, c(p[2])?))
+    Some((c(p[0])?, c(p[2])?))
 }
 
 /// The cells an axis-aligned box around `center` overlaps; `None` when more than
@@ -27,18 +31,14 @@ pub fn cells_covering(center: [f32; 3], half: [f32; 3]) -> Option<Vec<Cell>> {
     let lo = cell_of(std::array::from_fn(|i| center[i] - half[i]))?;
     let hi = cell_of(std::array::from_fn(|i| center[i] + half[i]))?;
     let span = |a: i32, b: i32| usize::try_from(i64::from(b) - i64::from(a) + 1).ok();
-    let n = span(lo.0, hi.0)?
-        .checked_mul(span(lo.1, hi.1)?)?
-        .checked_mul(span(lo.2, hi.2)?)?;
+    let n = span(lo.0, hi.0)?.checked_mul(span(lo.1, hi.1)?)?;
     if n > MAX_CELLS {
         return None;
     }
     let mut cells = Vec::with_capacity(n);
     for x in lo.0..=hi.0 {
-        for y in lo.1..=hi.1 {
-            for z in lo.2..=hi.2 {
-                cells.push((x, y, z));
-            }
+        for z in lo.1..=hi.1 {
+            cells.push((x, z));
         }
     }
     Some(cells)
