@@ -19,6 +19,7 @@ use crate::metrics::Metrics;
 use crate::rtp::RtpPacket;
 use crate::wire::{self, Dialect, ObjectKind, ObjectRef, writer::varuint_len};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The relay core.
@@ -27,7 +28,7 @@ pub struct Relay {
     pub(super) relay_ssrc: u32,
     rng: u64,
     next_id: SessionId,
-    pub(super) rooms: HashMap<String, Room>,
+    pub(super) rooms: HashMap<Arc<str>, Room>,
     pub(super) sessions: HashMap<SessionId, Session>,
     by_ssrc: HashMap<u32, SessionId>,
     pub(super) out: Outbox,
@@ -109,7 +110,7 @@ impl Relay {
         req.interest
             .validate()
             .map_err(ControlError::InvalidInterest)?;
-        let members = self.rooms.get(&req.room).map_or(0, |r| r.members.len());
+        let members = self.rooms.get(req.room.as_str()).map_or(0, |r| r.members.len());
         if members >= self.cfg.max_sessions_per_room {
             return Err(ControlError::RoomFull(req.room));
         }
@@ -120,7 +121,8 @@ impl Relay {
         };
         let id = self.next_id;
         self.next_id += 1;
-        let room = self.rooms.entry(req.room.clone()).or_insert_with(|| {
+        let name: Arc<str> = Arc::from(req.room);
+        let room = self.rooms.entry(name.clone()).or_insert_with(|| {
             self.metrics.rooms.inc();
             Room::default()
         });
@@ -131,7 +133,7 @@ impl Relay {
             id,
             Session {
                 id,
-                room: req.room,
+                room: name,
                 identity: req.identity,
                 ssrc,
                 publish: req.publish,

@@ -8,6 +8,7 @@ use crate::rtp::SeqRewriter;
 use crate::wire::Dialect;
 use crate::wire::motion::Motion;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How many sent packets per (subscriber, stream) a NACK can still name.
@@ -18,8 +19,8 @@ pub const SENT_RING: usize = 64;
 pub struct Session {
     /// Its id.
     pub id: SessionId,
-    /// Room name.
-    pub room: String,
+    /// Room name (shared with the room directory: cloning it allocates nothing).
+    pub room: Arc<str>,
     /// Identity from the token.
     pub identity: String,
     /// SSRC it publishes and signs RTCP with.

@@ -345,7 +345,7 @@ impl Shell {
             }
             Command::SessionOwner(id, reply) => {
                 let owner = self.relay.session(id).map(|s| SessionOwner {
-                    room: s.room.clone(),
+                    room: s.room.to_string(),
                     identity: s.identity.clone(),
                 });
                 let _ = reply.send(owner);
