@@ -8,8 +8,8 @@
 //! batches too, but its send batching is GSO, which needs one destination per batch;
 //! fan-out sends every datagram to a different address, which is what `sendmmsg` does.)
 //!
-//! Protocol: a client first sends a hello, `GSRB` + role (`P`ublisher or `S`ubscriber)
-//! + room index (u32, big endian); a subscriber then receives every datagram any
+//! Protocol: a client first sends a hello, `GSRB`, a role byte (`P`ublisher or
+//! `S`ubscriber) and a room index (u32, big endian); a subscriber then receives every datagram any
 //! publisher of its room sends, untouched.
 
 use anyhow::Context;
@@ -149,7 +149,13 @@ fn reflect(socket: UdpSocket, stop: &AtomicBool, sent: &AtomicU64) -> anyhow::Re
                 .iter_mut()
                 .map(|b| [IoSliceMut::new(&mut b[..])])
                 .collect();
-            match recvmmsg(fd, &mut recv_hdrs, iovs.iter_mut(), MsgFlags::MSG_WAITFORONE, None) {
+            match recvmmsg(
+                fd,
+                &mut recv_hdrs,
+                iovs.iter_mut(),
+                MsgFlags::MSG_WAITFORONE,
+                None,
+            ) {
                 Ok(msgs) => msgs.map(|m| (m.bytes, m.address)).collect(),
                 Err(Errno::EAGAIN | Errno::EINTR) => continue,
                 Err(e) => return Err(e).context("recvmmsg"),
@@ -182,9 +188,17 @@ fn reflect(socket: UdpSocket, stop: &AtomicBool, sent: &AtomicU64) -> anyhow::Re
                         )]
                     })
                     .collect();
-                let addrs: Vec<Option<SockaddrIn>> = rest.iter().map(|(_, _, a)| Some(*a)).collect();
+                let addrs: Vec<Option<SockaddrIn>> =
+                    rest.iter().map(|(_, _, a)| Some(*a)).collect();
                 let cmsgs: [ControlMessage<'_>; 0] = [];
-                match sendmmsg(fd, &mut send_hdrs, &slices, &addrs, cmsgs, MsgFlags::empty()) {
+                match sendmmsg(
+                    fd,
+                    &mut send_hdrs,
+                    &slices,
+                    &addrs,
+                    cmsgs,
+                    MsgFlags::empty(),
+                ) {
                     Ok(results) => {
                         let n = results.count();
                         sent.fetch_add(n as u64, Ordering::Relaxed);
@@ -225,7 +239,9 @@ mod tests {
         let mut buf = [0u8; 64];
         let n = sub.recv(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"state");
-        other.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        other
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
         assert!(other.recv(&mut buf).is_err(), "other room got it");
         r.stop().unwrap();
     }

@@ -7,6 +7,7 @@
 
 use anyhow::{Context, bail};
 use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
 use std::collections::{BinaryHeap, HashMap};
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -249,7 +250,9 @@ impl Lane {
             Some(hold) => {
                 self.stats.forwarded.fetch_add(1, Ordering::Relaxed);
                 self.n += 1;
-                let _ = self.queue.send((Instant::now() + hold, self.n, data.to_vec()));
+                let _ = self
+                    .queue
+                    .send((Instant::now() + hold, self.n, data.to_vec()));
             }
         }
     }
@@ -301,38 +304,40 @@ async fn front_loop(
         let Ok((len, from)) = front.recv_from(&mut buf).await else {
             continue;
         };
-        if !clients.contains_key(&from) {
-            let Ok(up) = open_upstream(upstream).await else {
-                continue;
-            };
-            let up = Arc::new(up);
-            lanes += 1;
-            // Each lane has its own stream of random numbers, derived from the seed.
-            let to_relay = Lane::spawn(
-                &mut tasks,
-                impairment,
-                seed ^ lanes.wrapping_mul(0x2545_f491_4f6c_dd1d),
-                stats.clone(),
-                Dest::Relay(up.clone()),
-            );
-            let mut to_client = Lane::spawn(
-                &mut tasks,
-                impairment,
-                !seed ^ lanes.wrapping_mul(0x2545_f491_4f6c_dd1d),
-                stats.clone(),
-                Dest::Client(front.clone(), from),
-            );
-            tasks.spawn(async move {
-                let mut buf = vec![0u8; MAX_DATAGRAM];
-                while let Ok(len) = up.recv(&mut buf).await {
-                    to_client.push(buf.get(..len).unwrap_or_default());
-                }
-            });
-            clients.insert(from, to_relay);
-        }
-        if let Some(lane) = clients.get_mut(&from) {
-            lane.push(buf.get(..len).unwrap_or_default());
-        }
+        let lane = match clients.entry(from) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(slot) => {
+                let Ok(up) = open_upstream(upstream).await else {
+                    continue;
+                };
+                let up = Arc::new(up);
+                lanes += 1;
+                // Each lane has its own stream of random numbers, derived from the seed.
+                let mix = lanes.wrapping_mul(0x2545_f491_4f6c_dd1d);
+                let to_relay = Lane::spawn(
+                    &mut tasks,
+                    impairment,
+                    seed ^ mix,
+                    stats.clone(),
+                    Dest::Relay(up.clone()),
+                );
+                let mut to_client = Lane::spawn(
+                    &mut tasks,
+                    impairment,
+                    !seed ^ mix,
+                    stats.clone(),
+                    Dest::Client(front.clone(), from),
+                );
+                tasks.spawn(async move {
+                    let mut buf = vec![0u8; MAX_DATAGRAM];
+                    while let Ok(len) = up.recv(&mut buf).await {
+                        to_client.push(buf.get(..len).unwrap_or_default());
+                    }
+                });
+                slot.insert(to_relay)
+            }
+        };
+        lane.push(buf.get(..len).unwrap_or_default());
     }
 }
 
@@ -372,7 +377,9 @@ mod tests {
         for _ in 0..n {
             match i.decide(&mut rng) {
                 None => dropped += 1,
-                Some(d) => assert!(d >= Duration::from_millis(15) && d <= Duration::from_millis(25)),
+                Some(d) => {
+                    assert!(d >= Duration::from_millis(15) && d <= Duration::from_millis(25))
+                }
             }
         }
         // Binomial sd is ~0.1% of n here; 0.5% is five of them.

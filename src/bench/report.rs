@@ -154,22 +154,70 @@ impl Report {
         let opt = |v: Option<f64>, digits: usize| {
             v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
         };
-        let rows: Vec<(&str, Box<dyn Fn(&Report) -> String>)> = vec![
-            ("target", Box::new(|r: &Report| format!("{:?}", r.target).to_lowercase())),
-            ("sent pps", Box::new(|r: &Report| format!("{:.0}", r.sent_pps))),
-            ("received pps", Box::new(|r: &Report| format!("{:.0}", r.received_pps))),
-            ("received objects/s", Box::new(|r: &Report| format!("{:.0}", r.received_objects_per_s))),
-            ("loss", Box::new(|r: &Report| format!("{:.3}%", r.loss_ratio * 100.0))),
-            ("latency p50 µs", Box::new(|r: &Report| format!("{:.0}", r.latency_us.p50))),
-            ("latency p90 µs", Box::new(|r: &Report| format!("{:.0}", r.latency_us.p90))),
-            ("latency p99 µs", Box::new(|r: &Report| format!("{:.0}", r.latency_us.p99))),
-            ("latency p99.9 µs", Box::new(|r: &Report| format!("{:.0}", r.latency_us.p999))),
-            ("latency max µs", Box::new(|r: &Report| format!("{:.0}", r.latency_us.max))),
-            ("snapshot p50 ms", Box::new(move |r: &Report| opt(r.snapshot_ms.map(|s| s.p50), 2))),
-            ("snapshot max ms", Box::new(move |r: &Report| opt(r.snapshot_ms.map(|s| s.max), 2))),
-            ("relay CPU s", Box::new(move |r: &Report| opt(r.relay_cpu_s, 2))),
-            ("process CPU s", Box::new(|r: &Report| format!("{:.2}", r.process_cpu_s))),
-            ("peak RSS MiB", Box::new(move |r: &Report| opt(r.relay_peak_rss_bytes.map(|b| b as f64 / 1048576.0), 1))),
+        type Cell = Box<dyn Fn(&Report) -> String>;
+        let rows: Vec<(&str, Cell)> = vec![
+            (
+                "target",
+                Box::new(|r: &Report| format!("{:?}", r.target).to_lowercase()),
+            ),
+            (
+                "sent pps",
+                Box::new(|r: &Report| format!("{:.0}", r.sent_pps)),
+            ),
+            (
+                "received pps",
+                Box::new(|r: &Report| format!("{:.0}", r.received_pps)),
+            ),
+            (
+                "received objects/s",
+                Box::new(|r: &Report| format!("{:.0}", r.received_objects_per_s)),
+            ),
+            (
+                "loss",
+                Box::new(|r: &Report| format!("{:.3}%", r.loss_ratio * 100.0)),
+            ),
+            (
+                "latency p50 µs",
+                Box::new(|r: &Report| format!("{:.0}", r.latency_us.p50)),
+            ),
+            (
+                "latency p90 µs",
+                Box::new(|r: &Report| format!("{:.0}", r.latency_us.p90)),
+            ),
+            (
+                "latency p99 µs",
+                Box::new(|r: &Report| format!("{:.0}", r.latency_us.p99)),
+            ),
+            (
+                "latency p99.9 µs",
+                Box::new(|r: &Report| format!("{:.0}", r.latency_us.p999)),
+            ),
+            (
+                "latency max µs",
+                Box::new(|r: &Report| format!("{:.0}", r.latency_us.max)),
+            ),
+            (
+                "snapshot p50 ms",
+                Box::new(move |r: &Report| opt(r.snapshot_ms.map(|s| s.p50), 2)),
+            ),
+            (
+                "snapshot max ms",
+                Box::new(move |r: &Report| opt(r.snapshot_ms.map(|s| s.max), 2)),
+            ),
+            (
+                "relay CPU s",
+                Box::new(move |r: &Report| opt(r.relay_cpu_s, 2)),
+            ),
+            (
+                "process CPU s",
+                Box::new(|r: &Report| format!("{:.2}", r.process_cpu_s)),
+            ),
+            (
+                "peak RSS MiB",
+                Box::new(move |r: &Report| {
+                    opt(r.relay_peak_rss_bytes.map(|b| b as f64 / 1048576.0), 1)
+                }),
+            ),
         ];
         for (name, cell) in rows {
             let _ = write!(t, "{name:<20}");
@@ -207,9 +255,15 @@ pub fn sweep_svg(points: &[SweepPoint], title: &str) -> String {
     const B: f64 = 50.0;
     type Pick = fn(&SweepPoint) -> (f64, f64);
     let series: [(&str, &str, &str, Pick); 4] = [
-        ("relay p50", "#1f77b4", "", |p| (p.relay.received_pps, p.relay.latency_us.p50)),
-        ("relay p99", "#d62728", "", |p| (p.relay.received_pps, p.relay.latency_us.p99)),
-        ("relay p99.9", "#9467bd", "", |p| (p.relay.received_pps, p.relay.latency_us.p999)),
+        ("relay p50", "#1f77b4", "", |p| {
+            (p.relay.received_pps, p.relay.latency_us.p50)
+        }),
+        ("relay p99", "#d62728", "", |p| {
+            (p.relay.received_pps, p.relay.latency_us.p99)
+        }),
+        ("relay p99.9", "#9467bd", "", |p| {
+            (p.relay.received_pps, p.relay.latency_us.p999)
+        }),
         ("baseline p99", "#2ca02c", "6,4", |p| {
             (p.baseline.received_pps, p.baseline.latency_us.p99)
         }),
@@ -223,10 +277,22 @@ pub fn sweep_svg(points: &[SweepPoint], title: &str) -> String {
         let l = v.log10();
         10f64.powf(if up { l.ceil() } else { l.floor() })
     };
-    let (x0, x1) = all.iter().fold((f64::MAX, 0f64), |(a, b), (x, _)| (a.min(*x), b.max(*x)));
-    let (y0, y1) = all.iter().fold((f64::MAX, 0f64), |(a, b), (_, y)| (a.min(*y), b.max(*y)));
-    let (x0, x1) = if all.is_empty() { (1.0, 10.0) } else { (decade(x0, false), decade(x1, true)) };
-    let (y0, y1) = if all.is_empty() { (1.0, 10.0) } else { (decade(y0, false), decade(y1, true)) };
+    let (x0, x1) = all
+        .iter()
+        .fold((f64::MAX, 0f64), |(a, b), (x, _)| (a.min(*x), b.max(*x)));
+    let (y0, y1) = all
+        .iter()
+        .fold((f64::MAX, 0f64), |(a, b), (_, y)| (a.min(*y), b.max(*y)));
+    let (x0, x1) = if all.is_empty() {
+        (1.0, 10.0)
+    } else {
+        (decade(x0, false), decade(x1, true))
+    };
+    let (y0, y1) = if all.is_empty() {
+        (1.0, 10.0)
+    } else {
+        (decade(y0, false), decade(y1, true))
+    };
     let (x1, y1) = (x1.max(x0 * 10.0), y1.max(y0 * 10.0));
     let px = |x: f64| L + (x.log10() - x0.log10()) / (x1.log10() - x0.log10()) * (W - L - R);
     let py = |y: f64| H - B - (y.log10() - y0.log10()) / (y1.log10() - y0.log10()) * (H - T - B);
@@ -236,7 +302,12 @@ pub fn sweep_svg(points: &[SweepPoint], title: &str) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
-    let _ = writeln!(s, r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{}</text>"#, (W - R + L) / 2.0, xml(title));
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{}</text>"#,
+        (W - R + L) / 2.0,
+        xml(title)
+    );
     // Grid and labels at every decade and its 2× and 5×.
     let mut v = x0;
     while v <= x1 * 1.0001 {
@@ -245,7 +316,14 @@ pub fn sweep_svg(points: &[SweepPoint], title: &str) -> String {
             if x > x1 * 1.0001 {
                 break;
             }
-            let _ = writeln!(s, r##"<line x1="{0:.1}" y1="{T}" x2="{0:.1}" y2="{1}" stroke="#ddd"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##, px(x), H - B, H - B + 16.0, short(x));
+            let _ = writeln!(
+                s,
+                r##"<line x1="{0:.1}" y1="{T}" x2="{0:.1}" y2="{1}" stroke="#ddd"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##,
+                px(x),
+                H - B,
+                H - B + 16.0,
+                short(x)
+            );
         }
         v *= 10.0;
     }
@@ -256,13 +334,35 @@ pub fn sweep_svg(points: &[SweepPoint], title: &str) -> String {
             if y > y1 * 1.0001 {
                 break;
             }
-            let _ = writeln!(s, r##"<line x1="{L}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#ddd"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##, py(y), W - R, L - 6.0, py(y) + 4.0, short(y));
+            let _ = writeln!(
+                s,
+                r##"<line x1="{L}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#ddd"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
+                py(y),
+                W - R,
+                L - 6.0,
+                py(y) + 4.0,
+                short(y)
+            );
         }
         v *= 10.0;
     }
-    let _ = writeln!(s, r##"<rect x="{L}" y="{T}" width="{}" height="{}" fill="none" stroke="#333"/>"##, W - L - R, H - T - B);
-    let _ = writeln!(s, r#"<text x="{}" y="{}" text-anchor="middle">packets received per second (all subscribers)</text>"#, (W - R + L) / 2.0, H - 12.0);
-    let _ = writeln!(s, r#"<text transform="translate(18 {}) rotate(-90)" text-anchor="middle">end-to-end latency, µs</text>"#, (H - B + T) / 2.0);
+    let _ = writeln!(
+        s,
+        r##"<rect x="{L}" y="{T}" width="{}" height="{}" fill="none" stroke="#333"/>"##,
+        W - L - R,
+        H - T - B
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">packets received per second (all subscribers)</text>"#,
+        (W - R + L) / 2.0,
+        H - 12.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text transform="translate(18 {}) rotate(-90)" text-anchor="middle">end-to-end latency, µs</text>"#,
+        (H - B + T) / 2.0
+    );
     for (i, (name, colour, dash, pick)) in series.iter().enumerate() {
         let pts: Vec<String> = points
             .iter()
@@ -270,14 +370,25 @@ pub fn sweep_svg(points: &[SweepPoint], title: &str) -> String {
             .filter(|(x, y)| *x > 0.0 && *y > 0.0)
             .map(|(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
             .collect();
-        let _ = writeln!(s, r#"<polyline fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}" points="{}"/>"#, pts.join(" "));
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}" points="{}"/>"#,
+            pts.join(" ")
+        );
         for p in &pts {
             if let Some((x, y)) = p.split_once(',') {
                 let _ = writeln!(s, r#"<circle cx="{x}" cy="{y}" r="3" fill="{colour}"/>"#);
             }
         }
         let ly = T + 16.0 + i as f64 * 20.0;
-        let _ = writeln!(s, r#"<line x1="{0}" y1="{ly}" x2="{1}" y2="{ly}" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{2}" y="{3}">{name}</text>"#, W - R + 12.0, W - R + 36.0, W - R + 42.0, ly + 4.0);
+        let _ = writeln!(
+            s,
+            r#"<line x1="{0}" y1="{ly}" x2="{1}" y2="{ly}" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{2}" y="{3}">{name}</text>"#,
+            W - R + 12.0,
+            W - R + 36.0,
+            W - R + 42.0,
+            ly + 4.0
+        );
     }
     s.push_str("</svg>\n");
     s
@@ -295,5 +406,7 @@ fn short(v: f64) -> String {
 }
 
 fn xml(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }

@@ -107,9 +107,14 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
             };
             let endpoint = Endpoint::Relay {
                 http: format!("http://{}", server.http_addr),
-                tokens: Tokens::new(secret.as_bytes())?,
+                tokens: Box::new(Tokens::new(secret.as_bytes())?),
             };
-            let out = bench_rt.block_on(drive(scenario, opts, Arc::new(endpoint), Some(RELAY_THREADS)));
+            let out = bench_rt.block_on(drive(
+                scenario,
+                opts,
+                Arc::new(endpoint),
+                Some(RELAY_THREADS),
+            ));
             let dropped = proxy.map(|p| {
                 let n = p.stats.dropped.load(Ordering::Relaxed);
                 bench_rt.block_on(async { p.stop() });
@@ -126,7 +131,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
             }
             let endpoint = Endpoint::Relay {
                 http: http.trim_end_matches('/').to_owned(),
-                tokens: Tokens::new(token_secret.as_bytes()).context("--token-secret")?,
+                tokens: Box::new(Tokens::new(token_secret.as_bytes()).context("--token-secret")?),
             };
             let out = bench_rt.block_on(drive(scenario, opts, Arc::new(endpoint), None))?;
             let mut report = out.report(scenario, opts, TargetKind::Remote);
@@ -154,7 +159,12 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
                     Security::Plain => 0,
                 },
             };
-            let out = bench_rt.block_on(drive(scenario, opts, Arc::new(endpoint), Some(baseline::THREAD_NAME)));
+            let out = bench_rt.block_on(drive(
+                scenario,
+                opts,
+                Arc::new(endpoint),
+                Some(baseline::THREAD_NAME),
+            ));
             let dropped = proxy.map(|p| {
                 let n = p.stats.dropped.load(Ordering::Relaxed);
                 bench_rt.block_on(async { p.stop() });
@@ -198,7 +208,7 @@ fn relay_config(
 /// Where clients connect.
 enum Endpoint {
     /// gsrelay's HTTP API.
-    Relay { http: String, tokens: Tokens },
+    Relay { http: String, tokens: Box<Tokens> },
     /// The reflector; `pad` bytes stand in for the SRTP tag.
     Reflector { addr: SocketAddr, pad: usize },
 }
@@ -240,7 +250,13 @@ impl Endpoint {
                 };
                 let ttl = (s.warmup_s + s.duration_s) as u64 + 600;
                 let room_name = format!("bench-{room}");
-                let token = tokens.issue(&room_name, &format!("bench-{role:?}-{n}"), rights, ttl, unix_now())?;
+                let token = tokens.issue(
+                    &room_name,
+                    &format!("bench-{role:?}-{n}"),
+                    rights,
+                    ttl,
+                    unix_now(),
+                )?;
                 let opts = JoinOptions {
                     dialect: Dialect::Draft01,
                     interest: if late { None } else { s.interest.clone() },
@@ -326,13 +342,17 @@ impl Conn {
                 loop {
                     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                     match c.recv(left).await? {
-                        Some(Received::Rtp { ssrc, payload, .. }) => return Ok(Some((ssrc, payload))),
+                        Some(Received::Rtp { ssrc, payload, .. }) => {
+                            return Ok(Some((ssrc, payload)));
+                        }
                         Some(Received::Rtcp(_)) => continue,
                         None => return Ok(None),
                     }
                 }
             }
-            Conn::Raw { socket, pad, buf, .. } => {
+            Conn::Raw {
+                socket, pad, buf, ..
+            } => {
                 let len = match tokio::time::timeout(timeout, socket.recv(buf)).await {
                     Ok(got) => got?,
                     Err(_) => return Ok(None),
@@ -342,7 +362,9 @@ impl Conn {
                     return Ok(None);
                 };
                 let payload = p.payload();
-                let payload = payload.get(..payload.len().saturating_sub(*pad)).unwrap_or_default();
+                let payload = payload
+                    .get(..payload.len().saturating_sub(*pad))
+                    .unwrap_or_default();
                 Ok(Some((p.ssrc(), payload.to_vec())))
             }
         }
@@ -422,7 +444,13 @@ fn pack(objects: &[Object], budget: usize) -> anyhow::Result<Vec<Chunk>> {
 }
 
 /// Writes the bench object then `chunk` into `out`.
-fn stamp(out: &mut Vec<u8>, scratch: &mut Vec<u8>, counter: u64, ts_ns: u64, chunk: &[u8]) -> anyhow::Result<()> {
+fn stamp(
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+    counter: u64,
+    ts_ns: u64,
+    chunk: &[u8],
+) -> anyhow::Result<()> {
     out.clear();
     let mut data = Vec::with_capacity(17);
     data.push(BENCH_OBJECT_ID as u8);
@@ -565,10 +593,10 @@ async fn subscriber(
                 continue;
             }
             objects += 1;
-            if let (Some((_, _, expected, seen)), Some(id)) = (&mut pending, o.id) {
-                if expected.contains(&(ssrc, id)) {
-                    seen.insert((ssrc, id));
-                }
+            if let (Some((_, _, expected, seen)), Some(id)) = (&mut pending, o.id)
+                && expected.contains(&(ssrc, id))
+            {
+                seen.insert((ssrc, id));
             }
         }
         if let Some((t0, _, expected, seen)) = &pending {
@@ -618,7 +646,10 @@ async fn drive(
     let mut subs = Vec::new();
     for room in 0..s.rooms {
         for n in 0..s.subscribers {
-            subs.push((room, endpoint.join(s, room, Role::Subscriber, n, false).await?));
+            subs.push((
+                room,
+                endpoint.join(s, room, Role::Subscriber, n, false).await?,
+            ));
         }
     }
     let mut pubs = Vec::new();
@@ -647,7 +678,8 @@ async fn drive(
     let hold = opts
         .impair
         .as_ref()
-        .map_or(Duration::ZERO, |(_, i)| i.delay + i.jitter) * 2;
+        .map_or(Duration::ZERO, |(_, i)| i.delay + i.jitter)
+        * 2;
     let stop_at = clock.at(clock.w1) + DRAIN + hold;
     let live = Arc::new(AtomicU64::new(0));
 
@@ -655,7 +687,14 @@ async fn drive(
     for (room, n, conn) in pubs {
         let live_chunks = pack(&s.live_objects(n), s.payload_budget)?;
         let static_chunks = pack(&s.static_objects(n), s.payload_budget)?;
-        pub_tasks.spawn(publisher(conn, room, live_chunks, static_chunks, s.clone(), clock));
+        pub_tasks.spawn(publisher(
+            conn,
+            room,
+            live_chunks,
+            static_chunks,
+            s.clone(),
+            clock,
+        ));
     }
     let mut sub_tasks = JoinSet::new();
     for (room, conn) in subs {
@@ -677,7 +716,9 @@ async fn drive(
             let (endpoint, s2, live) = (endpoint.clone(), s.clone(), live.clone());
             sub_tasks.spawn(async move {
                 tokio::time::sleep_until(late_at.into()).await;
-                let conn = endpoint.join(&s2, room, Role::Subscriber, s2.subscribers + n, true).await?;
+                let conn = endpoint
+                    .join(&s2, room, Role::Subscriber, s2.subscribers + n, true)
+                    .await?;
                 let late = LateJoin {
                     at: Instant::now(),
                     expected,
@@ -698,7 +739,10 @@ async fn drive(
         let dt = last.0.elapsed().as_secs_f64();
         if let Some(b) = &bar {
             b.set_position(start.elapsed().as_millis() as u64);
-            b.set_message(format!("{:.0} pkt/s received", (got - last.1) as f64 / dt.max(1e-3)));
+            b.set_message(format!(
+                "{:.0} pkt/s received",
+                (got - last.1) as f64 / dt.max(1e-3)
+            ));
         }
         last = (Instant::now(), got);
         if Instant::now() >= clock.at(clock.w1) && relay0.is_some() {
@@ -737,9 +781,9 @@ fn progress_bar(show: bool, s: &Scenario) -> Option<ProgressBar> {
     }
     let total = ((s.warmup_s + s.duration_s) * 1000.0) as u64;
     let bar = ProgressBar::new(total);
-    if let Ok(style) =
-        ProgressStyle::with_template("{spinner} [{bar:40}] {elapsed:>3} warm-up {prefix}+ window, {msg}")
-    {
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{bar:40}] {elapsed:>3} warm-up {prefix}+ window, {msg}",
+    ) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_prefix(format!("{} s", s.warmup_s));
@@ -758,7 +802,12 @@ impl Gathered {
         let mut expected = 0u64;
         let mut got = 0u64;
         for room in 0..s.rooms {
-            let room_sent: u64 = self.pubs.iter().filter(|p| p.room == room).map(|p| p.packets).sum();
+            let room_sent: u64 = self
+                .pubs
+                .iter()
+                .filter(|p| p.room == room)
+                .map(|p| p.packets)
+                .sum();
             for sub in self.subs.iter().filter(|r| r.room == room && !r.late) {
                 expected += room_sent;
                 got += sub.packets;
@@ -775,9 +824,14 @@ impl Gathered {
                 let _ = h.add(&sub.latency);
             }
         }
-        let snapshots: Vec<Option<Duration>> = self.subs.iter().filter_map(|r| r.snapshot).collect();
+        let snapshots: Vec<Option<Duration>> =
+            self.subs.iter().filter_map(|r| r.snapshot).collect();
         let snapshot_ms = (!snapshots.is_empty()).then(|| {
-            let mut done: Vec<f64> = snapshots.iter().flatten().map(|d| d.as_secs_f64() * 1e3).collect();
+            let mut done: Vec<f64> = snapshots
+                .iter()
+                .flatten()
+                .map(|d| d.as_secs_f64() * 1e3)
+                .collect();
             done.sort_by(f64::total_cmp);
             let q = |p: f64| {
                 let i = ((done.len() as f64 * p).ceil() as usize).saturating_sub(1);

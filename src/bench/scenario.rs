@@ -4,8 +4,7 @@
 use crate::relay::Interest;
 use crate::rtp::SrtpProfile;
 use crate::wire::{
-    Hand2, Head1, Loc2, Mesh1, Object, Object2, Rot2, Stick, TexCoord, Texture, Vec3,
-    GameControl1,
+    GameControl1, Hand2, Head1, Loc2, Mesh1, Object, Object2, Rot2, Stick, TexCoord, Texture, Vec3,
 };
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
@@ -220,8 +219,7 @@ impl Scenario {
                 limits::SECONDS
             );
         }
-        if !secs(self.late_join_at_s) || self.late_join_at_s > self.warmup_s + self.duration_s
-        {
+        if !secs(self.late_join_at_s) || self.late_join_at_s > self.warmup_s + self.duration_s {
             bail!("late_join_at_s must fall within warm-up plus duration");
         }
         if !(secs(self.static_refresh_s) && self.static_refresh_s >= 1.0) {
@@ -293,7 +291,7 @@ fn make(kind: Kind, id: u64, x: f32) -> Object {
         Kind::Hand2 => Object::Hand2(Box::new(Hand2 {
             id,
             time: 1,
-            left: id % 2 == 0,
+            left: id.is_multiple_of(2),
             location: loc(x),
             rotation,
             ..Hand2::default()
@@ -326,10 +324,21 @@ fn make(kind: Kind, id: u64, x: f32) -> Object {
             texture: Some(Texture::Url("t.png".into())),
             vertices: vec![
                 Vec3 { x, y: 0.0, z: 0.0 },
-                Vec3 { x: x + 1.0, y: 0.0, z: 0.0 },
+                Vec3 {
+                    x: x + 1.0,
+                    y: 0.0,
+                    z: 0.0,
+                },
                 Vec3 { x, y: 1.0, z: 0.0 },
             ],
-            normals: vec![Vec3 { x: 0.0, y: 0.0, z: 1.0 }; 3],
+            normals: vec![
+                Vec3 {
+                    x: 0.0,
+                    y: 0.0,
+                    z: 1.0
+                };
+                3
+            ],
             textures: vec![
                 TexCoord::Float { u: 0.0, v: 0.0 },
                 TexCoord::Float { u: 1.0, v: 0.0 },
@@ -358,7 +367,8 @@ mod tests {
 
     #[test]
     fn toml_overrides_and_rejects_unknown_keys() {
-        let s: Scenario = toml::from_str("rooms = 2\nsecurity = \"plain\"\n[mix]\nhand2 = 0").unwrap();
+        let s: Scenario =
+            toml::from_str("rooms = 2\nsecurity = \"plain\"\n[mix]\nhand2 = 0").unwrap();
         assert_eq!(s.rooms, 2);
         assert_eq!(s.security, Security::Plain);
         assert_eq!(s.mix.hand2, 0);

@@ -39,9 +39,7 @@ pub fn threads_cpu_s(prefix: &str) -> f64 {
     };
     tasks
         .flatten()
-        .filter(|t| {
-            fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(prefix))
-        })
+        .filter(|t| fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(prefix)))
         .filter_map(|t| fs::read_to_string(t.path().join("stat")).ok())
         .filter_map(|s| stat_cpu_s(&s))
         .sum()
@@ -60,7 +58,11 @@ pub fn rss_bytes() -> Option<u64> {
 fn status_kib(key: &str) -> Option<u64> {
     let status = fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with(key))?;
-    line.get(key.len()..)?.split_whitespace().next()?.parse().ok()
+    line.get(key.len()..)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

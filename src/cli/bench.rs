@@ -94,7 +94,12 @@ struct RunArgs {
     #[command(flatten)]
     scenario: ScenarioArgs,
     /// Bench a remote relay at this HTTP base URL instead of one in process.
-    #[arg(long, value_name = "URL", requires = "token_secret", conflicts_with = "baseline")]
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "token_secret",
+        conflicts_with = "baseline"
+    )]
     relay: Option<String>,
     /// The remote relay's token secret (the bench issues its own tokens).
     #[arg(long, env = "GSRELAY_TOKEN_SECRET", hide_env_values = true)]
@@ -224,7 +229,10 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let target = match (&a.relay, a.baseline) {
         (Some(http), _) => Target::Remote {
             http: http.clone(),
-            token_secret: a.token_secret.clone().context("--relay needs --token-secret")?,
+            token_secret: a
+                .token_secret
+                .clone()
+                .context("--relay needs --token-secret")?,
         },
         (None, true) => Target::Baseline,
         (None, false) => Target::InProcess,
@@ -258,7 +266,15 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
     let mut points = Vec::new();
     println!(
         "{:>8} {:>12} {:>8} {:>9} {:>9} {:>9} {:>12} {:>9} {:>7}",
-        "rate Hz", "relay rx/s", "loss", "p50 µs", "p99 µs", "p99.9 µs", "base rx/s", "base p99", "ratio"
+        "rate Hz",
+        "relay rx/s",
+        "loss",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "base rx/s",
+        "base p99",
+        "ratio"
     );
     for rate in &a.rates {
         let s = Scenario {
