@@ -47,6 +47,9 @@ const DRAIN: Duration = Duration::from_millis(300);
 /// Subscribers send an RR this often so the relay does not time their session out.
 const KEEPALIVE: Duration = Duration::from_secs(5);
 
+/// Receive buffer asked for by late joiners, which take a snapshot's burst at once.
+const LATE_RECV_BUFFER: usize = 4 << 20;
+
 /// Highest latency the histograms hold, ns.
 const MAX_LATENCY_NS: u64 = 60_000_000_000;
 
@@ -267,6 +270,9 @@ impl Endpoint {
                 let mut c = Client::join(http, &token, &room_name, opts)
                     .await
                     .with_context(|| format!("joining room {room_name}"))?;
+                if late {
+                    c.set_recv_buffer(LATE_RECV_BUFFER)?;
+                }
                 if role == Role::Subscriber {
                     // Latches the address; repeated in case impairment drops one.
                     for _ in 0..3 {
