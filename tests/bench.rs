@@ -89,8 +89,13 @@ fn check_common(r: &Value, target: &str) {
 
 #[test]
 fn in_process_report_has_every_key() {
-    let r = tiny(&[]);
+    // Through the impairment proxy too (a delay only, so nothing is lost).
+    let r = tiny(&["--impair", "delay=1ms"]);
     check_common(&r, "inprocess");
+    assert!(
+        num(&r["latency_us"], "p50") >= 2000.0,
+        "two proxy hops of 1 ms"
+    );
     let snap = &r["snapshot_ms"];
     assert_eq!(num(snap, "completed"), 1.0, "{snap}");
     assert!(num(snap, "p50") <= num(snap, "p99") && num(snap, "p99") <= num(snap, "max"));

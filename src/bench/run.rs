@@ -105,7 +105,11 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
             let cfg = relay_config(scenario, &secret, &proxy_listener)?;
             let server = relay_rt.block_on(server::start(cfg))?;
             let proxy = match (proxy_listener, &opts.impair) {
-                (Some(l), Some((_, i))) => Some(l.start(server.rtp_addr, *i, scenario.seed)),
+                (Some(l), Some((_, i))) => {
+                    // The proxy's tasks belong to the clients' runtime.
+                    let _rt = bench_rt.enter();
+                    Some(l.start(server.rtp_addr, *i, scenario.seed))
+                }
                 _ => None,
             };
             let endpoint = Endpoint::Relay {
