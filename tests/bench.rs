@@ -113,7 +113,7 @@ fn baseline_report_has_every_key() {
 async fn proxy_drops_about_the_configured_share() {
     let sink = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let listener = ProxyListener::bind().await.unwrap();
-    let front = listener.local_addr().unwrap();
+    let front = listener.local_addr();
     let impairment: Impairment = "loss=10%".parse().unwrap();
     let proxy = listener.start(sink.local_addr().unwrap(), impairment, 42);
     let client = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();

@@ -20,7 +20,7 @@ use std::io::{IoSlice, IoSliceMut};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -64,8 +64,6 @@ pub fn hello(role: Role, room: u32) -> Vec<u8> {
 pub struct Reflector {
     /// Where clients send.
     pub addr: SocketAddr,
-    /// Datagrams sent out (after fan-out).
-    pub sent: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     thread: JoinHandle<anyhow::Result<()>>,
 }
@@ -77,18 +75,12 @@ impl Reflector {
         socket.set_read_timeout(Some(POLL))?;
         let addr = socket.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let sent = Arc::new(AtomicU64::new(0));
-        let (s, n) = (stop.clone(), sent.clone());
+        let s = stop.clone();
         let thread = std::thread::Builder::new()
             .name(THREAD_NAME.into())
-            .spawn(move || reflect(socket, &s, &n))
+            .spawn(move || reflect(socket, &s))
             .context("spawning the reflector thread")?;
-        Ok(Self {
-            addr,
-            sent,
-            stop,
-            thread,
-        })
+        Ok(Self { addr, stop, thread })
     }
 
     /// Stops the thread and reports its error, if it had one.
@@ -135,7 +127,7 @@ impl Rooms {
     }
 }
 
-fn reflect(socket: UdpSocket, stop: &AtomicBool, sent: &AtomicU64) -> anyhow::Result<()> {
+fn reflect(socket: UdpSocket, stop: &AtomicBool) -> anyhow::Result<()> {
     let fd = socket.as_raw_fd();
     let mut rooms = Rooms::default();
     let mut bufs = vec![[0u8; MAX_DATAGRAM]; BATCH];
@@ -201,7 +193,6 @@ fn reflect(socket: UdpSocket, stop: &AtomicBool, sent: &AtomicU64) -> anyhow::Re
                 ) {
                     Ok(results) => {
                         let n = results.count();
-                        sent.fetch_add(n as u64, Ordering::Relaxed);
                         // A send error on one datagram ends the batch early: skip it
                         // like a drop rather than retry forever.
                         done += n.max(1);

@@ -118,11 +118,6 @@ impl Rng {
 }
 
 impl Impairment {
-    /// True when the proxy would change nothing.
-    pub fn is_none(&self) -> bool {
-        *self == Impairment::default()
-    }
-
     /// The fate of one datagram: `None` to drop it, else how long to hold it.
     pub fn decide(&self, rng: &mut Rng) -> Option<Duration> {
         if rng.unit() < self.loss {
@@ -151,6 +146,7 @@ pub struct ProxyStats {
 #[derive(Debug)]
 pub struct ProxyListener {
     socket: UdpSocket,
+    addr: SocketAddr,
 }
 
 /// A running proxy; dropping it stops it.
@@ -166,19 +162,19 @@ pub struct Proxy {
 impl ProxyListener {
     /// Binds the client-facing socket on loopback.
     pub async fn bind() -> anyhow::Result<Self> {
-        Ok(Self {
-            socket: UdpSocket::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?,
-        })
+        let socket = UdpSocket::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = socket.local_addr()?;
+        Ok(Self { socket, addr })
     }
 
     /// The address clients must send to.
-    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.socket.local_addr()
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// Starts forwarding to `upstream` with `impairment`, seeded with `seed`.
     pub fn start(self, upstream: SocketAddr, impairment: Impairment, seed: u64) -> Proxy {
-        let addr = self.socket.local_addr().unwrap_or(upstream);
+        let addr = self.addr;
         let stats = Arc::new(ProxyStats::default());
         let mut tasks = JoinSet::new();
         let front = Arc::new(self.socket);

@@ -197,7 +197,7 @@ fn relay_config(
     Ok(ServeConfig {
         http_addr: loopback,
         rtp_addr: loopback,
-        rtp_advertise_addr: proxy.as_ref().map(|p| p.local_addr()).transpose()?,
+        rtp_advertise_addr: proxy.as_ref().map(ProxyListener::local_addr),
         token_secret: Some(secret.to_owned()),
         insecure_plain_rtp: s.security == Security::Plain,
         drain_grace_secs: 0,
@@ -363,19 +363,23 @@ impl Conn {
             Conn::Raw {
                 socket, pad, buf, ..
             } => {
-                let len = match tokio::time::timeout(timeout, socket.recv(buf)).await {
-                    Ok(got) => got?,
-                    Err(_) => return Ok(None),
-                };
-                let data = buf.get(..len).unwrap_or_default();
-                let Ok(p) = RtpPacket::parse(data) else {
-                    return Ok(None);
-                };
-                let payload = p.payload();
-                let payload = payload
-                    .get(..payload.len().saturating_sub(*pad))
-                    .unwrap_or_default();
-                Ok(Some((p.ssrc(), payload.to_vec())))
+                let deadline = tokio::time::Instant::now() + timeout;
+                loop {
+                    let len = match tokio::time::timeout_at(deadline, socket.recv(buf)).await {
+                        Ok(got) => got?,
+                        Err(_) => return Ok(None),
+                    };
+                    let data = buf.get(..len).unwrap_or_default();
+                    // Only the reflector sends here, and only what publishers sent.
+                    let Ok(p) = RtpPacket::parse(data) else {
+                        continue;
+                    };
+                    let payload = p.payload();
+                    let payload = payload
+                        .get(..payload.len().saturating_sub(*pad))
+                        .unwrap_or_default();
+                    return Ok(Some((p.ssrc(), payload.to_vec())));
+                }
             }
         }
     }
@@ -755,7 +759,7 @@ async fn drive(
             ));
         }
         last = (Instant::now(), got);
-        if Instant::now() >= clock.at(clock.w1) && relay0.is_some() {
+        if Instant::now() >= clock.at(clock.w1) {
             break;
         }
     }

@@ -50,11 +50,6 @@ pub fn peak_rss_bytes() -> Option<u64> {
     status_kib("VmHWM:").map(|k| k * 1024)
 }
 
-/// Current resident set size (VmRSS), bytes.
-pub fn rss_bytes() -> Option<u64> {
-    status_kib("VmRSS:").map(|k| k * 1024)
-}
-
 fn status_kib(key: &str) -> Option<u64> {
     let status = fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with(key))?;
