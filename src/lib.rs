@@ -6,6 +6,7 @@
 //! client, `config` and `server` what `gsrelay serve` runs.
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod client;
 pub mod config;
 pub mod control;

@@ -1,5 +1,6 @@
 //! The `gsrelay` command line: one subcommand per module.
 
+pub mod bench;
 pub mod codec;
 pub mod serve;
 
@@ -15,6 +16,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Bench a relay (in process, remote, or the baseline UDP reflector) with publishers
+    /// and subscribers over the real API and transport: throughput, loss, latency
+    /// percentiles, late-join snapshot time. With no flags: the default scenario.
+    Bench(Box<bench::BenchArgs>),
     /// Decode one game-state payload and print its objects as a JSON array, in wire order.
     Decode(codec::DecodeArgs),
     /// Encode a JSON array of objects (as printed by `decode`) into a payload, as hex.
@@ -31,6 +36,7 @@ impl Cli {
     /// Runs the chosen subcommand.
     pub fn run(self) -> anyhow::Result<()> {
         match self.command {
+            Command::Bench(a) => bench::bench(*a),
             Command::Decode(a) => codec::decode(a),
             Command::Encode(a) => codec::encode(a),
             Command::Serve(a) => serve::serve(*a),

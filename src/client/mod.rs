@@ -309,6 +309,12 @@ impl Client {
         self.socket.local_addr()
     }
 
+    /// Asks the kernel for a receive buffer of `bytes` (capped by `net.core.rmem_max`):
+    /// a snapshot of thousands of objects arrives as one burst of packets.
+    pub fn set_recv_buffer(&self, bytes: usize) -> std::io::Result<()> {
+        socket2::SockRef::from(&self.socket).set_recv_buffer_size(bytes)
+    }
+
     /// Datagrams received that did not unprotect or parse, and were skipped.
     pub fn rejected(&self) -> u64 {
         self.rejected

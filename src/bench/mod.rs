@@ -1,0 +1,16 @@
+//! `gsrelay bench`: publishers and subscribers driven through the real HTTP API and
+//! RTP/SRTP transport against an in-process relay, a remote relay or a plain UDP
+//! reflector (the baseline), with throughput, loss, end-to-end latency, late-join
+//! snapshot time, CPU and memory in a table and as JSON. `docs/benchmarks.md` describes
+//! the method.
+
+pub mod baseline;
+pub mod impair;
+pub mod report;
+pub mod run;
+pub mod scenario;
+pub mod sys;
+
+pub use report::{Report, SweepPoint, TargetKind};
+pub use run::{RunOptions, Target, run};
+pub use scenario::{Scenario, Security};

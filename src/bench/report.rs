@@ -1,0 +1,412 @@
+//! Bench results: the JSON report, the human table and the latency-versus-load SVG.
+
+use super::scenario::Scenario;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Which relay a run measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetKind {
+    /// A relay started inside the bench process.
+    Inprocess,
+    /// A relay reached over the network.
+    Remote,
+    /// The plain UDP reflector.
+    Baseline,
+}
+
+/// Latency percentiles, microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Latency {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Latency {
+    /// Percentiles of a histogram of nanoseconds, in microseconds.
+    pub fn from_ns(h: &Histogram<u64>) -> Self {
+        let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
+        Self {
+            p50: us(0.5),
+            p90: us(0.9),
+            p99: us(0.99),
+            p999: us(0.999),
+            max: h.max() as f64 / 1e3,
+        }
+    }
+}
+
+/// Late-join snapshot completion times, milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SnapshotTimes {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+    /// Late joiners that completed.
+    pub completed: u64,
+    /// Late joiners that had not received every expected object after 5 s.
+    pub incomplete: u64,
+    /// Objects each late joiner expected.
+    pub expected_objects: u64,
+}
+
+/// One run's results; the keys are the JSON report's.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The scenario as run.
+    pub scenario: Scenario,
+    /// What was measured.
+    pub target: TargetKind,
+    /// The impairment applied, as given (`None`: direct).
+    pub impairment: Option<String>,
+    /// Measurement window, seconds.
+    pub duration_s: f64,
+    /// Rooms.
+    pub rooms: usize,
+    /// Publishers, all rooms.
+    pub publishers: usize,
+    /// Subscribers joined from the start, all rooms (late joiners not included).
+    pub subscribers: usize,
+    /// Packets published per second in the window.
+    pub sent_pps: f64,
+    /// Packets received per second by all subscribers (late joiners included) with a
+    /// send time in the window.
+    pub received_pps: f64,
+    /// Objects published per second (the bench object not counted).
+    pub sent_objects_per_s: f64,
+    /// Objects received per second.
+    pub received_objects_per_s: f64,
+    /// Share of the packets the subscribers present from the start should have received
+    /// and did not, 0..=1.
+    pub loss_ratio: f64,
+    /// End-to-end latency, publisher send to subscriber receive, microseconds.
+    pub latency_us: Latency,
+    /// Late-join snapshot completion, milliseconds (when late joiners ran and the target
+    /// keeps state).
+    pub snapshot_ms: Option<SnapshotTimes>,
+    /// CPU seconds of the relay's (or reflector's) own threads during the window;
+    /// `None` for a remote relay.
+    pub relay_cpu_s: Option<f64>,
+    /// CPU seconds of the whole bench process during the window (clients included).
+    pub process_cpu_s: f64,
+    /// Peak RSS (VmHWM) of the bench process, which holds the clients too; `None` for a
+    /// remote relay.
+    pub relay_peak_rss_bytes: Option<u64>,
+    /// Datagrams the impairment proxy dropped.
+    pub impair_dropped: Option<u64>,
+    /// The same scenario against the baseline reflector (`--compare-baseline`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Box<Report>>,
+    /// `received_pps` over the baseline's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_received_pps: Option<f64>,
+}
+
+impl Report {
+    /// Attaches a baseline run and the throughput ratio.
+    pub fn with_baseline(mut self, baseline: Report) -> Self {
+        self.ratio_received_pps =
+            (baseline.received_pps > 0.0).then(|| self.received_pps / baseline.received_pps);
+        self.baseline = Some(Box::new(baseline));
+        self
+    }
+
+    /// The human table: one column per run.
+    pub fn table(&self) -> String {
+        let mut runs = vec![self];
+        if let Some(b) = &self.baseline {
+            runs.push(b);
+        }
+        let mut t = String::new();
+        let s = &self.scenario;
+        let _ = writeln!(
+            t,
+            "scenario {:?}: {} room(s) × {} pub × {} obj (+{} static) @ {} Hz, {} sub, {} late, {:?}, {} s (+{} s warm-up){}",
+            s.name,
+            s.rooms,
+            s.publishers,
+            s.objects,
+            s.static_objects,
+            s.rate_hz,
+            s.subscribers,
+            s.late_joiners,
+            s.security,
+            s.duration_s,
+            s.warmup_s,
+            self.impairment
+                .as_ref()
+                .map(|i| format!(", impaired {i}"))
+                .unwrap_or_default(),
+        );
+        let opt = |v: Option<f64>, digits: usize| {
+            v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
+        };
+        type Cell = Box<dyn Fn(&Report) -> String>;
+        let rows: Vec<(&str, Cell)> = vec![
+            (
+                "target",
+                Box::new(|r: &Report| format!("{:?}", r.target).to_lowercase()),
+            ),
+            (
+                "sent pps",
+                Box::new(|r: &Report| format!("{:.0}", r.sent_pps)),
+            ),
+            (
+                "received pps",
+                Box::new(|r: &Report| format!("{:.0}", r.received_pps)),
+            ),
+            (
+                "received objects/s",
+                Box::new(|r: &Report| format!("{:.0}", r.received_objects_per_s)),
+            ),
+            (
+                "loss",
+                Box::new(|r: &Report| format!("{:.3}%", r.loss_ratio * 100.0)),
+            ),
+            (
+                "latency p50 µs",
+                Box::new(|r: &Report| format!("{:.0}", r.latency_us.p50)),
+            ),
+            (
+                "latency p90 µs",
+                Box::new(|r: &Report| format!("{:.0}", r.latency_us.p90)),
+            ),
+            (
+                "latency p99 µs",
+                Box::new(|r: &Report| format!("{:.0}", r.latency_us.p99)),
+            ),
+            (
+                "latency p99.9 µs",
+                Box::new(|r: &Report| format!("{:.0}", r.latency_us.p999)),
+            ),
+            (
+                "latency max µs",
+                Box::new(|r: &Report| format!("{:.0}", r.latency_us.max)),
+            ),
+            (
+                "snapshot p50 ms",
+                Box::new(move |r: &Report| opt(r.snapshot_ms.map(|s| s.p50), 2)),
+            ),
+            (
+                "snapshot max ms",
+                Box::new(move |r: &Report| opt(r.snapshot_ms.map(|s| s.max), 2)),
+            ),
+            (
+                "relay CPU s",
+                Box::new(move |r: &Report| opt(r.relay_cpu_s, 2)),
+            ),
+            (
+                "process CPU s",
+                Box::new(|r: &Report| format!("{:.2}", r.process_cpu_s)),
+            ),
+            (
+                "peak RSS MiB",
+                Box::new(move |r: &Report| {
+                    opt(r.relay_peak_rss_bytes.map(|b| b as f64 / 1048576.0), 1)
+                }),
+            ),
+        ];
+        for (name, cell) in rows {
+            let _ = write!(t, "{name:<20}");
+            for r in &runs {
+                let _ = write!(t, " {:>14}", cell(r));
+            }
+            t.push('\n');
+        }
+        if let Some(ratio) = self.ratio_received_pps {
+            let _ = writeln!(t, "received pps relay / baseline: {ratio:.3}");
+        }
+        t
+    }
+}
+
+/// One point of a latency-versus-load sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepPoint {
+    /// Update rate per publisher, Hz.
+    pub rate_hz: f64,
+    /// The relay run.
+    pub relay: Report,
+    /// The baseline run at the same rate.
+    pub baseline: Report,
+}
+
+/// Draws received packets/s (x, log scale) against latency percentiles (y, log scale),
+/// as a self-contained SVG: no fonts or drawing crates needed.
+pub fn sweep_svg(points: &[SweepPoint], title: &str) -> String {
+    const W: f64 = 760.0;
+    const H: f64 = 460.0;
+    const L: f64 = 70.0;
+    const R: f64 = 170.0;
+    const T: f64 = 40.0;
+    const B: f64 = 50.0;
+    type Pick = fn(&SweepPoint) -> (f64, f64);
+    let series: [(&str, &str, &str, Pick); 4] = [
+        ("relay p50", "#1f77b4", "", |p| {
+            (p.relay.received_pps, p.relay.latency_us.p50)
+        }),
+        ("relay p99", "#d62728", "", |p| {
+            (p.relay.received_pps, p.relay.latency_us.p99)
+        }),
+        ("relay p99.9", "#9467bd", "", |p| {
+            (p.relay.received_pps, p.relay.latency_us.p999)
+        }),
+        ("baseline p99", "#2ca02c", "6,4", |p| {
+            (p.baseline.received_pps, p.baseline.latency_us.p99)
+        }),
+    ];
+    let all: Vec<(f64, f64)> = points
+        .iter()
+        .flat_map(|p| series.iter().map(move |s| (s.3)(p)))
+        .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+        .collect();
+    let decade = |v: f64, up: bool| {
+        let l = v.log10();
+        10f64.powf(if up { l.ceil() } else { l.floor() })
+    };
+    let (x0, x1) = all
+        .iter()
+        .fold((f64::MAX, 0f64), |(a, b), (x, _)| (a.min(*x), b.max(*x)));
+    let (y0, y1) = all
+        .iter()
+        .fold((f64::MAX, 0f64), |(a, b), (_, y)| (a.min(*y), b.max(*y)));
+    let (x0, x1) = if all.is_empty() {
+        (1.0, 10.0)
+    } else {
+        (decade(x0, false), decade(x1, true))
+    };
+    let (y0, y1) = if all.is_empty() {
+        (1.0, 10.0)
+    } else {
+        (decade(y0, false), decade(y1, true))
+    };
+    let (x1, y1) = (x1.max(x0 * 10.0), y1.max(y0 * 10.0));
+    let px = |x: f64| L + (x.log10() - x0.log10()) / (x1.log10() - x0.log10()) * (W - L - R);
+    let py = |y: f64| H - B - (y.log10() - y0.log10()) / (y1.log10() - y0.log10()) * (H - T - B);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{}</text>"#,
+        (W - R + L) / 2.0,
+        xml(title)
+    );
+    // Grid and labels at every decade and its 2× and 5×.
+    let mut v = x0;
+    while v <= x1 * 1.0001 {
+        for m in [1.0, 2.0, 5.0] {
+            let x = v * m;
+            if x > x1 * 1.0001 {
+                break;
+            }
+            let _ = writeln!(
+                s,
+                r##"<line x1="{0:.1}" y1="{T}" x2="{0:.1}" y2="{1}" stroke="#ddd"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##,
+                px(x),
+                H - B,
+                H - B + 16.0,
+                short(x)
+            );
+        }
+        v *= 10.0;
+    }
+    let mut v = y0;
+    while v <= y1 * 1.0001 {
+        for m in [1.0, 2.0, 5.0] {
+            let y = v * m;
+            if y > y1 * 1.0001 {
+                break;
+            }
+            let _ = writeln!(
+                s,
+                r##"<line x1="{L}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#ddd"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
+                py(y),
+                W - R,
+                L - 6.0,
+                py(y) + 4.0,
+                short(y)
+            );
+        }
+        v *= 10.0;
+    }
+    let _ = writeln!(
+        s,
+        r##"<rect x="{L}" y="{T}" width="{}" height="{}" fill="none" stroke="#333"/>"##,
+        W - L - R,
+        H - T - B
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">packets received per second (all subscribers)</text>"#,
+        (W - R + L) / 2.0,
+        H - 12.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text transform="translate(18 {}) rotate(-90)" text-anchor="middle">end-to-end latency, µs</text>"#,
+        (H - B + T) / 2.0
+    );
+    for (i, (name, colour, dash, pick)) in series.iter().enumerate() {
+        let pts: Vec<String> = points
+            .iter()
+            .map(pick)
+            .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+            .map(|(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}" points="{}"/>"#,
+            pts.join(" ")
+        );
+        for p in &pts {
+            if let Some((x, y)) = p.split_once(',') {
+                let _ = writeln!(s, r#"<circle cx="{x}" cy="{y}" r="3" fill="{colour}"/>"#);
+            }
+        }
+        let ly = T + 16.0 + i as f64 * 20.0;
+        let _ = writeln!(
+            s,
+            r#"<line x1="{0}" y1="{ly}" x2="{1}" y2="{ly}" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{2}" y="{3}">{name}</text>"#,
+            W - R + 12.0,
+            W - R + 36.0,
+            W - R + 42.0,
+            ly + 4.0
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// A compact axis label: 2000 → 2k.
+fn short(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{}k", v / 1e3)
+    } else {
+        format!("{v}")
+    }
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}

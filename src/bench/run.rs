@@ -1,0 +1,886 @@
+//! Runs a scenario: starts the target (in-process relay, remote relay or baseline
+//! reflector), joins the clients through the real API and transports, drives the
+//! timeline (warm-up, window, late joiners, drain) and gathers a [`Report`].
+
+use super::baseline::{self, Reflector, Role};
+use super::impair::{Impairment, ProxyListener};
+use super::report::{Latency, Report, SnapshotTimes, TargetKind};
+use super::scenario::{BENCH_OBJECT_ID, Scenario, Security};
+use super::sys;
+use crate::client::{Client, JoinOptions, Received};
+use crate::config::ServeConfig;
+use crate::control::token::{Rights, Tokens};
+use crate::relay::RelayConfig;
+use crate::rtp::{RtpHeader, RtpPacket};
+use crate::server;
+use crate::wire::{self, Dialect, Object, Unknown};
+use anyhow::{Context, bail};
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::HashSet;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::net::UdpSocket;
+use tokio::task::JoinSet;
+
+/// Tag of the bench object: unassigned in draft01, so the relay forwards and caches it
+/// as an unknown object. Its body is objectID 0, a per-publisher packet counter and the
+/// send time in nanoseconds since the bench started (both u64, big endian).
+pub const BENCH_TAG: u64 = 100;
+
+/// Thread-name prefix of the in-process relay's runtime.
+pub const RELAY_THREADS: &str = "gsr-relay";
+
+/// How long a late joiner waits for a complete snapshot before giving up.
+const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A late joiner repeats its FIR this often until the snapshot is complete (a FIR or
+/// its answer may be lost under impairment).
+const FIR_RETRY: Duration = Duration::from_millis(250);
+
+/// How long subscribers keep receiving after the window closes, beyond any impairment
+/// delay, for packets still in flight.
+const DRAIN: Duration = Duration::from_millis(300);
+
+/// Subscribers send an RR this often so the relay does not time their session out.
+const KEEPALIVE: Duration = Duration::from_secs(5);
+
+/// Receive buffer asked for by late joiners, which take a snapshot's burst at once.
+const LATE_RECV_BUFFER: usize = 4 << 20;
+
+/// Highest latency the histograms hold, ns.
+const MAX_LATENCY_NS: u64 = 60_000_000_000;
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A relay started in this process on loopback (port 0, random secret).
+    InProcess,
+    /// A relay elsewhere; the bench issues its own tokens with the relay's secret.
+    Remote {
+        /// HTTP base URL, e.g. `http://host:8080`.
+        http: String,
+        /// The relay's token secret.
+        token_secret: String,
+    },
+    /// The plain UDP reflector.
+    Baseline,
+}
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The target.
+    pub target: Target,
+    /// Impairment between clients and target, with its text for the report.
+    pub impair: Option<(String, Impairment)>,
+    /// Draw a progress bar on stderr.
+    pub progress: bool,
+}
+
+/// Runs `scenario` once against `opts.target`.
+pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
+    scenario.validate()?;
+    let bench_rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("gsr-bench")
+        .enable_all()
+        .build()
+        .context("starting the bench runtime")?;
+    match &opts.target {
+        Target::InProcess => {
+            // Its own runtime, so the relay's CPU time can be told from the clients' by
+            // thread name.
+            let relay_rt = tokio::runtime::Builder::new_multi_thread()
+                .thread_name(RELAY_THREADS)
+                .enable_all()
+                .build()
+                .context("starting the relay runtime")?;
+            let proxy_listener = match &opts.impair {
+                Some(_) => Some(bench_rt.block_on(ProxyListener::bind())?),
+                None => None,
+            };
+            let secret = crate::control::token::dev_secret()?;
+            let cfg = relay_config(scenario, &secret, &proxy_listener)?;
+            let server = relay_rt.block_on(server::start(cfg))?;
+            let proxy = match (proxy_listener, &opts.impair) {
+                (Some(l), Some((_, i))) => {
+                    // The proxy's tasks belong to the clients' runtime.
+                    let _rt = bench_rt.enter();
+                    Some(l.start(server.rtp_addr, *i, scenario.seed))
+                }
+                _ => None,
+            };
+            let endpoint = Endpoint::Relay {
+                http: format!("http://{}", server.http_addr),
+                tokens: Box::new(Tokens::new(secret.as_bytes())?),
+            };
+            let out = bench_rt.block_on(drive(
+                scenario,
+                opts,
+                Arc::new(endpoint),
+                Some(RELAY_THREADS),
+            ));
+            let dropped = proxy.map(|p| {
+                let n = p.stats.dropped.load(Ordering::Relaxed);
+                bench_rt.block_on(async { p.stop() });
+                n
+            });
+            relay_rt.block_on(server.shutdown())?;
+            let mut report = out?.report(scenario, opts, TargetKind::Inprocess);
+            report.impair_dropped = dropped;
+            Ok(report)
+        }
+        Target::Remote { http, token_secret } => {
+            if opts.impair.is_some() {
+                bail!("--impair works with the in-process relay and the baseline only");
+            }
+            let endpoint = Endpoint::Relay {
+                http: http.trim_end_matches('/').to_owned(),
+                tokens: Box::new(Tokens::new(token_secret.as_bytes()).context("--token-secret")?),
+            };
+            let out = bench_rt.block_on(drive(scenario, opts, Arc::new(endpoint), None))?;
+            let mut report = out.report(scenario, opts, TargetKind::Remote);
+            report.relay_cpu_s = None;
+            report.relay_peak_rss_bytes = None;
+            Ok(report)
+        }
+        Target::Baseline => {
+            let reflector = Reflector::start()?;
+            let proxy = match &opts.impair {
+                Some((_, i)) => Some(bench_rt.block_on(async {
+                    Ok::<_, anyhow::Error>(ProxyListener::bind().await?.start(
+                        reflector.addr,
+                        *i,
+                        scenario.seed,
+                    ))
+                })?),
+                None => None,
+            };
+            let endpoint = Endpoint::Reflector {
+                addr: proxy.as_ref().map_or(reflector.addr, |p| p.addr),
+                pad: match scenario.security {
+                    // SRTP's 10-byte auth tag, so both carry the same bytes.
+                    Security::Srtp => 10,
+                    Security::Plain => 0,
+                },
+            };
+            let out = bench_rt.block_on(drive(
+                scenario,
+                opts,
+                Arc::new(endpoint),
+                Some(baseline::THREAD_NAME),
+            ));
+            let dropped = proxy.map(|p| {
+                let n = p.stats.dropped.load(Ordering::Relaxed);
+                bench_rt.block_on(async { p.stop() });
+                n
+            });
+            reflector.stop()?;
+            let mut report = out?.report(scenario, opts, TargetKind::Baseline);
+            report.snapshot_ms = None;
+            report.impair_dropped = dropped;
+            Ok(report)
+        }
+    }
+}
+
+/// The in-process relay: loopback, port 0, limits raised so that the scenario, not the
+/// per-session rate limit, sets the load.
+fn relay_config(
+    s: &Scenario,
+    secret: &str,
+    proxy: &Option<ProxyListener>,
+) -> anyhow::Result<ServeConfig> {
+    let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+    Ok(ServeConfig {
+        http_addr: loopback,
+        rtp_addr: loopback,
+        rtp_advertise_addr: proxy.as_ref().map(ProxyListener::local_addr),
+        token_secret: Some(secret.to_owned()),
+        insecure_plain_rtp: s.security == Security::Plain,
+        drain_grace_secs: 0,
+        relay: RelayConfig {
+            max_packets_per_sec: 1_000_000,
+            max_sessions_per_room: s.publishers + s.subscribers + s.late_joiners + 8,
+            max_objects_per_stream: (s.objects + s.static_objects + 1)
+                .max(RelayConfig::default().max_objects_per_stream),
+            ..RelayConfig::default()
+        },
+        ..ServeConfig::default()
+    })
+}
+
+/// Where clients connect.
+enum Endpoint {
+    /// gsrelay's HTTP API.
+    Relay { http: String, tokens: Box<Tokens> },
+    /// The reflector; `pad` bytes stand in for the SRTP tag.
+    Reflector { addr: SocketAddr, pad: usize },
+}
+
+/// One client, of either kind.
+enum Conn {
+    Relay(Box<Client>),
+    Raw {
+        socket: UdpSocket,
+        ssrc: u32,
+        seq: u16,
+        pad: usize,
+        out: Vec<u8>,
+        buf: Vec<u8>,
+    },
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Endpoint {
+    async fn join(
+        &self,
+        s: &Scenario,
+        room: usize,
+        role: Role,
+        n: usize,
+        late: bool,
+    ) -> anyhow::Result<Conn> {
+        match self {
+            Endpoint::Relay { http, tokens } => {
+                let rights = Rights {
+                    publish: role == Role::Publisher,
+                    subscribe: role == Role::Subscriber,
+                    admin: false,
+                };
+                let ttl = (s.warmup_s + s.duration_s) as u64 + 600;
+                let room_name = format!("bench-{room}");
+                let token = tokens.issue(
+                    &room_name,
+                    &format!("bench-{role:?}-{n}"),
+                    rights,
+                    ttl,
+                    unix_now(),
+                )?;
+                let opts = JoinOptions {
+                    dialect: Dialect::Draft01,
+                    interest: if late { None } else { s.interest.clone() },
+                    profile: s.srtp_profile,
+                    plain_rtp: s.security == Security::Plain,
+                    ..JoinOptions::default()
+                };
+                let mut c = Client::join(http, &token, &room_name, opts)
+                    .await
+                    .with_context(|| format!("joining room {room_name}"))?;
+                if late {
+                    c.set_recv_buffer(LATE_RECV_BUFFER)?;
+                }
+                if role == Role::Subscriber {
+                    // Latches the address; repeated in case impairment drops one.
+                    for _ in 0..3 {
+                        c.send_rr().await?;
+                    }
+                }
+                Ok(Conn::Relay(Box::new(c)))
+            }
+            Endpoint::Reflector { addr, pad } => {
+                let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+                socket.connect(addr).await?;
+                let hello = baseline::hello(role, room as u32);
+                for _ in 0..3 {
+                    socket.send(&hello).await?;
+                }
+                Ok(Conn::Raw {
+                    socket,
+                    ssrc: 0x4253_0000 + (room * 10_000 + n) as u32,
+                    seq: 0,
+                    pad: *pad,
+                    out: Vec::with_capacity(1500),
+                    buf: vec![0; 2048],
+                })
+            }
+        }
+    }
+}
+
+impl Conn {
+    fn ssrc(&self) -> u32 {
+        match self {
+            Conn::Relay(c) => c.ssrc(),
+            Conn::Raw { ssrc, .. } => *ssrc,
+        }
+    }
+
+    async fn send(&mut self, payload: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Conn::Relay(c) => Ok(c.send_payload(payload).await?),
+            Conn::Raw {
+                socket,
+                ssrc,
+                seq,
+                pad,
+                out,
+                ..
+            } => {
+                out.clear();
+                RtpHeader {
+                    marker: false,
+                    payload_type: crate::client::PAYLOAD_TYPE,
+                    sequence_number: *seq,
+                    timestamp: u32::from(*seq) * 3000,
+                    ssrc: *ssrc,
+                    csrcs: &[],
+                    extension: None,
+                }
+                .append_to(out)?;
+                *seq = seq.wrapping_add(1);
+                out.extend_from_slice(payload);
+                out.resize(out.len() + *pad, 0);
+                socket.send(out).await?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The next RTP packet's stream and payload; `None` on timeout.
+    async fn recv(&mut self, timeout: Duration) -> anyhow::Result<Option<(u32, Vec<u8>)>> {
+        match self {
+            Conn::Relay(c) => {
+                let deadline = tokio::time::Instant::now() + timeout;
+                loop {
+                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    match c.recv(left).await? {
+                        Some(Received::Rtp { ssrc, payload, .. }) => {
+                            return Ok(Some((ssrc, payload)));
+                        }
+                        Some(Received::Rtcp(_)) => continue,
+                        None => return Ok(None),
+                    }
+                }
+            }
+            Conn::Raw {
+                socket, pad, buf, ..
+            } => {
+                let deadline = tokio::time::Instant::now() + timeout;
+                loop {
+                    let len = match tokio::time::timeout_at(deadline, socket.recv(buf)).await {
+                        Ok(got) => got?,
+                        Err(_) => return Ok(None),
+                    };
+                    let data = buf.get(..len).unwrap_or_default();
+                    // Only the reflector sends here, and only what publishers sent.
+                    let Ok(p) = RtpPacket::parse(data) else {
+                        continue;
+                    };
+                    let payload = p.payload();
+                    let payload = payload
+                        .get(..payload.len().saturating_sub(*pad))
+                        .unwrap_or_default();
+                    return Ok(Some((p.ssrc(), payload.to_vec())));
+                }
+            }
+        }
+    }
+
+    async fn keepalive(&mut self) -> anyhow::Result<()> {
+        if let Conn::Relay(c) = self {
+            c.send_rr().await?;
+        }
+        Ok(())
+    }
+
+    /// Asks for every stream's state; false when the target keeps none.
+    async fn fir(&mut self) -> anyhow::Result<bool> {
+        match self {
+            Conn::Relay(c) => {
+                let relay = c.relay_ssrc();
+                c.send_fir(relay).await?;
+                Ok(true)
+            }
+            Conn::Raw { .. } => Ok(false),
+        }
+    }
+}
+
+/// Time points, as nanoseconds since `epoch`.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    epoch: Instant,
+    /// Publishing starts.
+    start: Instant,
+    /// The window.
+    w0: u64,
+    w1: u64,
+}
+
+impl Clock {
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn at(&self, ns: u64) -> Instant {
+        self.epoch + Duration::from_nanos(ns)
+    }
+
+    fn in_window(&self, ns: u64) -> bool {
+        (self.w0..self.w1).contains(&ns)
+    }
+}
+
+/// Objects pre-encoded and packed into payload-sized chunks.
+struct Chunk {
+    bytes: Vec<u8>,
+    objects: u64,
+}
+
+fn pack(objects: &[Object], budget: usize) -> anyhow::Result<Vec<Chunk>> {
+    // Room for the bench object.
+    let budget = budget.saturating_sub(24);
+    let mut chunks: Vec<Chunk> = Vec::new();
+    let mut scratch = Vec::new();
+    for o in objects {
+        let mut one = Vec::new();
+        wire::encode_object(o, Dialect::Draft01, &mut scratch, &mut one)?;
+        match chunks.last_mut() {
+            Some(c) if c.bytes.len() + one.len() <= budget => {
+                c.bytes.extend_from_slice(&one);
+                c.objects += 1;
+            }
+            _ => chunks.push(Chunk {
+                bytes: one,
+                objects: 1,
+            }),
+        }
+    }
+    Ok(chunks)
+}
+
+/// Writes the bench object then `chunk` into `out`.
+fn stamp(
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+    counter: u64,
+    ts_ns: u64,
+    chunk: &[u8],
+) -> anyhow::Result<()> {
+    out.clear();
+    let mut data = Vec::with_capacity(17);
+    data.push(BENCH_OBJECT_ID as u8);
+    data.extend_from_slice(&counter.to_be_bytes());
+    data.extend_from_slice(&ts_ns.to_be_bytes());
+    let bench = Object::Unknown(Unknown {
+        tag: BENCH_TAG,
+        data: wire::json::Hex(data),
+    });
+    wire::encode_object(&bench, Dialect::Draft01, scratch, out)?;
+    out.extend_from_slice(chunk);
+    Ok(())
+}
+
+#[derive(Debug, Default)]
+struct PubOut {
+    room: usize,
+    packets: u64,
+    objects: u64,
+}
+
+async fn publisher(
+    mut conn: Conn,
+    room: usize,
+    live: Vec<Chunk>,
+    statics: Vec<Chunk>,
+    s: Scenario,
+    clock: Clock,
+) -> anyhow::Result<PubOut> {
+    let mut out = PubOut {
+        room,
+        ..PubOut::default()
+    };
+    let mut tick = tokio::time::interval_at(clock.start.into(), s.period());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Static objects go out over half the warm-up (at most 1 s) at the update rate.
+    let spread = (s.warmup_s / 2.0).clamp(1.0 / s.rate_hz, 1.0) * s.rate_hz;
+    let static_per_tick = (statics.len() as f64 / spread).ceil().max(1.0) as usize;
+    let refresh = Duration::from_secs_f64(s.static_refresh_s);
+    let mut static_next = 0usize;
+    let mut last_refresh = clock.start;
+    let (mut buf, mut scratch) = (Vec::with_capacity(1500), Vec::new());
+    let mut counter = 0u64;
+    loop {
+        tick.tick().await;
+        if clock.now_ns() >= clock.w1 {
+            return Ok(out);
+        }
+        if static_next >= statics.len() && last_refresh.elapsed() >= refresh {
+            static_next = 0;
+            last_refresh = Instant::now();
+        }
+        let end = (static_next + static_per_tick).min(statics.len());
+        let due = statics.get(static_next..end).unwrap_or_default();
+        static_next = end;
+        for chunk in live.iter().chain(due) {
+            let ts = clock.now_ns();
+            counter += 1;
+            stamp(&mut buf, &mut scratch, counter, ts, &chunk.bytes)?;
+            conn.send(&buf).await?;
+            if clock.in_window(ts) {
+                out.packets += 1;
+                out.objects += chunk.objects;
+            }
+        }
+    }
+}
+
+/// What a late joiner waits for.
+struct LateJoin {
+    at: Instant,
+    expected: HashSet<(u32, u64)>,
+}
+
+struct SubOut {
+    room: usize,
+    late: bool,
+    packets: u64,
+    objects: u64,
+    latency: Histogram<u64>,
+    /// `Some(None)`: a snapshot asked for and not completed.
+    snapshot: Option<Option<Duration>>,
+}
+
+async fn subscriber(
+    mut conn: Conn,
+    room: usize,
+    late: Option<LateJoin>,
+    clock: Clock,
+    stop_at: Instant,
+    live: Arc<AtomicU64>,
+) -> anyhow::Result<SubOut> {
+    let mut out = SubOut {
+        room,
+        late: late.is_some(),
+        packets: 0,
+        objects: 0,
+        latency: Histogram::new_with_max(MAX_LATENCY_NS, 3)?,
+        snapshot: None,
+    };
+    let mut pending = None;
+    if let Some(l) = late {
+        tokio::time::sleep_until(l.at.into()).await;
+        if conn.fir().await? {
+            pending = Some((Instant::now(), Instant::now(), l.expected, HashSet::new()));
+        }
+    }
+    let mut last_keepalive = Instant::now();
+    loop {
+        let now = Instant::now();
+        if now >= stop_at {
+            break;
+        }
+        if now - last_keepalive >= KEEPALIVE {
+            conn.keepalive().await?;
+            last_keepalive = now;
+        }
+        let wait = (stop_at - now).min(FIR_RETRY);
+        let Some((ssrc, payload)) = conn.recv(wait).await? else {
+            if let Some((t0, last_fir, _, _)) = &mut pending {
+                if t0.elapsed() > SNAPSHOT_TIMEOUT {
+                    out.snapshot = Some(None);
+                    pending = None;
+                } else if last_fir.elapsed() >= FIR_RETRY {
+                    conn.fir().await?;
+                    *last_fir = Instant::now();
+                }
+            }
+            continue;
+        };
+        let arrived = clock.now_ns();
+        let mut sent_ns = None;
+        let mut objects = 0u64;
+        for o in wire::objects(&payload, Dialect::Draft01).flatten() {
+            if o.tag == BENCH_TAG {
+                let b = o.bytes(&payload);
+                if let Some(ts) = b.len().checked_sub(8).and_then(|i| b.get(i..)) {
+                    sent_ns = ts.try_into().ok().map(u64::from_be_bytes);
+                }
+                continue;
+            }
+            objects += 1;
+            if let (Some((_, _, expected, seen)), Some(id)) = (&mut pending, o.id)
+                && expected.contains(&(ssrc, id))
+            {
+                seen.insert((ssrc, id));
+            }
+        }
+        if let Some((t0, _, expected, seen)) = &pending {
+            if seen.len() == expected.len() {
+                out.snapshot = Some(Some(t0.elapsed()));
+                pending = None;
+            } else if t0.elapsed() > SNAPSHOT_TIMEOUT {
+                out.snapshot = Some(None);
+                pending = None;
+            }
+        }
+        let Some(sent) = sent_ns else { continue };
+        if !clock.in_window(sent) {
+            continue;
+        }
+        live.fetch_add(1, Ordering::Relaxed);
+        out.packets += 1;
+        out.objects += objects;
+        // A late joiner's first packets are snapshots of old state: no latency there.
+        if !out.late {
+            out.latency.saturating_record(arrived.saturating_sub(sent));
+        }
+    }
+    if pending.is_some() {
+        out.snapshot = Some(None);
+    }
+    Ok(out)
+}
+
+/// Everything a run gathered, before it becomes a report.
+struct Gathered {
+    pubs: Vec<PubOut>,
+    subs: Vec<SubOut>,
+    relay_cpu_s: Option<f64>,
+    process_cpu_s: f64,
+    peak_rss: Option<u64>,
+}
+
+async fn drive(
+    s: &Scenario,
+    opts: &RunOptions,
+    endpoint: Arc<Endpoint>,
+    relay_threads: Option<&str>,
+) -> anyhow::Result<Gathered> {
+    let epoch = Instant::now();
+    // Subscribers first, so none misses the first packets.
+    let mut subs = Vec::new();
+    for room in 0..s.rooms {
+        for n in 0..s.subscribers {
+            subs.push((
+                room,
+                endpoint.join(s, room, Role::Subscriber, n, false).await?,
+            ));
+        }
+    }
+    let mut pubs = Vec::new();
+    let mut pub_ssrcs = vec![Vec::new(); s.rooms];
+    for room in 0..s.rooms {
+        for n in 0..s.publishers {
+            let c = endpoint.join(s, room, Role::Publisher, n, false).await?;
+            if let Some(v) = pub_ssrcs.get_mut(room) {
+                v.push(c.ssrc());
+            }
+            pubs.push((room, n, c));
+        }
+    }
+    // Let the latching RRs and hellos land.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let start = Instant::now() + Duration::from_millis(50);
+    let ns = |d: Duration| (start + d - epoch).as_nanos() as u64;
+    let warmup = Duration::from_secs_f64(s.warmup_s);
+    let window = Duration::from_secs_f64(s.duration_s);
+    let clock = Clock {
+        epoch,
+        start,
+        w0: ns(warmup),
+        w1: ns(warmup + window),
+    };
+    let hold = opts
+        .impair
+        .as_ref()
+        .map_or(Duration::ZERO, |(_, i)| i.delay + i.jitter)
+        * 2;
+    let stop_at = clock.at(clock.w1) + DRAIN + hold;
+    let live = Arc::new(AtomicU64::new(0));
+
+    let mut pub_tasks = JoinSet::new();
+    for (room, n, conn) in pubs {
+        let live_chunks = pack(&s.live_objects(n), s.payload_budget)?;
+        let static_chunks = pack(&s.static_objects(n), s.payload_budget)?;
+        pub_tasks.spawn(publisher(
+            conn,
+            room,
+            live_chunks,
+            static_chunks,
+            s.clone(),
+            clock,
+        ));
+    }
+    let mut sub_tasks = JoinSet::new();
+    for (room, conn) in subs {
+        sub_tasks.spawn(subscriber(conn, room, None, clock, stop_at, live.clone()));
+    }
+    // Late joiners join at their time, in their own tasks.
+    let late_at = start + Duration::from_secs_f64(s.late_join_at_s);
+    let ids: Vec<u64> = (1..=s.objects as u64)
+        .chain((0..s.static_objects as u64).map(|i| super::scenario::STATIC_ID_BASE + i))
+        .collect();
+    for room in 0..s.rooms {
+        for n in 0..s.late_joiners {
+            let expected: HashSet<(u32, u64)> = pub_ssrcs
+                .get(room)
+                .into_iter()
+                .flatten()
+                .flat_map(|ssrc| ids.iter().map(move |id| (*ssrc, *id)))
+                .collect();
+            let (endpoint, s2, live) = (endpoint.clone(), s.clone(), live.clone());
+            sub_tasks.spawn(async move {
+                tokio::time::sleep_until(late_at.into()).await;
+                let conn = endpoint
+                    .join(&s2, room, Role::Subscriber, s2.subscribers + n, true)
+                    .await?;
+                let late = LateJoin {
+                    at: Instant::now(),
+                    expected,
+                };
+                subscriber(conn, room, Some(late), clock, stop_at, live).await
+            });
+        }
+    }
+
+    let bar = progress_bar(opts.progress, s);
+    let cpu_threads = |name: Option<&str>| name.map(sys::threads_cpu_s);
+    tokio::time::sleep_until(clock.at(clock.w0).into()).await;
+    let (relay0, proc0) = (cpu_threads(relay_threads), sys::process_cpu_s());
+    let mut last = (Instant::now(), 0u64);
+    while Instant::now() < stop_at {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let got = live.load(Ordering::Relaxed);
+        let dt = last.0.elapsed().as_secs_f64();
+        if let Some(b) = &bar {
+            b.set_position(start.elapsed().as_millis() as u64);
+            b.set_message(format!(
+                "{:.0} pkt/s received",
+                (got - last.1) as f64 / dt.max(1e-3)
+            ));
+        }
+        last = (Instant::now(), got);
+        if Instant::now() >= clock.at(clock.w1) {
+            break;
+        }
+    }
+    // CPU is read at the window's end, before the drain.
+    let relay_cpu_s = match (relay0, cpu_threads(relay_threads)) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
+    let process_cpu_s = sys::process_cpu_s() - proc0;
+    let mut out = Gathered {
+        pubs: Vec::new(),
+        subs: Vec::new(),
+        relay_cpu_s,
+        process_cpu_s,
+        peak_rss: None,
+    };
+    while let Some(r) = pub_tasks.join_next().await {
+        out.pubs.push(r??);
+    }
+    while let Some(r) = sub_tasks.join_next().await {
+        out.subs.push(r??);
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    out.peak_rss = sys::peak_rss_bytes();
+    Ok(out)
+}
+
+fn progress_bar(show: bool, s: &Scenario) -> Option<ProgressBar> {
+    if !show {
+        return None;
+    }
+    let total = ((s.warmup_s + s.duration_s) * 1000.0) as u64;
+    let bar = ProgressBar::new(total);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{bar:40}] {elapsed:>3} warm-up {prefix}+ window, {msg}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_prefix(format!("{} s", s.warmup_s));
+    Some(bar)
+}
+
+impl Gathered {
+    fn report(self, s: &Scenario, opts: &RunOptions, target: TargetKind) -> Report {
+        let secs = s.duration_s;
+        let sent: u64 = self.pubs.iter().map(|p| p.packets).sum();
+        let sent_objects: u64 = self.pubs.iter().map(|p| p.objects).sum();
+        let received: u64 = self.subs.iter().map(|r| r.packets).sum();
+        let received_objects: u64 = self.subs.iter().map(|r| r.objects).sum();
+        // Loss: over the subscribers present from the start, each should get every
+        // packet its room's publishers sent in the window.
+        let mut expected = 0u64;
+        let mut got = 0u64;
+        for room in 0..s.rooms {
+            let room_sent: u64 = self
+                .pubs
+                .iter()
+                .filter(|p| p.room == room)
+                .map(|p| p.packets)
+                .sum();
+            for sub in self.subs.iter().filter(|r| r.room == room && !r.late) {
+                expected += room_sent;
+                got += sub.packets;
+            }
+        }
+        let loss_ratio = if expected == 0 {
+            0.0
+        } else {
+            (1.0 - got as f64 / expected as f64).clamp(0.0, 1.0)
+        };
+        let mut latency = Histogram::<u64>::new_with_max(MAX_LATENCY_NS, 3).ok();
+        if let Some(h) = &mut latency {
+            for sub in &self.subs {
+                let _ = h.add(&sub.latency);
+            }
+        }
+        let snapshots: Vec<Option<Duration>> =
+            self.subs.iter().filter_map(|r| r.snapshot).collect();
+        let snapshot_ms = (!snapshots.is_empty()).then(|| {
+            let mut done: Vec<f64> = snapshots
+                .iter()
+                .flatten()
+                .map(|d| d.as_secs_f64() * 1e3)
+                .collect();
+            done.sort_by(f64::total_cmp);
+            let q = |p: f64| {
+                let i = ((done.len() as f64 * p).ceil() as usize).saturating_sub(1);
+                done.get(i).copied().unwrap_or(0.0)
+            };
+            SnapshotTimes {
+                p50: q(0.5),
+                p99: q(0.99),
+                max: done.last().copied().unwrap_or(0.0),
+                completed: done.len() as u64,
+                incomplete: snapshots.iter().filter(|d| d.is_none()).count() as u64,
+                expected_objects: (s.publishers * (s.objects + s.static_objects)) as u64,
+            }
+        });
+        Report {
+            scenario: s.clone(),
+            target,
+            impairment: opts.impair.as_ref().map(|(t, _)| t.clone()),
+            duration_s: secs,
+            rooms: s.rooms,
+            publishers: s.rooms * s.publishers,
+            subscribers: s.rooms * s.subscribers,
+            sent_pps: sent as f64 / secs,
+            received_pps: received as f64 / secs,
+            sent_objects_per_s: sent_objects as f64 / secs,
+            received_objects_per_s: received_objects as f64 / secs,
+            loss_ratio,
+            latency_us: latency.as_ref().map(Latency::from_ns).unwrap_or_default(),
+            snapshot_ms,
+            relay_cpu_s: self.relay_cpu_s,
+            process_cpu_s: self.process_cpu_s,
+            relay_peak_rss_bytes: self.peak_rss,
+            impair_dropped: None,
+            baseline: None,
+            ratio_received_pps: None,
+        }
+    }
+}

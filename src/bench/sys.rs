@@ -1,0 +1,78 @@
+//! CPU time and memory of this process and of its threads, from `/proc` (Linux).
+//! Elsewhere the readings are zero or `None`.
+
+use std::fs;
+
+/// Clock ticks per second of `/proc` CPU times (`sysconf(_SC_CLK_TCK)`).
+fn ticks_per_s() -> f64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .filter(|t| *t > 0)
+        .map_or(100.0, |t| t as f64)
+}
+
+/// utime + stime, in seconds, from the text of a `stat` file.
+fn stat_cpu_s(stat: &str) -> Option<f64> {
+    // The command name (field 2) may hold spaces; the fields after it are numbers.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let mut fields = rest.split_whitespace();
+    // Fields 3.. follow the name; utime and stime are fields 14 and 15.
+    let utime: f64 = fields.nth(11)?.parse().ok()?;
+    let stime: f64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) / ticks_per_s())
+}
+
+/// CPU seconds of the whole process so far.
+pub fn process_cpu_s() -> f64 {
+    fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| stat_cpu_s(&s))
+        .unwrap_or(0.0)
+}
+
+/// CPU seconds so far of the process's threads whose name starts with `prefix`
+/// (threads that have exited are not counted).
+pub fn threads_cpu_s(prefix: &str) -> f64 {
+    let Ok(tasks) = fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    tasks
+        .flatten()
+        .filter(|t| fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(prefix)))
+        .filter_map(|t| fs::read_to_string(t.path().join("stat")).ok())
+        .filter_map(|s| stat_cpu_s(&s))
+        .sum()
+}
+
+/// Peak resident set size of the process (VmHWM), bytes.
+pub fn peak_rss_bytes() -> Option<u64> {
+    status_kib("VmHWM:").map(|k| k * 1024)
+}
+
+fn status_kib(key: &str) -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    line.get(key.len()..)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_spaces_in_the_name() {
+        let stat = "42 (a b) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0";
+        assert_eq!(stat_cpu_s(stat), Some(300.0 / ticks_per_s()));
+    }
+
+    #[test]
+    fn reads_this_process() {
+        assert!(peak_rss_bytes().unwrap_or(0) > 0);
+        assert!(process_cpu_s() >= 0.0);
+    }
+}

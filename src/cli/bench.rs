@@ -1,0 +1,315 @@
+//! `gsrelay bench` and `gsrelay bench sweep`: flags to a scenario and a target, then
+//! [`gsrelay::bench`] does the work.
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use gsrelay::bench::impair::Impairment;
+use gsrelay::bench::report::sweep_svg;
+use gsrelay::bench::scenario::Mix;
+use gsrelay::bench::{Report, RunOptions, Scenario, Security, SweepPoint, Target, run};
+use gsrelay::relay::Interest;
+use gsrelay::rtp::SrtpProfile;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `gsrelay bench`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    cmd: Option<BenchCmd>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCmd {
+    /// Run the scenario in process and against the baseline at increasing update rates,
+    /// and draw latency against load as an SVG.
+    Sweep(SweepArgs),
+}
+
+/// Scenario flags; each overrides the `--scenario` file or the default scenario.
+#[derive(Debug, Clone, Args)]
+struct ScenarioArgs {
+    /// TOML scenario file (keys as in `Scenario`: rooms, publishers, rate_hz, ...).
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<PathBuf>,
+    /// Rooms [default: 1].
+    #[arg(long)]
+    rooms: Option<usize>,
+    /// Publishers per room [default: 4].
+    #[arg(long)]
+    publishers: Option<usize>,
+    /// Subscribers per room, joined from the start [default: 8].
+    #[arg(long)]
+    subscribers: Option<usize>,
+    /// Live objects per publisher, all sent at each update [default: 20].
+    #[arg(long)]
+    objects: Option<usize>,
+    /// Cached-only objects per publisher, sent during warm-up [default: 0].
+    #[arg(long)]
+    static_objects: Option<usize>,
+    /// Object mix weights, e.g. `head1=1,hand2=2,object2=15,game_control1=1,mesh1=1`.
+    #[arg(long, value_parser = parse_mix)]
+    mix: Option<Mix>,
+    /// Updates per second per publisher [default: 30].
+    #[arg(long, value_name = "HZ")]
+    rate: Option<f64>,
+    /// Measurement window, seconds [default: 10].
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// Warm-up, seconds [default: 2].
+    #[arg(long, value_name = "SECS")]
+    warmup: Option<f64>,
+    /// Late joiners per room [default: 2].
+    #[arg(long)]
+    late_joiners: Option<usize>,
+    /// When late joiners join, seconds after publishing starts [default: 5].
+    #[arg(long, value_name = "SECS")]
+    late_join_at: Option<f64>,
+    /// Subscribers' interest as JSON, e.g. `{"types":{"deny":["Mesh1"]}}`.
+    #[arg(long, value_name = "JSON", value_parser = parse_interest)]
+    interest: Option<Interest>,
+    /// Plain RTP instead of SRTP (the in-process relay allows it for this run).
+    #[arg(long)]
+    plain_rtp: bool,
+    /// SRTP profile [default: the relay's].
+    #[arg(long, value_parser = parse_profile)]
+    srtp_profile: Option<SrtpProfile>,
+    /// Seed of the impairment and other random choices [default: 1].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Impairment between clients and target, e.g. `loss=5%,delay=20ms,jitter=5ms,reorder=1%`.
+    #[arg(long, value_name = "SPEC")]
+    impair: Option<String>,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+/// Target and output flags of a single run.
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    scenario: ScenarioArgs,
+    /// Bench a remote relay at this HTTP base URL instead of one in process.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "token_secret",
+        conflicts_with = "baseline"
+    )]
+    relay: Option<String>,
+    /// The remote relay's token secret (the bench issues its own tokens).
+    #[arg(long, env = "GSRELAY_TOKEN_SECRET", hide_env_values = true)]
+    token_secret: Option<String>,
+    /// Bench the plain UDP reflector instead of a relay.
+    #[arg(long)]
+    baseline: bool,
+    /// Run against the relay, then against the baseline, and print the ratio.
+    #[arg(long, conflicts_with = "baseline")]
+    compare_baseline: bool,
+    /// Also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Arguments of `gsrelay bench sweep`.
+#[derive(Debug, Args)]
+struct SweepArgs {
+    #[command(flatten)]
+    scenario: ScenarioArgs,
+    /// Update rates to run, Hz per publisher.
+    #[arg(long, value_delimiter = ',', default_value = "30,100,300,1000,2000")]
+    rates: Vec<f64>,
+    /// Where to write the SVG.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Also write every run as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+fn parse_profile(s: &str) -> Result<SrtpProfile, String> {
+    s.parse().map_err(|_| {
+        let names: Vec<_> = SrtpProfile::ALL.iter().map(|p| p.name()).collect();
+        format!("expected one of {}", names.join(", "))
+    })
+}
+
+fn parse_interest(s: &str) -> Result<Interest, String> {
+    serde_json::from_str(s).map_err(|e| e.to_string())
+}
+
+fn parse_mix(s: &str) -> Result<Mix, String> {
+    let mut mix = Mix {
+        head1: 0,
+        hand2: 0,
+        object2: 0,
+        game_control1: 0,
+        mesh1: 0,
+    };
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once('=').ok_or("expected type=weight")?;
+        let v: u32 = v.parse().map_err(|e| format!("{k}: {e}"))?;
+        match k.trim().to_ascii_lowercase().as_str() {
+            "head1" => mix.head1 = v,
+            "hand2" => mix.hand2 = v,
+            "object2" => mix.object2 = v,
+            "game_control1" | "gamecontrol1" => mix.game_control1 = v,
+            "mesh1" => mix.mesh1 = v,
+            other => return Err(format!("unknown object type {other:?}")),
+        }
+    }
+    Ok(mix)
+}
+
+impl ScenarioArgs {
+    fn resolve(&self, base: Scenario) -> anyhow::Result<Scenario> {
+        let mut s = match &self.scenario {
+            Some(path) => Scenario::from_file(path)?,
+            None => base,
+        };
+        fn set<T: Clone>(slot: &mut T, v: &Option<T>) {
+            if let Some(v) = v {
+                *slot = v.clone();
+            }
+        }
+        set(&mut s.rooms, &self.rooms);
+        set(&mut s.publishers, &self.publishers);
+        set(&mut s.subscribers, &self.subscribers);
+        set(&mut s.objects, &self.objects);
+        set(&mut s.static_objects, &self.static_objects);
+        set(&mut s.mix, &self.mix);
+        set(&mut s.rate_hz, &self.rate);
+        set(&mut s.duration_s, &self.duration);
+        set(&mut s.warmup_s, &self.warmup);
+        set(&mut s.late_joiners, &self.late_joiners);
+        set(&mut s.late_join_at_s, &self.late_join_at);
+        set(&mut s.seed, &self.seed);
+        if self.interest.is_some() {
+            s.interest.clone_from(&self.interest);
+        }
+        if self.plain_rtp {
+            s.security = Security::Plain;
+        }
+        if self.srtp_profile.is_some() {
+            s.srtp_profile = self.srtp_profile;
+        }
+        s.validate()?;
+        Ok(s)
+    }
+
+    fn options(&self, target: Target) -> anyhow::Result<RunOptions> {
+        let impair = match &self.impair {
+            Some(spec) => Some((spec.clone(), spec.parse::<Impairment>()?)),
+            None => None,
+        };
+        Ok(RunOptions {
+            target,
+            impair,
+            progress: !self.no_progress && std::io::stderr().is_terminal(),
+        })
+    }
+}
+
+fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+}
+
+/// Runs `gsrelay bench`.
+pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    if let Some(BenchCmd::Sweep(s)) = a.cmd {
+        return sweep(s);
+    }
+    let a = a.run;
+    let scenario = a.scenario.resolve(Scenario::default())?;
+    let target = match (&a.relay, a.baseline) {
+        (Some(http), _) => Target::Remote {
+            http: http.clone(),
+            token_secret: a
+                .token_secret
+                .clone()
+                .context("--relay needs --token-secret")?,
+        },
+        (None, true) => Target::Baseline,
+        (None, false) => Target::InProcess,
+    };
+    let mut report = run(&scenario, &a.scenario.options(target)?)?;
+    if a.compare_baseline {
+        let baseline = run(&scenario, &a.scenario.options(Target::Baseline)?)?;
+        report = report.with_baseline(baseline);
+    }
+    print!("{}", report.table());
+    if let Some(path) = &a.json {
+        write_json(path, &report)?;
+    }
+    Ok(())
+}
+
+/// Runs `gsrelay bench sweep`.
+fn sweep(a: SweepArgs) -> anyhow::Result<()> {
+    // Shorter runs than the default scenario: a sweep runs many.
+    let base = Scenario {
+        name: "sweep".into(),
+        duration_s: 4.0,
+        warmup_s: 1.0,
+        late_joiners: 0,
+        ..Scenario::default()
+    };
+    let scenario = a.scenario.resolve(base)?;
+    if a.rates.is_empty() {
+        bail!("--rates needs at least one rate");
+    }
+    let mut points = Vec::new();
+    println!(
+        "{:>8} {:>12} {:>8} {:>9} {:>9} {:>9} {:>12} {:>9} {:>7}",
+        "rate Hz",
+        "relay rx/s",
+        "loss",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "base rx/s",
+        "base p99",
+        "ratio"
+    );
+    for rate in &a.rates {
+        let s = Scenario {
+            rate_hz: *rate,
+            ..scenario.clone()
+        };
+        s.validate()?;
+        let relay: Report = run(&s, &a.scenario.options(Target::InProcess)?)?;
+        let baseline = run(&s, &a.scenario.options(Target::Baseline)?)?;
+        println!(
+            "{:>8} {:>12.0} {:>7.3}% {:>9.0} {:>9.0} {:>9.0} {:>12.0} {:>9.0} {:>7.3}",
+            rate,
+            relay.received_pps,
+            relay.loss_ratio * 100.0,
+            relay.latency_us.p50,
+            relay.latency_us.p99,
+            relay.latency_us.p999,
+            baseline.received_pps,
+            baseline.latency_us.p99,
+            relay.received_pps / baseline.received_pps.max(f64::MIN_POSITIVE),
+        );
+        points.push(SweepPoint {
+            rate_hz: *rate,
+            relay,
+            baseline,
+        });
+    }
+    let title = format!(
+        "gsrelay latency vs load: {} pub × {} obj, {} sub, {:?}",
+        scenario.publishers, scenario.objects, scenario.subscribers, scenario.security
+    );
+    std::fs::write(&a.out, sweep_svg(&points, &title))
+        .with_context(|| format!("writing {}", a.out.display()))?;
+    if let Some(path) = &a.json {
+        write_json(path, &points)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,151 @@
+//! `gsrelay bench` end to end: a tiny scenario in process and against the baseline, with
+//! the JSON report checked key by key, and the impairment proxy's loss share.
+
+use gsrelay::bench::impair::{Impairment, ProxyListener};
+use serde_json::Value;
+use std::process::Command;
+use std::time::Duration;
+
+/// Runs the binary on the tiny scenario (1 room, 1 publisher, 2 subscribers, 1 s) with
+/// `extra` flags and returns its JSON report.
+fn tiny(extra: &[&str]) -> Value {
+    let dir = std::env::temp_dir().join(format!("gsrelay-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join(format!("{}.json", extra.join("_").replace('-', "")));
+    let out = Command::new(env!("CARGO_BIN_EXE_gsrelay"))
+        .args([
+            "bench",
+            "--publishers",
+            "1",
+            "--subscribers",
+            "2",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.3",
+            "--late-joiners",
+            "1",
+            "--late-join-at",
+            "0.6",
+            "--plain-rtp",
+            "--no-progress",
+            "--json",
+        ])
+        .arg(&json)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("received pps"), "{table}");
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v.get(key)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{key} missing or not a number in {v}"))
+}
+
+/// Checks the keys every report has, and that their values are sane.
+fn check_common(r: &Value, target: &str) {
+    for key in [
+        "scenario",
+        "target",
+        "duration_s",
+        "rooms",
+        "publishers",
+        "subscribers",
+    ] {
+        assert!(r.get(key).is_some(), "{key} missing");
+    }
+    assert_eq!(r["target"], target);
+    assert_eq!(num(r, "rooms"), 1.0);
+    assert_eq!(num(r, "publishers"), 1.0);
+    assert_eq!(num(r, "subscribers"), 2.0);
+    assert!(num(r, "sent_pps") > 0.0);
+    assert!(num(r, "received_pps") > 0.0);
+    let loss = num(r, "loss_ratio");
+    assert!((0.0..=1.0).contains(&loss), "loss {loss}");
+    let lat = &r["latency_us"];
+    let (p50, p90, p99, p999, max) = (
+        num(lat, "p50"),
+        num(lat, "p90"),
+        num(lat, "p99"),
+        num(lat, "p999"),
+        num(lat, "max"),
+    );
+    assert!(
+        0.0 < p50 && p50 <= p90 && p90 <= p99 && p99 <= p999 && p999 <= max,
+        "{lat}"
+    );
+    assert!(num(r, "relay_cpu_s") >= 0.0);
+    assert!(num(r, "relay_peak_rss_bytes") > 0.0);
+}
+
+#[test]
+fn in_process_report_has_every_key() {
+    // Through the impairment proxy too (a delay only, so nothing is lost).
+    let r = tiny(&["--impair", "delay=1ms"]);
+    check_common(&r, "inprocess");
+    assert!(
+        num(&r["latency_us"], "p50") >= 2000.0,
+        "two proxy hops of 1 ms"
+    );
+    let snap = &r["snapshot_ms"];
+    assert_eq!(num(snap, "completed"), 1.0, "{snap}");
+    assert!(num(snap, "p50") <= num(snap, "p99") && num(snap, "p99") <= num(snap, "max"));
+}
+
+#[test]
+fn baseline_report_has_every_key() {
+    let r = tiny(&["--baseline"]);
+    check_common(&r, "baseline");
+    // The reflector keeps no state, so there is no snapshot to time.
+    assert!(r["snapshot_ms"].is_null());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_drops_about_the_configured_share() {
+    let sink = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let listener = ProxyListener::bind().await.unwrap();
+    let front = listener.local_addr();
+    let impairment: Impairment = "loss=10%".parse().unwrap();
+    let proxy = listener.start(sink.local_addr().unwrap(), impairment, 42);
+    let client = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    client.connect(front).await.unwrap();
+    let n = 4000u32;
+    // Received as they come: a small socket buffer would drop a backlog.
+    let counter = tokio::spawn(async move {
+        let mut got = 0u32;
+        let mut buf = [0u8; 16];
+        while let Ok(Ok(_)) =
+            tokio::time::timeout(Duration::from_millis(500), sink.recv(&mut buf)).await
+        {
+            got += 1;
+        }
+        got
+    });
+    for i in 0..n {
+        client.send(&i.to_be_bytes()).await.unwrap();
+        if i % 100 == 99 {
+            // Paced, so that socket buffers never drop anything themselves.
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    let got = counter.await.unwrap();
+    let dropped = proxy
+        .stats
+        .dropped
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(u64::from(n - got), dropped, "only the proxy drops");
+    // Binomial sd at n = 4000, p = 0.1 is 0.47%; ±2% is over four of them (and the seed
+    // makes the run repeat exactly anyway).
+    let share = f64::from(n - got) / f64::from(n);
+    assert!((share - 0.10).abs() < 0.02, "dropped {share}");
+    proxy.stop();
+}
