@@ -110,7 +110,10 @@ impl Relay {
         req.interest
             .validate()
             .map_err(ControlError::InvalidInterest)?;
-        let members = self.rooms.get(req.room.as_str()).map_or(0, |r| r.members.len());
+        let members = self
+            .rooms
+            .get(req.room.as_str())
+            .map_or(0, |r| r.members.len());
         if members >= self.cfg.max_sessions_per_room {
             return Err(ControlError::RoomFull(req.room));
         }

@@ -4,5 +4,6 @@
 //! - [`command`]: the channel through which the control plane drives the relay task.
 //! - [`udp`]: RTP/RTCP over UDP (rtcp-mux) with SRTP.
 
+pub mod batch;
 pub mod command;
 pub mod udp;

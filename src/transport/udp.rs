@@ -29,6 +29,7 @@
 //! between its join and its first packet). Protecting allocates one buffer per packet,
 //! which `rtc-srtp` forces (see [`crate::rtp::srtp`]); nothing else here allocates per packet.
 
+use super::batch::SendBatch;
 use super::command::{
     Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner, SrtpKeys,
 };
@@ -99,6 +100,7 @@ pub async fn spawn(
         rtp_addr: cfg.advertise.unwrap_or(local_addr),
         insecure_plain_rtp: cfg.insecure_plain_rtp,
         buf: vec![0; RECV_BUFFER],
+        batch: SendBatch::default(),
     };
     let task = tokio::spawn(shell.run(commands));
     Ok(UdpTransport {
@@ -167,6 +169,8 @@ struct Shell {
     insecure_plain_rtp: bool,
     /// The receive buffer, reused for every datagram.
     buf: Vec<u8>,
+    /// Outgoing datagrams, sent together.
+    batch: SendBatch,
 }
 
 impl Shell {
@@ -189,29 +193,33 @@ impl Shell {
         tracing::info!("RTP/UDP transport stopped: every relay handle dropped");
     }
 
-    /// Reads up to [`RECV_BATCH`] datagrams, handling each (and sending its outputs)
-    /// before reading the next, so the receive buffer is reused.
+    /// Reads up to [`RECV_BATCH`] datagrams and handles them, then sends everything they
+    /// produced together (one `sendmmsg` per [`super::batch::SEND_BATCH`] datagrams). Each accepted
+    /// datagram's latency runs from the batch's arrival to the end of that send.
     async fn receive_batch(&mut self) {
         let now = Instant::now();
+        let mut accepted = 0u32;
         for _ in 0..RECV_BATCH {
             let (len, from) = match self.socket.try_recv_from(&mut self.buf) {
                 Ok(got) => got,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => {
                     // ICMP errors surfaced by some platforms; nothing to do for one datagram.
                     tracing::debug!(error = %e, "UDP receive error");
-                    return;
+                    break;
                 }
             };
             self.counters.packets_in.inc();
             self.counters.bytes_in.inc_by(len as u64);
             match self.ingest(now, len, from) {
-                Ok(()) => {
-                    self.flush().await;
-                    self.counters.latency.observe(now.elapsed().as_secs_f64());
-                }
+                Ok(()) => accepted += 1,
                 Err(reason) => self.metrics.drop(reason),
             }
+        }
+        self.flush().await;
+        let latency = now.elapsed().as_secs_f64();
+        for _ in 0..accepted {
+            self.counters.latency.observe(latency);
         }
     }
 
@@ -274,6 +282,7 @@ impl Shell {
             peers,
             socket,
             counters,
+            batch,
             ..
         } = self;
         while let Some(t) = relay.poll_transmit() {
@@ -307,13 +316,12 @@ impl Shell {
                 // Unreachable: an unlatched session has no address.
                 Security::Pending { .. } => continue,
             };
-            match socket.send_to(bytes, addr).await {
-                Ok(n) => {
-                    counters.packets_out.inc();
-                    counters.bytes_out.inc_by(n as u64);
-                }
-                Err(e) => tracing::debug!(error = %e, %addr, "UDP send failed"),
-            }
+            batch.push(addr, bytes);
+        }
+        if !batch.is_empty() {
+            let sent = batch.flush(socket).await;
+            counters.packets_out.inc_by(sent.packets);
+            counters.bytes_out.inc_by(sent.bytes);
         }
     }
 
