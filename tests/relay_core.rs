@@ -456,3 +456,32 @@ fn idle_sessions_are_removed_and_reported_to_the_transport() {
     assert!(w.relay.session(a.session).is_none());
     assert!(w.relay.room_info("r").is_none(), "empty rooms are removed");
 }
+
+#[test]
+fn a_reordered_packet_applies_only_the_objects_no_newer_packet_refreshed() {
+    let mut w = World::new();
+    let a = w.join("r", true, false);
+    let b = w.join("r", false, true);
+    let encode = |objects: &[Object]| wire::encode(objects, Dialect::Draft01).unwrap();
+    w.publish_seq(&a, 100, &encode(&[head(1, 1.0), head(2, 1.0)]));
+    w.publish_seq(&a, 102, &encode(&[head(2, 3.0)]));
+    w.sent();
+    // 101 arrives late: object 1 is still news, object 2 was refreshed by 102.
+    w.publish_seq(&a, 101, &encode(&[head(1, 2.0), head(2, 2.0)]));
+    let out = w.sent();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].objects(Dialect::Draft01), vec![head(1, 2.0)]);
+    // Nothing in it is news any more: dropped as late.
+    w.publish_seq(&a, 101, &encode(&[head(1, 2.0), head(2, 2.0)]));
+    assert!(w.sent().is_empty());
+    assert_eq!(w.dropped("late"), 1);
+    w.fir(&b, a.ssrc, 1);
+    let mut state: Vec<(u64, f32)> = w
+        .sent()
+        .iter()
+        .flat_map(|s| s.objects(Dialect::Draft01))
+        .map(|o| (o.id().unwrap(), x_of(&o)))
+        .collect();
+    state.sort_by_key(|(id, _)| *id);
+    assert_eq!(state, vec![(1, 2.0), (2, 3.0)]);
+}

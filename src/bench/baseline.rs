@@ -225,10 +225,16 @@ mod tests {
         let sub = sock(1, Role::Subscriber);
         let other = sock(2, Role::Subscriber);
         let publisher = sock(1, Role::Publisher);
-        std::thread::sleep(Duration::from_millis(50));
-        publisher.send(b"state").unwrap();
+        // The hellos are handled asynchronously: resend until the reflector forwards.
+        sub.set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
         let mut buf = [0u8; 64];
-        let n = sub.recv(&mut buf).unwrap();
+        let n = (0..100)
+            .find_map(|_| {
+                publisher.send(b"state").unwrap();
+                sub.recv(&mut buf).ok()
+            })
+            .expect("the reflector forwards within 100 tries");
         assert_eq!(&buf[..n], b"state");
         other
             .set_read_timeout(Some(Duration::from_millis(100)))

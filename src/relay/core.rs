@@ -403,18 +403,26 @@ impl Relay {
             self.metrics.streams.inc();
             Stream::new(from, seq.wrapping_sub(1), ts, pkt.payload_type(), now)
         });
-        match seq.wrapping_sub(stream.last_seq) {
+        let late = match seq.wrapping_sub(stream.last_seq) {
             0 => return Err("duplicate"),
-            // Older than the newest: stale game state, never applied over newer state.
-            d if d >= 0x8000 => return Err("late"),
-            _ => {}
+            d => d >= 0x8000,
+        };
+        if late {
+            // Reordered: keep the objects no newer packet has refreshed; stale game state
+            // is never applied over newer state (objects without an objectID cannot be
+            // judged and are dropped).
+            self.refs
+                .retain(|r| r.id.is_some_and(|id| stream.store.is_news(id, seq)));
+            if self.refs.is_empty() {
+                return Err("late");
+            }
         }
         if stream.store.len() + stream.store.count_new(&self.refs) > self.cfg.max_objects_per_stream
         {
             return Err("too_many_objects");
         }
         let before = stream.store.len();
-        stream.store.apply(pkt.payload(), &self.refs, now);
+        stream.store.apply(pkt.payload(), &self.refs, seq, now);
         self.scratch.moved_from.clear();
         index_objects(
             &mut room.objects,
@@ -427,14 +435,17 @@ impl Relay {
             .cached_objects
             .add((stream.store.len() - before) as i64);
         stream.history.record(seq, &self.refs);
-        stream.last_seq = seq;
-        stream.last_ts = ts;
-        stream.payload_type = pkt.payload_type();
+        if !late {
+            stream.last_seq = seq;
+            stream.last_ts = ts;
+            stream.payload_type = pkt.payload_type();
+        }
         stream.last_packet = now;
         let room = &self.rooms[&self.sessions[&from].room];
         let packet = Packet {
             rtp: &pkt,
             refs: &self.refs,
+            complete: !late,
             from,
             dialect,
         };

@@ -40,8 +40,10 @@ pub struct Scratch {
 pub struct Packet<'a, 'p> {
     /// The parsed source packet.
     pub rtp: &'a RtpPacket<'p>,
-    /// Its objects.
+    /// Its objects (for a reordered packet, only those that are still news).
     pub refs: &'a [ObjectRef],
+    /// Whether `refs` are all the payload's objects (the payload can be copied whole).
+    pub complete: bool,
     /// Its sender.
     pub from: SessionId,
     /// The sender's dialect.
@@ -107,7 +109,7 @@ pub fn fan_out(
             continue;
         }
         let payload = p.rtp.payload();
-        if wanted == p.refs.len() {
+        if wanted == p.refs.len() && p.complete {
             buf.extend_from_slice(payload);
         } else {
             for (r, _) in p.refs.iter().zip(&scratch.mask).filter(|(_, w)| **w) {

@@ -25,6 +25,8 @@ pub struct Entry {
     packet: u64,
     /// The grid cell it is indexed under.
     pub cell: Option<super::grid::Cell>,
+    /// Source sequence number of the packet that last refreshed it.
+    pub seq: u16,
 }
 
 /// Objects of one stream, in first-seen order.
@@ -62,7 +64,7 @@ impl Store {
 
     /// Applies one accepted packet. Objects without an objectID are not cached. Reuses
     /// each entry's buffer, so a steady stream of updates allocates nothing.
-    pub fn apply(&mut self, payload: &[u8], refs: &[ObjectRef], now: Instant) {
+    pub fn apply(&mut self, payload: &[u8], refs: &[ObjectRef], seq: u16, now: Instant) {
         self.packets += 1;
         let packet = self.packets;
         for r in refs {
@@ -77,6 +79,7 @@ impl Store {
                 updated: now,
                 packet: 0,
                 cell: None,
+                seq,
             });
             // The first TLV of this id in a packet replaces the old state; later ones (the
             // same object in a newer format) are appended after it.
@@ -92,6 +95,7 @@ impl Store {
             e.position = r.position.or(e.position);
             e.parent = r.parent.or(e.parent);
             e.updated = now;
+            e.seq = seq;
             self.elect_avatar(id);
         }
     }
@@ -122,6 +126,14 @@ impl Store {
     /// The entry for an objectID.
     pub fn get(&self, id: u64) -> Option<&Entry> {
         self.objects.get(&id)
+    }
+
+    /// Whether a (reordered) packet `seq` still carries news for `id`: no newer packet
+    /// has refreshed it.
+    pub fn is_news(&self, id: u64, seq: u16) -> bool {
+        self.objects
+            .get(&id)
+            .is_none_or(|e| seq.wrapping_sub(e.seq).wrapping_sub(1) < 0x7fff)
     }
 
     /// The entry for an objectID, to update its grid cell.

@@ -82,6 +82,12 @@ impl World {
         let seq = self.seqs.entry(who.ssrc).or_insert(1000);
         *seq = seq.wrapping_add(1);
         let seq = *seq;
+        self.publish_seq(who, seq, payload);
+        seq
+    }
+
+    /// Publishes a payload under a chosen sequence number (reordering, duplicates).
+    pub fn publish_seq(&mut self, who: &Joined, seq: u16, payload: &[u8]) {
         let ts = (self.now - self.t0).as_millis() as u32 * 90;
         let mut pkt = Vec::new();
         let header = RtpHeader {
@@ -96,7 +102,6 @@ impl World {
         header.append_to(&mut pkt).unwrap();
         pkt.extend_from_slice(payload);
         self.relay.handle_rtp(self.now, who.session, &pkt);
-        seq
     }
 
     pub fn rtcp(&mut self, who: &Joined, write: impl FnOnce(&mut Vec<u8>)) {
