@@ -107,6 +107,10 @@ pub struct Report {
     pub relay_peak_rss_bytes: Option<u64>,
     /// Datagrams the impairment proxy dropped.
     pub impair_dropped: Option<u64>,
+    /// Slow (capped) subscribers, all rooms; left out of every figure above.
+    pub slow_subscribers: usize,
+    /// Packets per second each slow subscriber received, on average.
+    pub slow_received_pps: Option<f64>,
     /// The same scenario against the baseline reflector (`--compare-baseline`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Box<Report>>,
@@ -228,6 +232,13 @@ impl Report {
         }
         if let Some(ratio) = self.ratio_received_pps {
             let _ = writeln!(t, "received pps relay / baseline: {ratio:.3}");
+        }
+        if let Some(pps) = self.slow_received_pps {
+            let _ = writeln!(
+                t,
+                "slow subscribers (left out above): {}, each {pps:.0} pkt/s",
+                self.slow_subscribers
+            );
         }
         t
     }

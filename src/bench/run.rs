@@ -10,7 +10,7 @@ use super::sys;
 use crate::client::{Client, JoinOptions, Received};
 use crate::config::ServeConfig;
 use crate::control::token::{Rights, Tokens};
-use crate::relay::RelayConfig;
+use crate::relay::{Interest, RelayConfig};
 use crate::rtp::{RtpHeader, RtpPacket};
 use crate::server;
 use crate::wire::{self, Dialect, Object, Unknown};
@@ -49,6 +49,17 @@ const KEEPALIVE: Duration = Duration::from_secs(5);
 
 /// Receive buffer asked for by late joiners, which take a snapshot's burst at once.
 const LATE_RECV_BUFFER: usize = 4 << 20;
+
+/// What kind of session a bench client joins as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SubKind {
+    /// Joined from the start, with the scenario's interest.
+    Regular,
+    /// Joins mid-run and asks for a snapshot.
+    Late,
+    /// Joined from the start with a bandwidth cap.
+    Slow,
+}
 
 /// Highest latency the histograms hold, ns.
 const MAX_LATENCY_NS: u64 = 60_000_000_000;
@@ -203,7 +214,11 @@ fn relay_config(
         drain_grace_secs: 0,
         relay: RelayConfig {
             max_packets_per_sec: 1_000_000,
-            max_sessions_per_room: s.publishers + s.subscribers + s.late_joiners + 8,
+            max_sessions_per_room: s.publishers
+                + s.subscribers
+                + s.late_joiners
+                + s.slow_subscribers
+                + 8,
             max_objects_per_stream: (s.objects + s.static_objects + 1)
                 .max(RelayConfig::default().max_objects_per_stream),
             ..RelayConfig::default()
@@ -246,8 +261,9 @@ impl Endpoint {
         room: usize,
         role: Role,
         n: usize,
-        late: bool,
+        kind: SubKind,
     ) -> anyhow::Result<Conn> {
+        let late = kind == SubKind::Late;
         match self {
             Endpoint::Relay { http, tokens } => {
                 let rights = Rights {
@@ -266,7 +282,14 @@ impl Endpoint {
                 )?;
                 let opts = JoinOptions {
                     dialect: Dialect::Draft01,
-                    interest: if late { None } else { s.interest.clone() },
+                    interest: match kind {
+                        SubKind::Late => None,
+                        SubKind::Slow => Some(Interest {
+                            max_bitrate_bps: Some(s.slow_max_bitrate_bps),
+                            ..s.interest.clone().unwrap_or_default()
+                        }),
+                        SubKind::Regular => s.interest.clone(),
+                    },
                     profile: s.srtp_profile,
                     plain_rtp: s.security == Security::Plain,
                     ..JoinOptions::default()
@@ -542,6 +565,8 @@ struct LateJoin {
 struct SubOut {
     room: usize,
     late: bool,
+    /// A slow subscriber: left out of the figures, reported apart.
+    slow: bool,
     packets: u64,
     objects: u64,
     latency: Histogram<u64>,
@@ -560,6 +585,7 @@ async fn subscriber(
     let mut out = SubOut {
         room,
         late: late.is_some(),
+        slow: false,
         packets: 0,
         objects: 0,
         latency: Histogram::new_with_max(MAX_LATENCY_NS, 3)?,
@@ -662,15 +688,34 @@ async fn drive(
         for n in 0..s.subscribers {
             subs.push((
                 room,
-                endpoint.join(s, room, Role::Subscriber, n, false).await?,
+                endpoint
+                    .join(s, room, Role::Subscriber, n, SubKind::Regular)
+                    .await?,
             ));
+        }
+    }
+    // Slow subscribers need a relay (a bandwidth cap); the reflector has none.
+    let mut slow = Vec::new();
+    if matches!(*endpoint, Endpoint::Relay { .. }) {
+        for room in 0..s.rooms {
+            for n in 0..s.slow_subscribers {
+                let n = s.subscribers + s.late_joiners + n;
+                slow.push((
+                    room,
+                    endpoint
+                        .join(s, room, Role::Subscriber, n, SubKind::Slow)
+                        .await?,
+                ));
+            }
         }
     }
     let mut pubs = Vec::new();
     let mut pub_ssrcs = vec![Vec::new(); s.rooms];
     for room in 0..s.rooms {
         for n in 0..s.publishers {
-            let c = endpoint.join(s, room, Role::Publisher, n, false).await?;
+            let c = endpoint
+                .join(s, room, Role::Publisher, n, SubKind::Regular)
+                .await?;
             if let Some(v) = pub_ssrcs.get_mut(room) {
                 v.push(c.ssrc());
             }
@@ -714,6 +759,14 @@ async fn drive(
     for (room, conn) in subs {
         sub_tasks.spawn(subscriber(conn, room, None, clock, stop_at, live.clone()));
     }
+    for (room, conn) in slow {
+        let live = live.clone();
+        sub_tasks.spawn(async move {
+            let mut out = subscriber(conn, room, None, clock, stop_at, live).await?;
+            out.slow = true;
+            Ok(out)
+        });
+    }
     // Late joiners join at their time, in their own tasks.
     let late_at = start + Duration::from_secs_f64(s.late_join_at_s);
     let ids: Vec<u64> = (1..=s.objects as u64)
@@ -731,7 +784,13 @@ async fn drive(
             sub_tasks.spawn(async move {
                 tokio::time::sleep_until(late_at.into()).await;
                 let conn = endpoint
-                    .join(&s2, room, Role::Subscriber, s2.subscribers + n, true)
+                    .join(
+                        &s2,
+                        room,
+                        Role::Subscriber,
+                        s2.subscribers + n,
+                        SubKind::Late,
+                    )
                     .await?;
                 let late = LateJoin {
                     at: Instant::now(),
@@ -805,8 +864,12 @@ fn progress_bar(show: bool, s: &Scenario) -> Option<ProgressBar> {
 }
 
 impl Gathered {
-    fn report(self, s: &Scenario, opts: &RunOptions, target: TargetKind) -> Report {
+    fn report(mut self, s: &Scenario, opts: &RunOptions, target: TargetKind) -> Report {
         let secs = s.duration_s;
+        let (slow, subs): (Vec<SubOut>, Vec<SubOut>) = self.subs.into_iter().partition(|r| r.slow);
+        self.subs = subs;
+        let slow_received_pps = (!slow.is_empty())
+            .then(|| slow.iter().map(|r| r.packets).sum::<u64>() as f64 / secs / slow.len() as f64);
         let sent: u64 = self.pubs.iter().map(|p| p.packets).sum();
         let sent_objects: u64 = self.pubs.iter().map(|p| p.objects).sum();
         let received: u64 = self.subs.iter().map(|r| r.packets).sum();
@@ -879,6 +942,8 @@ impl Gathered {
             process_cpu_s: self.process_cpu_s,
             relay_peak_rss_bytes: self.peak_rss,
             impair_dropped: None,
+            slow_subscribers: slow.len(),
+            slow_received_pps,
             baseline: None,
             ratio_received_pps: None,
         }

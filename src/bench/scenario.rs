@@ -131,6 +131,12 @@ pub struct Scenario {
     /// Subscribers' interest (default: everything but their own stream). Loss is
     /// computed assuming every publisher's stream is admitted.
     pub interest: Option<Interest>,
+    /// Slow subscribers per room: they join with a bandwidth cap of
+    /// `slow_max_bitrate_bps` and are left out of the other figures, so a run with and one
+    /// without them show whether a slow subscriber costs the others anything.
+    pub slow_subscribers: usize,
+    /// The slow subscribers' cap, bits per second.
+    pub slow_max_bitrate_bps: u64,
     /// SRTP or plain RTP.
     pub security: Security,
     /// SRTP profile; the relay's default when absent.
@@ -159,6 +165,8 @@ impl Default for Scenario {
             late_joiners: 2,
             late_join_at_s: 5.0,
             interest: None,
+            slow_subscribers: 0,
+            slow_max_bitrate_bps: 16_000,
             security: Security::Srtp,
             srtp_profile: None,
             seed: 1,
@@ -190,10 +198,14 @@ impl Scenario {
             ("publishers", self.publishers),
             ("subscribers", self.subscribers),
             ("late_joiners", self.late_joiners),
+            ("slow_subscribers", self.slow_subscribers),
         ] {
             if n > limits::CLIENTS_PER_ROOM {
                 bail!("{what} must be at most {}", limits::CLIENTS_PER_ROOM);
             }
+        }
+        if self.slow_max_bitrate_bps == 0 {
+            bail!("slow_max_bitrate_bps must be positive");
         }
         if self.publishers == 0 || self.subscribers + self.late_joiners == 0 {
             bail!("a scenario needs at least one publisher and one subscriber per room");

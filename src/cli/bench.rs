@@ -68,6 +68,13 @@ struct ScenarioArgs {
     /// When late joiners join, seconds after publishing starts [default: 5].
     #[arg(long, value_name = "SECS")]
     late_join_at: Option<f64>,
+    /// Slow subscribers per room, capped at --slow-max-bitrate and left out of the other
+    /// figures [default: 0].
+    #[arg(long)]
+    slow_subscribers: Option<usize>,
+    /// The slow subscribers' bandwidth cap, bits per second [default: 16000].
+    #[arg(long, value_name = "BPS")]
+    slow_max_bitrate: Option<u64>,
     /// Subscribers' interest as JSON, e.g. `{"types":{"deny":["Mesh1"]}}`.
     #[arg(long, value_name = "JSON", value_parser = parse_interest)]
     interest: Option<Interest>,
@@ -187,6 +194,8 @@ impl ScenarioArgs {
         set(&mut s.warmup_s, &self.warmup);
         set(&mut s.late_joiners, &self.late_joiners);
         set(&mut s.late_join_at_s, &self.late_join_at);
+        set(&mut s.slow_subscribers, &self.slow_subscribers);
+        set(&mut s.slow_max_bitrate_bps, &self.slow_max_bitrate);
         set(&mut s.seed, &self.seed);
         if self.interest.is_some() {
             s.interest.clone_from(&self.interest);
