@@ -154,10 +154,10 @@ async fn proxy_drops_about_the_configured_share() {
 fn slow_subscribers_are_capped_and_reported_apart() {
     let r = tiny(&["--slow-subscribers", "1", "--slow-max-bitrate", "32000"]);
     assert_eq!(r["slow_subscribers"], 1);
-    let slow = num(&r, "slow_received_pps");
-    let each = num(&r, "received_pps") / 3.0; // 2 subscribers + 1 late joiner
+    let slow = num(&r, "slow_received_objects_per_s");
+    let each = num(&r, "received_objects_per_s") / 3.0; // 2 subscribers + 1 late joiner
     assert!(slow > 0.0, "the slow subscriber still receives");
-    assert!(slow < each, "capped: {slow} < {each} pkt/s");
+    assert!(slow < each, "capped: {slow} < {each} objects/s");
     assert!(
         num(&r, "loss_ratio") < 0.05,
         "the others lose nothing to it"

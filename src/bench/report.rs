@@ -109,8 +109,9 @@ pub struct Report {
     pub impair_dropped: Option<u64>,
     /// Slow (capped) subscribers, all rooms; left out of every figure above.
     pub slow_subscribers: usize,
-    /// Packets per second each slow subscriber received, on average.
-    pub slow_received_pps: Option<f64>,
+    /// Objects per second each slow subscriber received, on average (from live packets and
+    /// the store alike).
+    pub slow_received_objects_per_s: Option<f64>,
     /// The same scenario against the baseline reflector (`--compare-baseline`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Box<Report>>,
@@ -233,10 +234,10 @@ impl Report {
         if let Some(ratio) = self.ratio_received_pps {
             let _ = writeln!(t, "received pps relay / baseline: {ratio:.3}");
         }
-        if let Some(pps) = self.slow_received_pps {
+        if let Some(ops) = self.slow_received_objects_per_s {
             let _ = writeln!(
                 t,
-                "slow subscribers (left out above): {}, each {pps:.0} pkt/s",
+                "slow subscribers (left out above): {}, each {ops:.0} objects/s",
                 self.slow_subscribers
             );
         }

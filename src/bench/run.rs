@@ -5,7 +5,7 @@
 use super::baseline::{self, Reflector, Role};
 use super::impair::{Impairment, ProxyListener};
 use super::report::{Latency, Report, SnapshotTimes, TargetKind};
-use super::scenario::{BENCH_OBJECT_ID, Scenario, Security};
+use super::scenario::{BENCH_NO_ID, Scenario, Security};
 use super::sys;
 use crate::client::{Client, JoinOptions, Received};
 use crate::config::ServeConfig;
@@ -490,7 +490,7 @@ fn stamp(
 ) -> anyhow::Result<()> {
     out.clear();
     let mut data = Vec::with_capacity(17);
-    data.push(BENCH_OBJECT_ID as u8);
+    data.push(BENCH_NO_ID);
     data.extend_from_slice(&counter.to_be_bytes());
     data.extend_from_slice(&ts_ns.to_be_bytes());
     let bench = Object::Unknown(Unknown {
@@ -567,6 +567,9 @@ struct SubOut {
     late: bool,
     /// A slow subscriber: left out of the figures, reported apart.
     slow: bool,
+    /// Objects received in any packet, with or without a send time (a capped subscriber
+    /// gets most of its state from the relay's store, which holds no send times).
+    all_objects: u64,
     packets: u64,
     objects: u64,
     latency: Histogram<u64>,
@@ -586,6 +589,7 @@ async fn subscriber(
         room,
         late: late.is_some(),
         slow: false,
+        all_objects: 0,
         packets: 0,
         objects: 0,
         latency: Histogram::new_with_max(MAX_LATENCY_NS, 3)?,
@@ -647,6 +651,9 @@ async fn subscriber(
                 out.snapshot = Some(None);
                 pending = None;
             }
+        }
+        if clock.in_window(arrived) {
+            out.all_objects += objects;
         }
         let Some(sent) = sent_ns else { continue };
         if !clock.in_window(sent) {
@@ -868,8 +875,9 @@ impl Gathered {
         let secs = s.duration_s;
         let (slow, subs): (Vec<SubOut>, Vec<SubOut>) = self.subs.into_iter().partition(|r| r.slow);
         self.subs = subs;
-        let slow_received_pps = (!slow.is_empty())
-            .then(|| slow.iter().map(|r| r.packets).sum::<u64>() as f64 / secs / slow.len() as f64);
+        let slow_received_objects_per_s = (!slow.is_empty()).then(|| {
+            slow.iter().map(|r| r.all_objects).sum::<u64>() as f64 / secs / slow.len() as f64
+        });
         let sent: u64 = self.pubs.iter().map(|p| p.packets).sum();
         let sent_objects: u64 = self.pubs.iter().map(|p| p.objects).sum();
         let received: u64 = self.subs.iter().map(|r| r.packets).sum();
@@ -943,7 +951,7 @@ impl Gathered {
             relay_peak_rss_bytes: self.peak_rss,
             impair_dropped: None,
             slow_subscribers: slow.len(),
-            slow_received_pps,
+            slow_received_objects_per_s,
             baseline: None,
             ratio_received_pps: None,
         }

@@ -409,10 +409,10 @@ impl Relay {
         };
         if late {
             // Reordered: keep the objects no newer packet has refreshed; stale game state
-            // is never applied over newer state (objects without an objectID cannot be
-            // judged and are dropped).
+            // is never applied over newer state. Objects without an objectID are never
+            // cached, so they cannot regress anything and go through.
             self.refs
-                .retain(|r| r.id.is_some_and(|id| stream.store.is_news(id, seq)));
+                .retain(|r| r.id.is_none_or(|id| stream.store.is_news(id, seq)));
             if self.refs.is_empty() {
                 return Err("late");
             }

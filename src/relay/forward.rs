@@ -176,7 +176,12 @@ fn pace(
     let mut next: Option<Instant> = None;
     let mut bytes = 0;
     for (i, r) in p.refs.iter().enumerate() {
-        let (Some(true), Some(id)) = (scratch.mask.get(i).copied(), r.id) else {
+        if scratch.mask.get(i) != Some(&true) {
+            continue;
+        }
+        // Objects without an objectID have no rate state; they still cost bandwidth.
+        let Some(id) = r.id else {
+            bytes += r.end - r.start;
             continue;
         };
         let key = (ssrc, id);
@@ -200,18 +205,25 @@ fn pace(
             .as_mut()
             .is_none_or(|b| b.take(bytes + RTP_HEADER, now));
     for (i, r) in p.refs.iter().enumerate() {
-        let (Some(true), Some(id)) = (scratch.mask.get(i).copied(), r.id) else {
+        if scratch.mask.get(i) != Some(&true) {
             continue;
-        };
-        let key = (ssrc, id);
-        if fits {
-            pacing.pending.remove(&key);
-            pacing.last_sent.insert(key, now);
-        } else {
-            pacing.defer(key, now, now);
-            next = Some(now);
-            if let Some(m) = scratch.mask.get_mut(i) {
-                *m = false;
+        }
+        match (fits, r.id) {
+            (true, Some(id)) => {
+                pacing.pending.remove(&(ssrc, id));
+                pacing.last_sent.insert((ssrc, id), now);
+            }
+            (true, None) => {}
+            (false, id) => {
+                // Cached objects wait, coalesced; objects without an objectID have no
+                // cached state to send later and are dropped.
+                if let Some(id) = id {
+                    pacing.defer((ssrc, id), now, now);
+                    next = Some(now);
+                }
+                if let Some(m) = scratch.mask.get_mut(i) {
+                    *m = false;
+                }
             }
         }
     }

@@ -67,7 +67,10 @@ impl<T: PartialEq + Copy> Grid<T> {
     /// Removes `t` from `cell`.
     pub fn remove(&mut self, cell: Cell, t: T) {
         if let Some(v) = self.cells.get_mut(&cell) {
-            v.retain(|x| *x != t);
+            // Members are unordered: swap out the first match instead of shifting the rest.
+            if let Some(i) = v.iter().position(|x| *x == t) {
+                v.swap_remove(i);
+            }
             if v.is_empty() {
                 self.cells.remove(&cell);
             }
