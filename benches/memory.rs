@@ -4,10 +4,12 @@
 //!
 //! Run with `cargo bench --bench memory`; `docs/benchmarks.md` records the results.
 
+mod common;
+
+use common::update;
 use gsrelay::metrics::Metrics;
 use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
 use gsrelay::rtp::RtpHeader;
-use gsrelay::wire::{self, Dialect, Head1, Loc2, Object, Object2, Rot2};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
@@ -73,36 +75,6 @@ fn rss_kib() -> i64 {
                 .and_then(|v| v.parse().ok())
         })
         .unwrap_or(0)
-}
-
-/// One packet of five objects (a Head1 and four Object2), ids from `base`.
-fn update(base: u64, x: f32) -> Vec<u8> {
-    let loc = Loc2 {
-        x,
-        y: 1.7,
-        z: -3.0,
-        vx: 0.5,
-        vy: 0.0,
-        vz: 0.25,
-    };
-    let mut objects = vec![Object::Head1(Head1 {
-        id: base,
-        time: 7,
-        location: loc,
-        rotation: Rot2::default(),
-        ..Head1::default()
-    })];
-    for k in 1..5 {
-        objects.push(Object::Object2(Object2 {
-            id: base + k,
-            time: 7,
-            location: loc,
-            scale: loc,
-            active: true,
-            ..Object2::default()
-        }));
-    }
-    wire::encode(&objects, Dialect::Draft01).expect("encodes")
 }
 
 fn main() {

@@ -3,12 +3,14 @@
 //!
 //! Run with `cargo bench --bench relay`; `docs/benchmarks.md` records the results.
 
+mod common;
+
+use common::update;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use gsrelay::metrics::Metrics;
 use gsrelay::relay::{JoinRequest, Joined, Relay, RelayConfig};
 use gsrelay::rtp::RtpHeader;
 use gsrelay::rtp::rtcp::{self, FirEntry};
-use gsrelay::wire::{self, Dialect, Head1, Loc2, Object, Object2, Rot2};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -30,36 +32,6 @@ fn join(r: &mut Relay, now: Instant, publish: bool, subscribe: bool) -> Joined {
         ..JoinRequest::default()
     };
     r.join(now, req).expect("join")
-}
-
-/// A typical update packet: a head and four generic objects of one player.
-fn update(base_id: u64, x: f32) -> Vec<u8> {
-    let loc = Loc2 {
-        x,
-        y: 1.7,
-        z: -3.0,
-        vx: 0.5,
-        vy: 0.0,
-        vz: 0.25,
-    };
-    let mut objects = vec![Object::Head1(Head1 {
-        id: base_id,
-        time: 7,
-        location: loc,
-        rotation: Rot2::default(),
-        ..Head1::default()
-    })];
-    for k in 1..5 {
-        objects.push(Object::Object2(Object2 {
-            id: base_id + k,
-            time: 7,
-            location: loc,
-            scale: loc,
-            active: true,
-            ..Object2::default()
-        }));
-    }
-    wire::encode(&objects, Dialect::Draft01).expect("encodes")
 }
 
 fn rtp(ssrc: u32, seq: u16, payload: &[u8]) -> Vec<u8> {

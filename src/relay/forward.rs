@@ -427,8 +427,7 @@ fn send_followers(
         stream.store.iter(),
         |eid, e| {
             !in_packet(eid)
-                && relevance::locate(stream, Some(eid), e.position, e.parent)
-                    .is_some_and(|(k, _)| k.is_some_and(|k| entered.contains(&k)))
+                && follows(stream, eid, e, entered)
                 && admits_entry(interest, *dialect, p.dialect, e)
         },
     );
@@ -534,10 +533,8 @@ pub fn rescan_area(
             stream.store.iter(),
             |eid, e| {
                 entered.contains(&eid)
-                    || (admits_entry(interest, *dialect, from, e)
-                        && relevance::locate(stream, Some(eid), e.position, e.parent).is_some_and(
-                            |(k, _)| k.is_some_and(|k| k != eid && entered.contains(&k)),
-                        ))
+                    || (follows(stream, eid, e, &entered)
+                        && admits_entry(interest, *dialect, from, e))
             },
         );
     }
@@ -568,6 +565,13 @@ fn candidates_near(room: &Room, center: [f32; 3], reach: [f32; 3]) -> Vec<(u32, 
     let mut v: Vec<(u32, Vec<u64>)> = by_stream.into_iter().collect();
     v.sort_unstable_by_key(|(ssrc, _)| *ssrc);
     v
+}
+
+/// Whether an entry is located through one of the `entered` objects (a child of one, or a
+/// position-less object following its stream's avatar).
+fn follows(stream: &Stream, id: u64, e: &Entry, entered: &[u64]) -> bool {
+    relevance::locate(stream, Some(id), e.position, e.parent)
+        .is_some_and(|(k, _)| k.is_some_and(|k| k != id && entered.contains(&k)))
 }
 
 fn dist2(a: [f32; 3], b: [f32; 3]) -> f32 {
