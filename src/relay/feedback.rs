@@ -4,9 +4,9 @@
 
 use super::api::SessionId;
 use super::core::Relay;
-use super::forward::{admits_entry, entry_relevance, pack_entries};
+use super::forward::{admits_entry, entry_relevance, pack_entries, subscription};
 use super::relevance;
-use super::session::{Session, Subscription};
+use super::session::Session;
 use crate::rtp::rtcp::{self, FirEntry, RtcpItem};
 use crate::rtp::{PacketClass, RtpHeader};
 use std::time::Instant;
@@ -164,9 +164,7 @@ impl Relay {
             inside,
             ..
         } = sub;
-        let state = subs
-            .entry(ssrc)
-            .or_insert_with(|| Subscription::new(stream.last_seq));
+        let state = subscription(subs, ssrc, stream);
         let packets = pack_entries(
             &mut self.out,
             *id,

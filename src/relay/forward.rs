@@ -343,9 +343,7 @@ pub fn drain_pending(
             continue;
         };
         let Session { id, subs, .. } = sub;
-        let state = subs
-            .entry(ssrc)
-            .or_insert_with(|| Subscription::new(stream.last_seq));
+        let state = subscription(subs, ssrc, stream);
         let entries = ids
             .iter()
             .filter_map(|i| stream.store.get(*i).map(|e| (*i, e)));
@@ -413,9 +411,7 @@ fn send_followers(
         dialect,
         ..
     } = sub;
-    let state = subs
-        .entry(ssrc)
-        .or_insert_with(|| Subscription::new(stream.last_seq));
+    let state = subscription(subs, ssrc, stream);
     let in_packet = |id: u64| p.refs.iter().any(|r| r.id == Some(id));
     pack_entries(
         out,
@@ -518,9 +514,7 @@ pub fn rescan_area(
         if entered.is_empty() {
             continue;
         }
-        let state = subs
-            .entry(ssrc)
-            .or_insert_with(|| Subscription::new(stream.last_seq));
+        let state = subscription(subs, ssrc, stream);
         // The entered objects, and the objects located through them (children, objects
         // following the stream's avatar).
         pack_entries(
@@ -663,6 +657,17 @@ pub fn entry_relevance(
         }
         _ => Some((true, false)),
     }
+}
+
+/// A subscriber's forwarding state for a stream, started at the stream's newest sequence
+/// number when the relay first sends it anything.
+pub fn subscription<'a>(
+    subs: &'a mut HashMap<u32, Subscription>,
+    ssrc: u32,
+    stream: &Stream,
+) -> &'a mut Subscription {
+    subs.entry(ssrc)
+        .or_insert_with(|| Subscription::new(stream.last_seq))
 }
 
 /// Whether a cached entry goes to a subscriber (type filter and dialect).
