@@ -6,9 +6,13 @@
 
 pub mod baseline;
 pub mod impair;
+pub mod peers;
+pub mod process;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod soak;
+pub mod state;
 pub mod sys;
 
 pub use report::{Report, SweepPoint, TargetKind};

@@ -453,12 +453,14 @@ impl Clock {
 }
 
 /// Objects pre-encoded and packed into payload-sized chunks.
-struct Chunk {
-    bytes: Vec<u8>,
-    objects: u64,
+pub(super) struct Chunk {
+    pub(super) bytes: Vec<u8>,
+    pub(super) objects: u64,
 }
 
-fn pack(objects: &[Object], budget: usize) -> anyhow::Result<Vec<Chunk>> {
+/// Encodes `objects` (draft01) into chunks of at most `budget` bytes, leaving room for
+/// the bench object.
+pub(super) fn pack(objects: &[Object], budget: usize) -> anyhow::Result<Vec<Chunk>> {
     // Room for the bench object.
     let budget = budget.saturating_sub(24);
     let mut chunks: Vec<Chunk> = Vec::new();

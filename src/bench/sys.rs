@@ -47,11 +47,16 @@ pub fn threads_cpu_s(prefix: &str) -> f64 {
 
 /// Peak resident set size of the process (VmHWM), bytes.
 pub fn peak_rss_bytes() -> Option<u64> {
-    status_kib("VmHWM:").map(|k| k * 1024)
+    status_kib("/proc/self/status", "VmHWM:").map(|k| k * 1024)
 }
 
-fn status_kib(key: &str) -> Option<u64> {
-    let status = fs::read_to_string("/proc/self/status").ok()?;
+/// Resident set size (VmRSS) of process `pid`, bytes.
+pub fn rss_bytes_of(pid: u32) -> Option<u64> {
+    status_kib(&format!("/proc/{pid}/status"), "VmRSS:").map(|k| k * 1024)
+}
+
+fn status_kib(path: &str, key: &str) -> Option<u64> {
+    let status = fs::read_to_string(path).ok()?;
     let line = status.lines().find(|l| l.starts_with(key))?;
     line.get(key.len()..)?
         .split_whitespace()
@@ -73,6 +78,7 @@ mod tests {
     #[test]
     fn reads_this_process() {
         assert!(peak_rss_bytes().unwrap_or(0) > 0);
+        assert!(rss_bytes_of(std::process::id()).unwrap_or(0) > 0);
         assert!(process_cpu_s() >= 0.0);
     }
 }

@@ -6,6 +6,7 @@ use clap::{Args, Subcommand};
 use gsrelay::bench::impair::Impairment;
 use gsrelay::bench::report::sweep_svg;
 use gsrelay::bench::scenario::Mix;
+use gsrelay::bench::soak::Soak;
 use gsrelay::bench::{Report, RunOptions, Scenario, Security, SweepPoint, Target, run};
 use gsrelay::relay::Interest;
 use gsrelay::rtp::SrtpProfile;
@@ -27,6 +28,53 @@ enum BenchCmd {
     /// Run the scenario in process and against the baseline at increasing update rates,
     /// and draw latency against load as an SVG.
     Sweep(SweepArgs),
+    /// A long run at a steady load with subscribers leaving and joining, against a relay
+    /// in a child process: its memory over time and whether every subscriber ends with
+    /// every publisher's last state.
+    Soak(SoakArgs),
+}
+
+/// Arguments of `gsrelay bench soak`; defaults are `Soak::default()` (half the saturating
+/// SRTP load for 10 minutes, one subscriber replaced per second).
+#[derive(Debug, Args)]
+struct SoakArgs {
+    /// Publishers [default: 4].
+    #[arg(long)]
+    publishers: Option<usize>,
+    /// Subscribers present at any time [default: 8].
+    #[arg(long)]
+    subscribers: Option<usize>,
+    /// Live objects per publisher [default: 20].
+    #[arg(long)]
+    objects: Option<usize>,
+    /// Static objects per publisher, re-sent every 10 s [default: 100].
+    #[arg(long)]
+    static_objects: Option<usize>,
+    /// Updates per second per publisher [default: 1290].
+    #[arg(long, value_name = "HZ")]
+    rate: Option<f64>,
+    /// Load before the measurement, without churn, seconds [default: 5].
+    #[arg(long, value_name = "SECS")]
+    warmup: Option<f64>,
+    /// Measured load with churn, seconds [default: 600].
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// Subscribers replaced per second (one leaves, a new one joins and sends a FIR)
+    /// [default: 1].
+    #[arg(long, value_name = "RATE")]
+    churn: Option<f64>,
+    /// Plain RTP instead of SRTP.
+    #[arg(long)]
+    plain_rtp: bool,
+    /// Seed of the choice of who leaves [default: 1].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// No progress lines.
+    #[arg(long)]
+    no_progress: bool,
+    /// Also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 /// Scenario flags; each overrides the `--scenario` file or the default scenario.
@@ -230,8 +278,10 @@ fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result<()>
 
 /// Runs `gsrelay bench`.
 pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
-    if let Some(BenchCmd::Sweep(s)) = a.cmd {
-        return sweep(s);
+    match a.cmd {
+        Some(BenchCmd::Sweep(s)) => return sweep(s),
+        Some(BenchCmd::Soak(s)) => return soak(s),
+        None => {}
     }
     let a = a.run;
     let scenario = a.scenario.resolve(Scenario::default())?;
@@ -319,6 +369,34 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", a.out.display()))?;
     if let Some(path) = &a.json {
         write_json(path, &points)?;
+    }
+    Ok(())
+}
+
+/// Runs `gsrelay bench soak`.
+fn soak(a: SoakArgs) -> anyhow::Result<()> {
+    let d = Soak::default();
+    let s = Soak {
+        publishers: a.publishers.unwrap_or(d.publishers),
+        subscribers: a.subscribers.unwrap_or(d.subscribers),
+        objects: a.objects.unwrap_or(d.objects),
+        static_objects: a.static_objects.unwrap_or(d.static_objects),
+        rate_hz: a.rate.unwrap_or(d.rate_hz),
+        warmup_s: a.warmup.unwrap_or(d.warmup_s),
+        duration_s: a.duration.unwrap_or(d.duration_s),
+        churn_per_s: a.churn.unwrap_or(d.churn_per_s),
+        security: if a.plain_rtp {
+            Security::Plain
+        } else {
+            d.security
+        },
+        seed: a.seed.unwrap_or(d.seed),
+    };
+    let exe = std::env::current_exe().context("finding the gsrelay binary")?;
+    let report = gsrelay::bench::soak::run(&s, exe, !a.no_progress)?;
+    print!("{}", report.table());
+    if let Some(path) = &a.json {
+        write_json(path, &report)?;
     }
     Ok(())
 }

@@ -150,12 +150,14 @@ struct SrtpBody {
     relay_key: String,
 }
 
-/// Where the client's HTTP requests go.
-#[derive(Debug)]
+/// Where the client's HTTP requests go, and what it joined with (for a rejoin).
+#[derive(Debug, Clone)]
 struct Http {
     client: reqwest::Client,
     base: String,
     token: String,
+    room: String,
+    opts: JoinOptions,
 }
 
 /// One session with a relay.
@@ -189,10 +191,30 @@ impl Client {
             client: reqwest::Client::new(),
             base: http_base.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
+            room: room.to_owned(),
+            opts,
         };
+        let ssrc = http.opts.ssrc;
+        Self::open(http, ssrc).await
+    }
+
+    /// Joins again with the same room, token and options, asking for the same SSRC
+    /// (which it requires only if the first join did): for when the relay has forgotten
+    /// the session, e.g. after a restart. The new session gets a new socket and new SRTP
+    /// keys; the old one, if the relay still holds it, is left to time out. On failure the
+    /// client is unchanged and may try again.
+    pub async fn rejoin(&mut self) -> Result<(), ClientError> {
+        let http = self.http.clone().ok_or(ClientError::NoHttp)?;
+        *self = Self::open(http, Some(self.joined.ssrc)).await?;
+        Ok(())
+    }
+
+    /// Posts the join for `http`'s room and options, wanting `ssrc`.
+    async fn open(http: Http, ssrc: Option<u32>) -> Result<Self, ClientError> {
+        let opts = &http.opts;
         let body = JoinBody {
             transport: "rtp",
-            ssrc: opts.ssrc,
+            ssrc,
             require_ssrc: opts.require_ssrc,
             dialect: opts.dialect,
             interest: opts.interest.as_ref(),
@@ -204,7 +226,7 @@ impl Client {
         };
         let resp = http
             .client
-            .post(format!("{}/v1/rooms/{room}/sessions", http.base))
+            .post(format!("{}/v1/rooms/{}/sessions", http.base, http.room))
             .bearer_auth(&http.token)
             .json(&body)
             .send()
@@ -230,7 +252,7 @@ impl Client {
                 relay_key: s.relay_key,
             }),
         };
-        let mut client = Self::from_answer(answer, opts.dialect).await?;
+        let mut client = Self::from_answer(answer, http.opts.dialect).await?;
         client.http = Some(http);
         Ok(client)
     }

@@ -1,0 +1,364 @@
+//! Clients of the soak and restart runs: a publisher whose objects change at every update
+//! and a subscriber that keeps a [`View`] of the room, each in its own task, against a
+//! relay whose token secret the bench knows. Both may rejoin when the relay goes silent
+//! (see [`Liveness`]).
+
+use super::state::{ObjectKey, Update, View, encode_update, set_time};
+use crate::client::{Client, ClientError, JoinOptions, Received};
+use crate::control::token::{Rights, Tokens};
+use crate::wire::{Dialect, Object};
+use anyhow::Context;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Subscribers send an RR this often so the relay does not time their session out.
+const KEEPALIVE: Duration = Duration::from_secs(5);
+
+/// A subscriber waiting for the whole room repeats its FIR this often (the FIR or a
+/// snapshot packet may be lost, or the relay may not hold the state yet).
+const FIR_RETRY: Duration = Duration::from_millis(250);
+
+/// How long a rejoin waits before trying again when the relay refuses or is down.
+const REJOIN_RETRY: Duration = Duration::from_millis(50);
+
+/// Largest payload a publisher packs, bytes (as the bench's default scenario).
+const PAYLOAD_BUDGET: usize = 1100;
+
+/// Where the clients join, with tokens the bench issues itself.
+pub struct Room {
+    /// HTTP base URL of the relay.
+    pub http: String,
+    /// Signs the tokens.
+    pub tokens: Tokens,
+    /// Room name.
+    pub name: String,
+    /// Plain RTP instead of SRTP.
+    pub plain_rtp: bool,
+    /// Token lifetime, seconds.
+    pub ttl_s: u64,
+}
+
+impl Room {
+    /// Joins as `identity`. Subscribers send RRs at once so that the relay latches their
+    /// address.
+    pub async fn join(&self, identity: &str, rights: Rights) -> anyhow::Result<Client> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let token = self
+            .tokens
+            .issue(&self.name, identity, rights, self.ttl_s, now)?;
+        let opts = JoinOptions {
+            dialect: Dialect::Draft01,
+            plain_rtp: self.plain_rtp,
+            ..JoinOptions::default()
+        };
+        let mut c = Client::join(&self.http, &token, &self.name, opts)
+            .await
+            .with_context(|| format!("joining room {} as {identity}", self.name))?;
+        if rights.subscribe {
+            for _ in 0..3 {
+                c.send_rr().await?;
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// When a client decides that the relay has forgotten it: nothing heard for `silence`
+/// while it expects traffic, or a socket error (an ICMP port unreachable from a relay that
+/// is down). A session that only publishes hears nothing from the relay, so it cannot
+/// tell; the restart run's publishers therefore also subscribe, as players do.
+#[derive(Debug, Clone, Copy)]
+pub struct Liveness {
+    /// Silence that triggers a rejoin.
+    pub silence: Duration,
+}
+
+/// Rejoins until the relay accepts, then asks for the room's state. Returns the
+/// number of attempts.
+async fn rejoin(c: &mut Client, stop: &AtomicBool) -> anyhow::Result<u64> {
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match c.rejoin().await {
+            Ok(()) => break,
+            Err(ClientError::Http(_) | ClientError::Status { .. } | ClientError::Io(_))
+                if !stop.load(Ordering::Relaxed) =>
+            {
+                tokio::time::sleep(REJOIN_RETRY).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    for _ in 0..3 {
+        c.send_rr().await?;
+    }
+    let relay = c.relay_ssrc();
+    c.send_fir(relay).await?;
+    Ok(attempts)
+}
+
+/// Shared switches and counters of one publisher.
+#[derive(Debug, Default)]
+pub struct PubControl {
+    /// Stop the updates, send the final one and return.
+    pub stop: AtomicBool,
+    /// Packets sent.
+    pub packets: AtomicU64,
+    /// Rejoins done.
+    pub rejoins: AtomicU64,
+}
+
+/// What a publisher sends.
+pub struct PubPlan {
+    /// Objects sent, with a new `time`, at every update.
+    pub live: Vec<Object>,
+    /// Objects sent at start, every `static_refresh` and after a rejoin.
+    pub statics: Vec<Object>,
+    /// Between two updates.
+    pub period: Duration,
+    /// Between two sends of the static objects.
+    pub static_refresh: Duration,
+    /// Rejoin when the relay goes silent (the session must also subscribe).
+    pub liveness: Option<Liveness>,
+    /// Pause between the last update and the final one, so the final one goes out on a
+    /// quiet path.
+    pub quiet: Duration,
+}
+
+/// What a publisher leaves behind.
+pub struct PubDone {
+    /// Still joined.
+    pub client: Client,
+    /// The fingerprint of every object as last sent, by (SSRC, objectID).
+    pub truth: HashMap<ObjectKey, u64>,
+}
+
+/// Sends an update of every live object at each period until stopped, then one final
+/// update after a quiet pause.
+pub async fn publish(
+    mut c: Client,
+    mut plan: PubPlan,
+    ctl: Arc<PubControl>,
+) -> anyhow::Result<PubDone> {
+    let statics = encode_update(&plan.statics, PAYLOAD_BUDGET)?;
+    let mut tick = tokio::time::interval(plan.period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut version = 0u16;
+    let mut next_static = Instant::now();
+    let mut heard = Instant::now();
+    let mut failed = false;
+    while !ctl.stop.load(Ordering::Relaxed) {
+        tick.tick().await;
+        if let Some(l) = plan.liveness {
+            match drain(&mut c).await {
+                Ok(true) => heard = Instant::now(),
+                Ok(false) => {}
+                Err(_) => failed = true,
+            }
+            if failed || heard.elapsed() >= l.silence {
+                let ssrc = c.ssrc();
+                rejoin(&mut c, &ctl.stop).await?;
+                anyhow::ensure!(
+                    c.ssrc() == ssrc,
+                    "the relay gave a rejoining publisher another SSRC"
+                );
+                ctl.rejoins.fetch_add(1, Ordering::Relaxed);
+                (heard, failed, next_static) = (Instant::now(), false, Instant::now());
+            }
+        }
+        version = version.wrapping_add(1);
+        let mut sent = send(&mut c, &versioned(&mut plan.live, version)?).await;
+        if Instant::now() >= next_static {
+            sent = match sent {
+                Ok(n) => send(&mut c, &statics).await.map(|m| n + m),
+                failed => failed,
+            };
+            next_static += plan.static_refresh;
+        }
+        match sent {
+            Ok(n) => {
+                ctl.packets.fetch_add(n, Ordering::Relaxed);
+            }
+            // A relay that is down answers with port unreachable: rejoin at the next tick.
+            Err(_) if plan.liveness.is_some() => failed = true,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    tokio::time::sleep(plan.quiet).await;
+    let update = versioned(&mut plan.live, version.wrapping_add(1))?;
+    ctl.packets
+        .fetch_add(send(&mut c, &update).await?, Ordering::Relaxed);
+    let ssrc = c.ssrc();
+    let truth = update
+        .fingerprints
+        .iter()
+        .chain(&statics.fingerprints)
+        .map(|(id, fp)| ((ssrc, *id), *fp))
+        .collect();
+    Ok(PubDone { client: c, truth })
+}
+
+/// The live objects with `version` as their time, encoded.
+fn versioned(live: &mut [Object], version: u16) -> anyhow::Result<Update> {
+    for o in live.iter_mut() {
+        set_time(o, version);
+    }
+    encode_update(live, PAYLOAD_BUDGET)
+}
+
+/// Sends every payload of `update`; returns how many.
+async fn send(c: &mut Client, update: &Update) -> Result<u64, ClientError> {
+    for p in &update.payloads {
+        c.send_payload(p).await?;
+    }
+    Ok(update.payloads.len() as u64)
+}
+
+/// Reads whatever has arrived without waiting; true if anything did.
+async fn drain(c: &mut Client) -> Result<bool, ClientError> {
+    let mut any = false;
+    while c.recv(Duration::ZERO).await?.is_some() {
+        any = true;
+    }
+    Ok(any)
+}
+
+/// Shared switches and readings of one subscriber.
+#[derive(Debug, Default)]
+pub struct SubControl {
+    /// Leave the loop and return.
+    pub stop: AtomicBool,
+    /// RTP packets received.
+    pub packets: AtomicU64,
+    /// Rejoins done.
+    pub rejoins: AtomicU64,
+    /// Since when the subscriber has held every expected object (counted from its latest
+    /// join); `None` while it does not.
+    pub complete_at: Mutex<Option<Instant>>,
+}
+
+impl SubControl {
+    /// See [`complete_at`](Self::complete_at).
+    pub fn complete_at(&self) -> Option<Instant> {
+        *self.complete_at.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_complete_at(&self, at: Option<Instant>) {
+        *self.complete_at.lock().unwrap_or_else(PoisonError::into_inner) = at;
+    }
+}
+
+/// What a subscriber waits for.
+#[derive(Debug, Clone, Default)]
+pub struct SubPlan {
+    /// Objects it wants after each join (empty: none). Until it holds them all it sends
+    /// a FIR for every stream every [`FIR_RETRY`].
+    pub expect: Arc<Vec<ObjectKey>>,
+    /// Rejoin when the relay goes silent.
+    pub liveness: Option<Liveness>,
+}
+
+/// What a subscriber leaves behind.
+pub struct SubDone {
+    /// Still joined.
+    pub client: Client,
+    /// What it held at the end.
+    pub view: View,
+    /// From its first join to holding every expected object; `None` if it never did.
+    pub completed_after: Option<Duration>,
+}
+
+/// Receives until stopped, keeping a view of the room and the relay's session alive.
+pub async fn subscribe(
+    mut c: Client,
+    plan: SubPlan,
+    ctl: Arc<SubControl>,
+) -> anyhow::Result<SubDone> {
+    let joined = Instant::now();
+    let mut s = SubState {
+        view: View::default(),
+        complete: plan.expect.is_empty(),
+        heard: joined,
+        last_fir: joined,
+        last_rr: joined,
+        completed_after: None,
+    };
+    if !s.complete {
+        let relay = c.relay_ssrc();
+        c.send_fir(relay).await?;
+    }
+    while !ctl.stop.load(Ordering::Relaxed) {
+        let gone = match s.step(&mut c, &plan, &ctl).await {
+            Ok(silent) => silent,
+            Err(_) if plan.liveness.is_some() => true,
+            Err(e) => return Err(e.into()),
+        };
+        if gone {
+            rejoin(&mut c, &ctl.stop).await?;
+            ctl.rejoins.fetch_add(1, Ordering::Relaxed);
+            ctl.set_complete_at(None);
+            s.view.clear();
+            s.complete = plan.expect.is_empty();
+            (s.heard, s.last_fir) = (Instant::now(), Instant::now());
+        }
+        if !s.complete && s.view.holds_all(plan.expect.iter()) {
+            let at = Instant::now();
+            s.complete = true;
+            ctl.set_complete_at(Some(at));
+            s.completed_after.get_or_insert(at - joined);
+        }
+    }
+    Ok(SubDone {
+        client: c,
+        view: s.view,
+        completed_after: s.completed_after,
+    })
+}
+
+/// A subscriber's loop state.
+struct SubState {
+    view: View,
+    complete: bool,
+    heard: Instant,
+    last_fir: Instant,
+    last_rr: Instant,
+    completed_after: Option<Duration>,
+}
+
+impl SubState {
+    /// Receives one packet (or waits up to [`FIR_RETRY`]) and does what is due; true when
+    /// the relay has been silent for longer than the plan allows.
+    async fn step(
+        &mut self,
+        c: &mut Client,
+        plan: &SubPlan,
+        ctl: &SubControl,
+    ) -> Result<bool, ClientError> {
+        match c.recv(FIR_RETRY).await? {
+            Some(Received::Rtp { ssrc, payload, .. }) => {
+                self.heard = Instant::now();
+                ctl.packets.fetch_add(1, Ordering::Relaxed);
+                self.view.apply(ssrc, &payload);
+            }
+            Some(Received::Rtcp(_)) => self.heard = Instant::now(),
+            None => {}
+        }
+        if !self.complete && self.last_fir.elapsed() >= FIR_RETRY {
+            let relay = c.relay_ssrc();
+            c.send_fir(relay).await?;
+            self.last_fir = Instant::now();
+        }
+        if self.last_rr.elapsed() >= KEEPALIVE {
+            c.send_rr().await?;
+            self.last_rr = Instant::now();
+        }
+        Ok(plan
+            .liveness
+            .is_some_and(|l| self.heard.elapsed() >= l.silence))
+    }
+
+}

@@ -1,0 +1,487 @@
+//! `gsrelay bench soak`: a long run at a steady load with subscribers churning, against a
+//! relay in a child process so its memory is its own. Reports the relay's RSS over time,
+//! the joins and leaves done, how fast each new subscriber got the whole room, and whether
+//! every subscriber present at the end holds every publisher's last state.
+
+use super::peers::{self, PubControl, PubPlan, Room, SubControl, SubDone, SubPlan};
+use super::process::{RelayProcess, RelaySpec, free_loopback_addrs};
+use super::scenario::{Scenario, Security};
+use super::state::ObjectKey;
+use super::impair::Rng;
+use crate::client::Client;
+use crate::control::token::{Rights, Tokens};
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+
+/// Between two readings of the relay's RSS.
+const RSS_EVERY: Duration = Duration::from_secs(10);
+
+/// Between two progress lines.
+const PROGRESS_EVERY: Duration = Duration::from_secs(60);
+
+/// Pause between the end of the load and the publishers' final update.
+const QUIET: Duration = Duration::from_millis(300);
+
+/// Time the final update gets to reach every subscriber.
+const SETTLE: Duration = Duration::from_millis(700);
+
+/// Longest soak, seconds.
+const MAX_SECONDS: f64 = 86_400.0;
+
+/// Most churn, joins (and leaves) per second.
+const MAX_CHURN: f64 = 100.0;
+
+/// What a soak does. Counts are per room (one room).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Soak {
+    /// Publishers.
+    pub publishers: usize,
+    /// Subscribers present at any time.
+    pub subscribers: usize,
+    /// Live objects per publisher (the bench's default mix), each with a new `time` at
+    /// every update.
+    pub objects: usize,
+    /// Static objects per publisher, re-sent every 10 s: a joining subscriber gets them
+    /// from the relay's store.
+    pub static_objects: usize,
+    /// Updates per second per publisher.
+    pub rate_hz: f64,
+    /// Load before the measurement starts (no churn), seconds.
+    pub warmup_s: f64,
+    /// Measured load with churn, seconds.
+    pub duration_s: f64,
+    /// Subscribers replaced per second: one leaves, a new one joins and sends a FIR.
+    pub churn_per_s: f64,
+    /// SRTP or plain RTP.
+    pub security: Security,
+    /// Seed of the choice of who leaves.
+    pub seed: u64,
+}
+
+impl Default for Soak {
+    /// Half the saturating load of the SRTP sweep (about 165 000 received packets/s
+    /// saturates): 4 publishers × 2 packets × 1 290 Hz × 8 subscribers ≈ 82 600
+    /// packets/s, for 10 minutes, one subscriber replaced per second.
+    fn default() -> Self {
+        Self {
+            publishers: 4,
+            subscribers: 8,
+            objects: 20,
+            static_objects: 100,
+            rate_hz: 1290.0,
+            warmup_s: 5.0,
+            duration_s: 600.0,
+            churn_per_s: 1.0,
+            security: Security::Srtp,
+            seed: 1,
+        }
+    }
+}
+
+impl Soak {
+    /// The scenario that makes the objects and checks counts and rate.
+    fn scenario(&self) -> anyhow::Result<Scenario> {
+        let s = Scenario {
+            name: "soak".into(),
+            publishers: self.publishers,
+            subscribers: self.subscribers,
+            objects: self.objects,
+            static_objects: self.static_objects,
+            rate_hz: self.rate_hz,
+            late_joiners: 0,
+            duration_s: 1.0,
+            warmup_s: 0.0,
+            late_join_at_s: 0.0,
+            security: self.security,
+            seed: self.seed,
+            ..Scenario::default()
+        };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Refuses soaks that make no sense or exceed the bench's bounds.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        self.scenario()?;
+        let secs = |v: f64| v.is_finite() && v >= 0.0;
+        if !(secs(self.warmup_s) && secs(self.duration_s) && self.duration_s > 0.0)
+            || self.warmup_s + self.duration_s > MAX_SECONDS
+        {
+            bail!("duration must be > 0, warm-up >= 0, together at most {MAX_SECONDS} s");
+        }
+        if !(secs(self.churn_per_s) && self.churn_per_s <= MAX_CHURN) {
+            bail!("churn must be 0..={MAX_CHURN} per second");
+        }
+        Ok(())
+    }
+}
+
+/// Snapshot times of the subscribers that joined during the soak.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JoinTimes {
+    /// Joins that came to hold every object (join answer → whole room), ms.
+    pub p50_ms: f64,
+    /// See `p50_ms`.
+    pub p99_ms: f64,
+    /// See `p50_ms`.
+    pub max_ms: f64,
+    /// Joiners that held every object before they left.
+    pub completed: u64,
+    /// Joiners that left (or the soak ended) before they did.
+    pub incomplete: u64,
+}
+
+/// What a soak measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SoakReport {
+    /// What ran.
+    pub soak: Soak,
+    /// Publisher packets per second over warm-up and duration.
+    pub sent_pps: f64,
+    /// Packets received per second by all subscribers together.
+    pub received_pps: f64,
+    /// `received_pps` / (`sent_pps` × subscribers): below 1 by loss and by the moments a
+    /// churned subscriber is between leaving and joining.
+    pub delivery_ratio: f64,
+    /// Subscribers that left.
+    pub leaves: u64,
+    /// Subscribers that joined in their place.
+    pub joins: u64,
+    /// How fast the new ones got the whole room.
+    pub join_times: JoinTimes,
+    /// Relay RSS once started, before any client, bytes.
+    pub rss_idle_bytes: Option<u64>,
+    /// Relay RSS at the end of the warm-up, bytes.
+    pub rss_start_bytes: Option<u64>,
+    /// Relay RSS at the end of the duration, bytes.
+    pub rss_end_bytes: Option<u64>,
+    /// Relay RSS after every client left, bytes.
+    pub rss_after_leave_bytes: Option<u64>,
+    /// Relay RSS every 10 s: seconds since the start of the duration, bytes.
+    pub rss_samples: Vec<(f64, u64)>,
+    /// (subscriber, object) pairs compared at the end: every subscriber present against
+    /// every publisher's live and static objects.
+    pub objects_compared: u64,
+    /// Pairs where the subscriber lacked the object or held another copy than the one
+    /// its publisher sent last.
+    pub objects_lost: u64,
+    /// `gsrelay_sessions` at the end, with every client joined.
+    pub relay_sessions_end: f64,
+    /// `gsrelay_cached_objects` at the end.
+    pub relay_cached_objects_end: f64,
+    /// `gsrelay_sessions` after every client left.
+    pub relay_sessions_after_leave: f64,
+    /// `gsrelay_cached_objects` after every client left.
+    pub relay_cached_objects_after_leave: f64,
+}
+
+/// A subscriber's task.
+struct Sub {
+    /// Joined during the soak (its time to the whole room counts).
+    joiner: bool,
+    ctl: Arc<SubControl>,
+    task: JoinHandle<anyhow::Result<SubDone>>,
+}
+
+impl Sub {
+    fn spawn(c: Client, plan: SubPlan) -> Self {
+        let ctl = Arc::new(SubControl::default());
+        Self {
+            joiner: !plan.expect.is_empty(),
+            ctl: ctl.clone(),
+            task: tokio::spawn(peers::subscribe(c, plan, ctl)),
+        }
+    }
+
+    /// Stops the task; adds its packets to `received` and its time to the whole room
+    /// (for a joiner) to `times`.
+    async fn stop(
+        self,
+        received: &mut u64,
+        times: &mut Vec<Option<Duration>>,
+    ) -> anyhow::Result<SubDone> {
+        self.ctl.stop.store(true, Ordering::Relaxed);
+        let done = self.task.await??;
+        *received += self.ctl.packets.load(Ordering::Relaxed);
+        if self.joiner {
+            times.push(done.completed_after);
+        }
+        Ok(done)
+    }
+}
+
+/// Runs a soak against `gsrelay serve` started from `exe` on free loopback ports.
+pub fn run(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<SoakReport> {
+    soak.validate()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("gsr-soak")
+        .enable_all()
+        .build()
+        .context("starting the soak runtime")?;
+    rt.block_on(drive(soak, exe, progress))
+}
+
+async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<SoakReport> {
+    let scenario = soak.scenario()?;
+    let secret = crate::control::token::dev_secret()?;
+    let (http_addr, rtp_addr) = free_loopback_addrs()?;
+    let mut args = vec![
+        "--max-packets-per-sec".to_owned(),
+        "1000000".to_owned(),
+        "--drain-grace-secs".to_owned(),
+        "0".to_owned(),
+        "--max-sessions-per-room".to_owned(),
+        (soak.publishers + soak.subscribers + 8).to_string(),
+    ];
+    if soak.security == Security::Plain {
+        args.push("--insecure-plain-rtp".to_owned());
+    }
+    let relay = RelayProcess::start(&RelaySpec {
+        exe,
+        wrapper: Vec::new(),
+        http_addr,
+        rtp_addr,
+        token_secret: secret.clone(),
+        args,
+    })
+    .await?;
+    let rss_idle_bytes = relay.rss_bytes();
+    let room = Room {
+        http: relay.http().to_owned(),
+        tokens: Tokens::new(secret.as_bytes())?,
+        name: "soak".into(),
+        plain_rtp: soak.security == Security::Plain,
+        ttl_s: (soak.warmup_s + soak.duration_s) as u64 + 600,
+    };
+    let subscribe = Rights {
+        publish: false,
+        subscribe: true,
+        admin: false,
+    };
+    let publish = Rights {
+        publish: true,
+        subscribe: false,
+        admin: false,
+    };
+
+    // Subscribers first, so that none misses the first packets.
+    let mut subs = Vec::new();
+    for n in 0..soak.subscribers {
+        let c = room.join(&format!("sub-{n}"), subscribe).await?;
+        subs.push(Sub::spawn(c, SubPlan::default()));
+    }
+    let mut pubs = Vec::new();
+    let mut expect = Vec::new();
+    for n in 0..soak.publishers {
+        let c = room.join(&format!("pub-{n}"), publish).await?;
+        let ids = (1..=soak.objects as u64)
+            .chain((0..soak.static_objects as u64).map(|i| super::scenario::STATIC_ID_BASE + i));
+        expect.extend(ids.map(|id| (c.ssrc(), id)));
+        let ctl = Arc::new(PubControl::default());
+        let plan = PubPlan {
+            live: scenario.live_objects(n),
+            statics: scenario.static_objects(n),
+            period: scenario.period(),
+            static_refresh: Duration::from_secs_f64(scenario.static_refresh_s),
+            liveness: None,
+            quiet: QUIET,
+        };
+        pubs.push((ctl.clone(), tokio::spawn(peers::publish(c, plan, ctl))));
+    }
+    let expect: Arc<Vec<ObjectKey>> = Arc::new(expect);
+    let t0 = Instant::now();
+
+    tokio::time::sleep(Duration::from_secs_f64(soak.warmup_s)).await;
+    let rss_start_bytes = relay.rss_bytes();
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(soak.duration_s);
+    let mut rss_samples = Vec::new();
+    let mut next_rss = start;
+    let churn_every = (soak.churn_per_s > 0.0).then(|| Duration::from_secs_f64(1.0 / soak.churn_per_s));
+    let mut next_churn = churn_every.map(|d| start + d);
+    let mut rng = Rng::new(soak.seed);
+    let (mut joins, mut leaves, mut received) = (0u64, 0u64, 0u64);
+    let mut times = Vec::new();
+    let mut next_report = start + PROGRESS_EVERY;
+    loop {
+        let now = Instant::now();
+        if now >= next_rss {
+            if let Some(rss) = relay.rss_bytes() {
+                rss_samples.push(((now - start).as_secs_f64(), rss));
+            }
+            next_rss += RSS_EVERY;
+        }
+        if progress && now >= next_report {
+            eprintln!(
+                "soak: {:.0}/{:.0} s, relay RSS {:.1} MB, {joins} joins",
+                (now - start).as_secs_f64(),
+                soak.duration_s,
+                relay.rss_bytes().unwrap_or(0) as f64 / 1e6
+            );
+            next_report += PROGRESS_EVERY;
+        }
+        if now >= end {
+            break;
+        }
+        if let (Some(at), Some(every)) = (next_churn, churn_every)
+            && now >= at
+        {
+            // One leaves, a new one joins, asks for the room and waits for all of it.
+            let i = (rng.next_u64() % subs.len() as u64) as usize;
+            let gone = subs.swap_remove(i).stop(&mut received, &mut times).await?;
+            gone.client.leave().await.context("leaving")?;
+            leaves += 1;
+            let name = format!("sub-{}", soak.subscribers as u64 + joins);
+            let c = room.join(&name, subscribe).await?;
+            joins += 1;
+            let plan = SubPlan {
+                expect: expect.clone(),
+                liveness: None,
+            };
+            subs.push(Sub::spawn(c, plan));
+            next_churn = Some(at + every);
+        }
+        let wake = [Some(next_rss), Some(end), next_churn]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(end);
+        tokio::time::sleep_until(wake.into()).await;
+    }
+    let rss_end_bytes = relay.rss_bytes();
+
+    // The final update, on a quiet path, is what every subscriber must hold.
+    for (ctl, _) in &pubs {
+        ctl.stop.store(true, Ordering::Relaxed);
+    }
+    let mut truth: HashMap<ObjectKey, u64> = HashMap::new();
+    let mut leaving = Vec::new();
+    let mut sent = 0;
+    for (ctl, task) in pubs {
+        let done = task.await??;
+        sent += ctl.packets.load(Ordering::Relaxed);
+        truth.extend(done.truth);
+        leaving.push(done.client);
+    }
+    let loaded = t0.elapsed().as_secs_f64();
+    tokio::time::sleep(SETTLE).await;
+    let relay_sessions_end = relay.metric("gsrelay_sessions").await?;
+    let relay_cached_objects_end = relay.metric("gsrelay_cached_objects").await?;
+    let (mut objects_compared, mut objects_lost) = (0u64, 0u64);
+    for s in subs {
+        let done = s.stop(&mut received, &mut times).await?;
+        objects_compared += truth.len() as u64;
+        objects_lost += done.view.differences(&truth) as u64;
+        leaving.push(done.client);
+    }
+    for c in leaving {
+        c.leave().await.context("leaving")?;
+    }
+    // A leave is handled before its DELETE answers: nothing is pending here.
+    let relay_sessions_after_leave = relay.metric("gsrelay_sessions").await?;
+    let relay_cached_objects_after_leave = relay.metric("gsrelay_cached_objects").await?;
+    let rss_after_leave_bytes = relay.rss_bytes();
+    relay.kill()?;
+
+    let sent_pps = sent as f64 / loaded;
+    let received_pps = received as f64 / loaded;
+    Ok(SoakReport {
+        soak: soak.clone(),
+        sent_pps,
+        received_pps,
+        delivery_ratio: received_pps / (sent_pps * soak.subscribers as f64).max(f64::MIN_POSITIVE),
+        leaves,
+        joins,
+        join_times: JoinTimes::from(&times),
+        rss_idle_bytes,
+        rss_start_bytes,
+        rss_end_bytes,
+        rss_after_leave_bytes,
+        rss_samples,
+        objects_compared,
+        objects_lost,
+        relay_sessions_end,
+        relay_cached_objects_end,
+        relay_sessions_after_leave,
+        relay_cached_objects_after_leave,
+    })
+}
+
+impl JoinTimes {
+    fn from(times: &[Option<Duration>]) -> Self {
+        let mut done: Vec<f64> = times
+            .iter()
+            .flatten()
+            .map(|d| d.as_secs_f64() * 1e3)
+            .collect();
+        done.sort_by(f64::total_cmp);
+        let q = |p: f64| {
+            let i = ((done.len() as f64 * p).ceil() as usize).saturating_sub(1);
+            done.get(i).copied().unwrap_or(0.0)
+        };
+        Self {
+            p50_ms: q(0.5),
+            p99_ms: q(0.99),
+            max_ms: done.last().copied().unwrap_or(0.0),
+            completed: done.len() as u64,
+            incomplete: times.iter().filter(|t| t.is_none()).count() as u64,
+        }
+    }
+}
+
+impl SoakReport {
+    /// The report as a text table.
+    pub fn table(&self) -> String {
+        let mb = |b: Option<u64>| b.map_or("-".to_owned(), |b| format!("{:.1} MB", b as f64 / 1e6));
+        let growth = match (self.rss_start_bytes, self.rss_end_bytes) {
+            (Some(a), Some(b)) => format!(
+                "{:+.1} MB ({:+.1}%)",
+                (b as f64 - a as f64) / 1e6,
+                (b as f64 / a as f64 - 1.0) * 100.0
+            ),
+            _ => "-".to_owned(),
+        };
+        let j = &self.join_times;
+        let rows = [
+            ("duration (+ warm-up)", format!("{} s (+ {} s)", self.soak.duration_s, self.soak.warmup_s)),
+            ("sent pps", format!("{:.0}", self.sent_pps)),
+            ("received pps", format!("{:.0}", self.received_pps)),
+            ("delivery ratio", format!("{:.4}", self.delivery_ratio)),
+            ("leaves / joins", format!("{} / {}", self.leaves, self.joins)),
+            (
+                "join → whole room p50 / p99 / max ms",
+                format!("{:.1} / {:.1} / {:.1}", j.p50_ms, j.p99_ms, j.max_ms),
+            ),
+            ("joins complete / incomplete", format!("{} / {}", j.completed, j.incomplete)),
+            ("relay RSS idle", mb(self.rss_idle_bytes)),
+            ("relay RSS start", mb(self.rss_start_bytes)),
+            ("relay RSS end", mb(self.rss_end_bytes)),
+            ("relay RSS growth", growth),
+            ("relay RSS after all left", mb(self.rss_after_leave_bytes)),
+            (
+                "objects lost / compared",
+                format!("{} / {}", self.objects_lost, self.objects_compared),
+            ),
+            (
+                "relay sessions / cached objects at end",
+                format!("{} / {}", self.relay_sessions_end, self.relay_cached_objects_end),
+            ),
+            (
+                "relay sessions / cached objects after all left",
+                format!(
+                    "{} / {}",
+                    self.relay_sessions_after_leave, self.relay_cached_objects_after_leave
+                ),
+            ),
+        ];
+        rows.iter()
+            .map(|(k, v)| format!("{k:<48} {v}\n"))
+            .collect()
+    }
+}
