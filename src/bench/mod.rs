@@ -9,6 +9,7 @@ pub mod impair;
 pub mod peers;
 pub mod process;
 pub mod report;
+pub mod restart;
 pub mod run;
 pub mod scenario;
 pub mod soak;

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::task::JoinHandle;
 
 /// Subscribers send an RR this often so the relay does not time their session out.
 const KEEPALIVE: Duration = Duration::from_secs(5);
@@ -67,14 +68,23 @@ impl Room {
     }
 }
 
-/// When a client decides that the relay has forgotten it: nothing heard for `silence`
-/// while it expects traffic, or a socket error (an ICMP port unreachable from a relay that
-/// is down). A session that only publishes hears nothing from the relay, so it cannot
-/// tell; the restart run's publishers therefore also subscribe, as players do.
+/// When a client decides that the relay has forgotten it: traffic heard since its latest
+/// join has stopped for `silence`, or a socket error (an ICMP port unreachable from a
+/// relay that is down). Silence right after a join is no sign: the others may not be back
+/// yet, and rejoining then would only churn the room. A session that only publishes hears
+/// nothing from the relay, so it cannot tell; the restart run's publishers therefore also
+/// subscribe, as players do.
 #[derive(Debug, Clone, Copy)]
 pub struct Liveness {
     /// Silence that triggers a rejoin.
     pub silence: Duration,
+}
+
+impl Liveness {
+    /// Whether traffic last `heard` has been silent for too long.
+    fn silent(&self, heard: Option<Instant>) -> bool {
+        heard.is_some_and(|t| t.elapsed() >= self.silence)
+    }
 }
 
 /// Rejoins until the relay accepts, then asks for the room's state. Returns the
@@ -149,17 +159,17 @@ pub async fn publish(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut version = 0u16;
     let mut next_static = Instant::now();
-    let mut heard = Instant::now();
+    let mut heard = None;
     let mut failed = false;
     while !ctl.stop.load(Ordering::Relaxed) {
         tick.tick().await;
         if let Some(l) = plan.liveness {
             match drain(&mut c).await {
-                Ok(true) => heard = Instant::now(),
+                Ok(true) => heard = Some(Instant::now()),
                 Ok(false) => {}
                 Err(_) => failed = true,
             }
-            if failed || heard.elapsed() >= l.silence {
+            if failed || l.silent(heard) {
                 let ssrc = c.ssrc();
                 rejoin(&mut c, &ctl.stop).await?;
                 anyhow::ensure!(
@@ -167,7 +177,7 @@ pub async fn publish(
                     "the relay gave a rejoining publisher another SSRC"
                 );
                 ctl.rejoins.fetch_add(1, Ordering::Relaxed);
-                (heard, failed, next_static) = (Instant::now(), false, Instant::now());
+                (heard, failed, next_static) = (None, false, Instant::now());
             }
         }
         version = version.wrapping_add(1);
@@ -236,6 +246,8 @@ pub struct SubControl {
     pub packets: AtomicU64,
     /// Rejoins done.
     pub rejoins: AtomicU64,
+    /// The publishers are stopping: silence from now on is no reason to rejoin.
+    pub silence_expected: AtomicBool,
     /// Since when the subscriber has held every expected object (counted from its latest
     /// join); `None` while it does not.
     pub complete_at: Mutex<Option<Instant>>,
@@ -244,11 +256,17 @@ pub struct SubControl {
 impl SubControl {
     /// See [`complete_at`](Self::complete_at).
     pub fn complete_at(&self) -> Option<Instant> {
-        *self.complete_at.lock().unwrap_or_else(PoisonError::into_inner)
+        *self
+            .complete_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn set_complete_at(&self, at: Option<Instant>) {
-        *self.complete_at.lock().unwrap_or_else(PoisonError::into_inner) = at;
+        *self
+            .complete_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = at;
     }
 }
 
@@ -270,6 +288,8 @@ pub struct SubDone {
     pub view: View,
     /// From its first join to holding every expected object; `None` if it never did.
     pub completed_after: Option<Duration>,
+    /// RTP packets received.
+    pub packets: u64,
 }
 
 /// Receives until stopped, keeping a view of the room and the relay's session alive.
@@ -282,7 +302,7 @@ pub async fn subscribe(
     let mut s = SubState {
         view: View::default(),
         complete: plan.expect.is_empty(),
-        heard: joined,
+        heard: None,
         last_fir: joined,
         last_rr: joined,
         completed_after: None,
@@ -303,7 +323,7 @@ pub async fn subscribe(
             ctl.set_complete_at(None);
             s.view.clear();
             s.complete = plan.expect.is_empty();
-            (s.heard, s.last_fir) = (Instant::now(), Instant::now());
+            (s.heard, s.last_fir) = (None, Instant::now());
         }
         if !s.complete && s.view.holds_all(plan.expect.iter()) {
             let at = Instant::now();
@@ -316,6 +336,7 @@ pub async fn subscribe(
         client: c,
         view: s.view,
         completed_after: s.completed_after,
+        packets: ctl.packets.load(Ordering::Relaxed),
     })
 }
 
@@ -323,7 +344,8 @@ pub async fn subscribe(
 struct SubState {
     view: View,
     complete: bool,
-    heard: Instant,
+    /// When the relay last sent something since the latest join.
+    heard: Option<Instant>,
     last_fir: Instant,
     last_rr: Instant,
     completed_after: Option<Duration>,
@@ -340,11 +362,11 @@ impl SubState {
     ) -> Result<bool, ClientError> {
         match c.recv(FIR_RETRY).await? {
             Some(Received::Rtp { ssrc, payload, .. }) => {
-                self.heard = Instant::now();
+                self.heard = Some(Instant::now());
                 ctl.packets.fetch_add(1, Ordering::Relaxed);
                 self.view.apply(ssrc, &payload);
             }
-            Some(Received::Rtcp(_)) => self.heard = Instant::now(),
+            Some(Received::Rtcp(_)) => self.heard = Some(Instant::now()),
             None => {}
         }
         if !self.complete && self.last_fir.elapsed() >= FIR_RETRY {
@@ -356,9 +378,114 @@ impl SubState {
             c.send_rr().await?;
             self.last_rr = Instant::now();
         }
-        Ok(plan
-            .liveness
-            .is_some_and(|l| self.heard.elapsed() >= l.silence))
+        let expected = ctl.silence_expected.load(Ordering::Relaxed);
+        Ok(!expected && plan.liveness.is_some_and(|l| l.silent(self.heard)))
+    }
+}
+
+/// A publisher's task.
+pub struct PubHandle {
+    /// Its switches and counters.
+    pub ctl: Arc<PubControl>,
+    task: JoinHandle<anyhow::Result<PubDone>>,
+}
+
+impl PubHandle {
+    /// Starts [`publish`] in a task.
+    pub fn spawn(c: Client, plan: PubPlan) -> Self {
+        let ctl = Arc::new(PubControl::default());
+        Self {
+            ctl: ctl.clone(),
+            task: tokio::spawn(publish(c, plan, ctl)),
+        }
     }
 
+    /// Stops the updates and waits for the final one.
+    pub async fn finish(self) -> anyhow::Result<PubDone> {
+        self.ctl.stop.store(true, Ordering::Relaxed);
+        self.task.await?
+    }
+}
+
+/// A subscriber's task.
+pub struct SubHandle {
+    /// Its switches and readings.
+    pub ctl: Arc<SubControl>,
+    /// It waited for every object after joining.
+    pub waits: bool,
+    task: JoinHandle<anyhow::Result<SubDone>>,
+}
+
+impl SubHandle {
+    /// Starts [`subscribe`] in a task.
+    pub fn spawn(c: Client, plan: SubPlan) -> Self {
+        let ctl = Arc::new(SubControl::default());
+        Self {
+            ctl: ctl.clone(),
+            waits: !plan.expect.is_empty(),
+            task: tokio::spawn(subscribe(c, plan, ctl)),
+        }
+    }
+
+    /// Stops the task and takes what it leaves.
+    pub async fn stop(self) -> anyhow::Result<SubDone> {
+        self.ctl.stop.store(true, Ordering::Relaxed);
+        self.task.await?
+    }
+}
+
+/// The end of a run: what the subscribers held against what the publishers sent last.
+#[derive(Debug, Default)]
+pub struct Ending {
+    /// Publisher packets sent, final updates included.
+    pub sent: u64,
+    /// RTP packets the subscribers received.
+    pub received: u64,
+    /// (subscriber, object) pairs compared.
+    pub compared: u64,
+    /// Pairs where the subscriber lacked the object or held another copy.
+    pub lost: u64,
+    /// For each subscriber that waited for every object: from join to holding them all.
+    pub completed_after: Vec<Option<Duration>>,
+}
+
+/// Stops the publishers (each sends its final update on a quiet path), gives the final
+/// updates `settle` to arrive, compares every subscriber's view with them, and leaves.
+pub async fn finish(
+    pubs: Vec<PubHandle>,
+    subs: Vec<SubHandle>,
+    settle: Duration,
+) -> anyhow::Result<Ending> {
+    let mut end = Ending::default();
+    for s in &subs {
+        s.ctl.silence_expected.store(true, Ordering::Relaxed);
+    }
+    for p in &pubs {
+        p.ctl.stop.store(true, Ordering::Relaxed);
+    }
+    let mut truth: HashMap<ObjectKey, u64> = HashMap::new();
+    let mut leaving = Vec::new();
+    for p in pubs {
+        let ctl = p.ctl.clone();
+        let done = p.finish().await?;
+        end.sent += ctl.packets.load(Ordering::Relaxed);
+        truth.extend(done.truth);
+        leaving.push(done.client);
+    }
+    tokio::time::sleep(settle).await;
+    for s in subs {
+        let waits = s.waits;
+        let done = s.stop().await?;
+        end.received += done.packets;
+        end.compared += truth.len() as u64;
+        end.lost += done.view.differences(&truth) as u64;
+        if waits {
+            end.completed_after.push(done.completed_after);
+        }
+        leaving.push(done.client);
+    }
+    for c in leaving {
+        c.leave().await.context("leaving")?;
+    }
+    Ok(end)
 }

@@ -92,7 +92,10 @@ impl RelayProcess {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                bail!("the relay at {} was not ready within {READY_TIMEOUT:?}", self.http);
+                bail!(
+                    "the relay at {} was not ready within {READY_TIMEOUT:?}",
+                    self.http
+                );
             }
             tokio::time::sleep(READY_POLL).await;
         }

@@ -3,21 +3,17 @@
 //! the joins and leaves done, how fast each new subscriber got the whole room, and whether
 //! every subscriber present at the end holds every publisher's last state.
 
-use super::peers::{self, PubControl, PubPlan, Room, SubControl, SubDone, SubPlan};
-use super::process::{RelayProcess, RelaySpec, free_loopback_addrs};
-use super::scenario::{Scenario, Security};
-use super::state::ObjectKey;
 use super::impair::Rng;
-use crate::client::Client;
+use super::peers::{self, PubHandle, PubPlan, Room, SubHandle, SubPlan};
+use super::process::{RelayProcess, RelaySpec, free_loopback_addrs};
+use super::scenario::{STATIC_ID_BASE, Scenario, Security};
+use super::state::ObjectKey;
 use crate::control::token::{Rights, Tokens};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use tokio::task::JoinHandle;
 
 /// Between two readings of the relay's RSS.
 const RSS_EVERY: Duration = Duration::from_secs(10);
@@ -26,10 +22,10 @@ const RSS_EVERY: Duration = Duration::from_secs(10);
 const PROGRESS_EVERY: Duration = Duration::from_secs(60);
 
 /// Pause between the end of the load and the publishers' final update.
-const QUIET: Duration = Duration::from_millis(300);
+pub(super) const QUIET: Duration = Duration::from_millis(300);
 
 /// Time the final update gets to reach every subscriber.
-const SETTLE: Duration = Duration::from_millis(700);
+pub(super) const SETTLE: Duration = Duration::from_millis(700);
 
 /// Longest soak, seconds.
 const MAX_SECONDS: f64 = 86_400.0;
@@ -181,41 +177,6 @@ pub struct SoakReport {
     pub relay_cached_objects_after_leave: f64,
 }
 
-/// A subscriber's task.
-struct Sub {
-    /// Joined during the soak (its time to the whole room counts).
-    joiner: bool,
-    ctl: Arc<SubControl>,
-    task: JoinHandle<anyhow::Result<SubDone>>,
-}
-
-impl Sub {
-    fn spawn(c: Client, plan: SubPlan) -> Self {
-        let ctl = Arc::new(SubControl::default());
-        Self {
-            joiner: !plan.expect.is_empty(),
-            ctl: ctl.clone(),
-            task: tokio::spawn(peers::subscribe(c, plan, ctl)),
-        }
-    }
-
-    /// Stops the task; adds its packets to `received` and its time to the whole room
-    /// (for a joiner) to `times`.
-    async fn stop(
-        self,
-        received: &mut u64,
-        times: &mut Vec<Option<Duration>>,
-    ) -> anyhow::Result<SubDone> {
-        self.ctl.stop.store(true, Ordering::Relaxed);
-        let done = self.task.await??;
-        *received += self.ctl.packets.load(Ordering::Relaxed);
-        if self.joiner {
-            times.push(done.completed_after);
-        }
-        Ok(done)
-    }
-}
-
 /// Runs a soak against `gsrelay serve` started from `exe` on free loopback ports.
 pub fn run(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<SoakReport> {
     soak.validate()?;
@@ -274,16 +235,15 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
     let mut subs = Vec::new();
     for n in 0..soak.subscribers {
         let c = room.join(&format!("sub-{n}"), subscribe).await?;
-        subs.push(Sub::spawn(c, SubPlan::default()));
+        subs.push(SubHandle::spawn(c, SubPlan::default()));
     }
     let mut pubs = Vec::new();
     let mut expect = Vec::new();
     for n in 0..soak.publishers {
         let c = room.join(&format!("pub-{n}"), publish).await?;
         let ids = (1..=soak.objects as u64)
-            .chain((0..soak.static_objects as u64).map(|i| super::scenario::STATIC_ID_BASE + i));
+            .chain((0..soak.static_objects as u64).map(|i| STATIC_ID_BASE + i));
         expect.extend(ids.map(|id| (c.ssrc(), id)));
-        let ctl = Arc::new(PubControl::default());
         let plan = PubPlan {
             live: scenario.live_objects(n),
             statics: scenario.static_objects(n),
@@ -292,7 +252,7 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
             liveness: None,
             quiet: QUIET,
         };
-        pubs.push((ctl.clone(), tokio::spawn(peers::publish(c, plan, ctl))));
+        pubs.push(PubHandle::spawn(c, plan));
     }
     let expect: Arc<Vec<ObjectKey>> = Arc::new(expect);
     let t0 = Instant::now();
@@ -303,7 +263,8 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
     let end = start + Duration::from_secs_f64(soak.duration_s);
     let mut rss_samples = Vec::new();
     let mut next_rss = start;
-    let churn_every = (soak.churn_per_s > 0.0).then(|| Duration::from_secs_f64(1.0 / soak.churn_per_s));
+    let churn_every =
+        (soak.churn_per_s > 0.0).then(|| Duration::from_secs_f64(1.0 / soak.churn_per_s));
     let mut next_churn = churn_every.map(|d| start + d);
     let mut rng = Rng::new(soak.seed);
     let (mut joins, mut leaves, mut received) = (0u64, 0u64, 0u64);
@@ -334,8 +295,14 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
         {
             // One leaves, a new one joins, asks for the room and waits for all of it.
             let i = (rng.next_u64() % subs.len() as u64) as usize;
-            let gone = subs.swap_remove(i).stop(&mut received, &mut times).await?;
-            gone.client.leave().await.context("leaving")?;
+            let gone = subs.swap_remove(i);
+            let waits = gone.waits;
+            let done = gone.stop().await?;
+            received += done.packets;
+            if waits {
+                times.push(done.completed_after);
+            }
+            done.client.leave().await.context("leaving")?;
             leaves += 1;
             let name = format!("sub-{}", soak.subscribers as u64 + joins);
             let c = room.join(&name, subscribe).await?;
@@ -344,7 +311,7 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
                 expect: expect.clone(),
                 liveness: None,
             };
-            subs.push(Sub::spawn(c, plan));
+            subs.push(SubHandle::spawn(c, plan));
             next_churn = Some(at + every);
         }
         let wake = [Some(next_rss), Some(end), next_churn]
@@ -356,40 +323,19 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
     }
     let rss_end_bytes = relay.rss_bytes();
 
-    // The final update, on a quiet path, is what every subscriber must hold.
-    for (ctl, _) in &pubs {
-        ctl.stop.store(true, Ordering::Relaxed);
-    }
-    let mut truth: HashMap<ObjectKey, u64> = HashMap::new();
-    let mut leaving = Vec::new();
-    let mut sent = 0;
-    for (ctl, task) in pubs {
-        let done = task.await??;
-        sent += ctl.packets.load(Ordering::Relaxed);
-        truth.extend(done.truth);
-        leaving.push(done.client);
-    }
-    let loaded = t0.elapsed().as_secs_f64();
-    tokio::time::sleep(SETTLE).await;
     let relay_sessions_end = relay.metric("gsrelay_sessions").await?;
     let relay_cached_objects_end = relay.metric("gsrelay_cached_objects").await?;
-    let (mut objects_compared, mut objects_lost) = (0u64, 0u64);
-    for s in subs {
-        let done = s.stop(&mut received, &mut times).await?;
-        objects_compared += truth.len() as u64;
-        objects_lost += done.view.differences(&truth) as u64;
-        leaving.push(done.client);
-    }
-    for c in leaving {
-        c.leave().await.context("leaving")?;
-    }
+    let end = peers::finish(pubs, subs, SETTLE).await?;
+    let loaded = (t0.elapsed() - SETTLE).as_secs_f64();
+    received += end.received;
+    times.extend(end.completed_after);
     // A leave is handled before its DELETE answers: nothing is pending here.
     let relay_sessions_after_leave = relay.metric("gsrelay_sessions").await?;
     let relay_cached_objects_after_leave = relay.metric("gsrelay_cached_objects").await?;
     let rss_after_leave_bytes = relay.rss_bytes();
     relay.kill()?;
 
-    let sent_pps = sent as f64 / loaded;
+    let sent_pps = end.sent as f64 / loaded;
     let received_pps = received as f64 / loaded;
     Ok(SoakReport {
         soak: soak.clone(),
@@ -404,8 +350,8 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
         rss_end_bytes,
         rss_after_leave_bytes,
         rss_samples,
-        objects_compared,
-        objects_lost,
+        objects_compared: end.compared,
+        objects_lost: end.lost,
         relay_sessions_end,
         relay_cached_objects_end,
         relay_sessions_after_leave,
@@ -449,16 +395,25 @@ impl SoakReport {
         };
         let j = &self.join_times;
         let rows = [
-            ("duration (+ warm-up)", format!("{} s (+ {} s)", self.soak.duration_s, self.soak.warmup_s)),
+            (
+                "duration (+ warm-up)",
+                format!("{} s (+ {} s)", self.soak.duration_s, self.soak.warmup_s),
+            ),
             ("sent pps", format!("{:.0}", self.sent_pps)),
             ("received pps", format!("{:.0}", self.received_pps)),
             ("delivery ratio", format!("{:.4}", self.delivery_ratio)),
-            ("leaves / joins", format!("{} / {}", self.leaves, self.joins)),
+            (
+                "leaves / joins",
+                format!("{} / {}", self.leaves, self.joins),
+            ),
             (
                 "join → whole room p50 / p99 / max ms",
                 format!("{:.1} / {:.1} / {:.1}", j.p50_ms, j.p99_ms, j.max_ms),
             ),
-            ("joins complete / incomplete", format!("{} / {}", j.completed, j.incomplete)),
+            (
+                "joins complete / incomplete",
+                format!("{} / {}", j.completed, j.incomplete),
+            ),
             ("relay RSS idle", mb(self.rss_idle_bytes)),
             ("relay RSS start", mb(self.rss_start_bytes)),
             ("relay RSS end", mb(self.rss_end_bytes)),
@@ -470,7 +425,10 @@ impl SoakReport {
             ),
             (
                 "relay sessions / cached objects at end",
-                format!("{} / {}", self.relay_sessions_end, self.relay_cached_objects_end),
+                format!(
+                    "{} / {}",
+                    self.relay_sessions_end, self.relay_cached_objects_end
+                ),
             ),
             (
                 "relay sessions / cached objects after all left",
@@ -480,8 +438,6 @@ impl SoakReport {
                 ),
             ),
         ];
-        rows.iter()
-            .map(|(k, v)| format!("{k:<48} {v}\n"))
-            .collect()
+        rows.iter().map(|(k, v)| format!("{k:<48} {v}\n")).collect()
     }
 }

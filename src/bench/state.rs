@@ -114,8 +114,11 @@ mod tests {
             set_time(o, 2);
         }
         let second = encode_update(&objects, 1100).unwrap();
-        let truth: HashMap<ObjectKey, u64> =
-            second.fingerprints.iter().map(|(id, fp)| ((7, *id), *fp)).collect();
+        let truth: HashMap<ObjectKey, u64> = second
+            .fingerprints
+            .iter()
+            .map(|(id, fp)| ((7, *id), *fp))
+            .collect();
         assert_eq!(truth.len(), s.objects);
 
         let mut view = View::default();

@@ -5,6 +5,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use gsrelay::bench::impair::Impairment;
 use gsrelay::bench::report::sweep_svg;
+use gsrelay::bench::restart::Restart;
 use gsrelay::bench::scenario::Mix;
 use gsrelay::bench::soak::Soak;
 use gsrelay::bench::{Report, RunOptions, Scenario, Security, SweepPoint, Target, run};
@@ -32,6 +33,41 @@ enum BenchCmd {
     /// in a child process: its memory over time and whether every subscriber ends with
     /// every publisher's last state.
     Soak(SoakArgs),
+    /// Kill the relay (a child process) while a room is busy and start it again on the same
+    /// ports: the time until every subscriber holds the whole room again.
+    Restart(RestartArgs),
+}
+
+/// Arguments of `gsrelay bench restart`; defaults are `Restart::default()`.
+#[derive(Debug, Args)]
+struct RestartArgs {
+    /// Publishers, at least 2 (they also subscribe) [default: 4].
+    #[arg(long)]
+    publishers: Option<usize>,
+    /// Subscribers [default: 8].
+    #[arg(long)]
+    subscribers: Option<usize>,
+    /// Live objects per publisher [default: 20].
+    #[arg(long)]
+    objects: Option<usize>,
+    /// Static objects per publisher [default: 100].
+    #[arg(long)]
+    static_objects: Option<usize>,
+    /// Updates per second per publisher [default: 30].
+    #[arg(long, value_name = "HZ")]
+    rate: Option<f64>,
+    /// Silence from the relay after which a client rejoins, ms [default: 500].
+    #[arg(long, value_name = "MS")]
+    silence: Option<u64>,
+    /// Time the relay stays down before the new one starts, ms [default: 0].
+    #[arg(long, value_name = "MS")]
+    down: Option<u64>,
+    /// Plain RTP instead of SRTP.
+    #[arg(long)]
+    plain_rtp: bool,
+    /// Also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 /// Arguments of `gsrelay bench soak`; defaults are `Soak::default()` (half the saturating
@@ -281,6 +317,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
     match a.cmd {
         Some(BenchCmd::Sweep(s)) => return sweep(s),
         Some(BenchCmd::Soak(s)) => return soak(s),
+        Some(BenchCmd::Restart(r)) => return restart(r),
         None => {}
     }
     let a = a.run;
@@ -394,6 +431,32 @@ fn soak(a: SoakArgs) -> anyhow::Result<()> {
     };
     let exe = std::env::current_exe().context("finding the gsrelay binary")?;
     let report = gsrelay::bench::soak::run(&s, exe, !a.no_progress)?;
+    print!("{}", report.table());
+    if let Some(path) = &a.json {
+        write_json(path, &report)?;
+    }
+    Ok(())
+}
+
+/// Runs `gsrelay bench restart`.
+fn restart(a: RestartArgs) -> anyhow::Result<()> {
+    let d = Restart::default();
+    let r = Restart {
+        publishers: a.publishers.unwrap_or(d.publishers),
+        subscribers: a.subscribers.unwrap_or(d.subscribers),
+        objects: a.objects.unwrap_or(d.objects),
+        static_objects: a.static_objects.unwrap_or(d.static_objects),
+        rate_hz: a.rate.unwrap_or(d.rate_hz),
+        silence_ms: a.silence.unwrap_or(d.silence_ms),
+        down_ms: a.down.unwrap_or(d.down_ms),
+        security: if a.plain_rtp {
+            Security::Plain
+        } else {
+            d.security
+        },
+    };
+    let exe = std::env::current_exe().context("finding the gsrelay binary")?;
+    let report = gsrelay::bench::restart::run(&r, exe)?;
     print!("{}", report.table());
     if let Some(path) = &a.json {
         write_json(path, &report)?;

@@ -199,12 +199,22 @@ impl Client {
     }
 
     /// Joins again with the same room, token and options, asking for the same SSRC
-    /// (which it requires only if the first join did): for when the relay has forgotten
-    /// the session, e.g. after a restart. The new session gets a new socket and new SRTP
-    /// keys; the old one, if the relay still holds it, is left to time out. On failure the
-    /// client is unchanged and may try again.
+    /// (which it requires only if the first join did): for when the relay seems to have
+    /// forgotten the session, e.g. after a restart. The old session is left first in case
+    /// the relay still holds it, so that its SSRC is free again (after a restart the relay
+    /// answers 404 or 403, which are ignored). The new session gets a new socket and new SRTP keys.
+    /// On failure the client is unchanged and may try again.
     pub async fn rejoin(&mut self) -> Result<(), ClientError> {
         let http = self.http.clone().ok_or(ClientError::NoHttp)?;
+        match delete_session(&http, self.joined.session).await {
+            // 404: the relay has no such session. 403: a restarted relay numbers sessions
+            // afresh, so the old id may now name someone else's.
+            Ok(())
+            | Err(ClientError::Status {
+                status: 403 | 404, ..
+            }) => {}
+            Err(e) => return Err(e),
+        }
         *self = Self::open(http, Some(self.joined.ssrc)).await?;
         Ok(())
     }
@@ -472,16 +482,21 @@ impl Client {
     /// Leaves the session (`DELETE /v1/sessions/{id}`); the relay sends the others a BYE.
     pub async fn leave(self) -> Result<(), ClientError> {
         let http = self.http.ok_or(ClientError::NoHttp)?;
-        let id = crate::relay::format_session_id(self.joined.session);
-        let resp = http
-            .client
-            .delete(format!("{}/v1/sessions/{id}", http.base))
-            .bearer_auth(&http.token)
-            .send()
-            .await?;
-        checked(resp).await?;
-        Ok(())
+        delete_session(&http, self.joined.session).await
     }
+}
+
+/// `DELETE /v1/sessions/{id}`.
+async fn delete_session(http: &Http, session: SessionId) -> Result<(), ClientError> {
+    let id = crate::relay::format_session_id(session);
+    let resp = http
+        .client
+        .delete(format!("{}/v1/sessions/{id}", http.base))
+        .bearer_auth(&http.token)
+        .send()
+        .await?;
+    checked(resp).await?;
+    Ok(())
 }
 
 /// Unprotects and parses one datagram from the relay.
