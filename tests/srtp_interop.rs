@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 
 use gsrelay::rtp::srtp::{KeyMaterial, SrtpProfile, SrtpSession};
 use support::libsrtp;
+use support::srtp::Copying;
 
 const PEER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/srtp_peer.py");
 const SSRC: u32 = 0x0bad_cafe;
@@ -145,8 +146,8 @@ fn libsrtp_unprotects_what_the_relay_protects() {
             .iter()
             .map(|(kind, packet)| {
                 let out = match kind {
-                    Kind::Rtp => relay.protect_rtp(packet),
-                    Kind::Rtcp => relay.protect_rtcp(packet),
+                    Kind::Rtp => relay.seal_rtp(packet),
+                    Kind::Rtcp => relay.seal_rtcp(packet),
                 };
                 (*kind, out.unwrap().to_vec())
             })
@@ -169,8 +170,8 @@ fn relay_unprotects_what_libsrtp_protects() {
         let protected = libsrtp("protect", &client_key, &plain);
         for (i, ((kind, expected), packet)) in plain.iter().zip(&protected).enumerate() {
             let got = match kind {
-                Kind::Rtp => relay.unprotect_rtp(packet),
-                Kind::Rtcp => relay.unprotect_rtcp(packet),
+                Kind::Rtp => relay.open_rtp(packet),
+                Kind::Rtcp => relay.open_rtcp(packet),
             }
             .unwrap_or_else(|e| panic!("{profile} packet {i} ({}): {e}", kind.name()));
             assert_same_packet(profile, i, *kind, &got, expected);

@@ -1,6 +1,8 @@
 //! The UDP transport end to end: a real relay task on loopback, clients with real SRTP,
 //! sessions joined through the `RelayHandle` (no HTTP server needed).
 
+mod support;
+
 use gsrelay::client::{Client, Received};
 use gsrelay::metrics::Metrics;
 use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
@@ -12,6 +14,7 @@ use gsrelay::wire::{
 };
 use std::collections::HashMap;
 use std::time::Duration;
+use support::srtp::Copying;
 use tokio::net::UdpSocket;
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -213,7 +216,7 @@ async fn wrong_key_is_dropped_and_neither_latches_nor_poisons_the_victims() {
     let mut forger = SrtpSession::for_client(profile, &wrong, &wrong).unwrap();
     let mut rr = Vec::new();
     gsrelay::rtp::rtcp::write_rr(&mut rr, victim.joined.ssrc, &[]).unwrap();
-    let forged = forger.protect_rtcp(&rr).unwrap();
+    let forged = forger.seal_rtcp(&rr).unwrap();
     let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     socket.send_to(&forged, h.t.local_addr).await.unwrap();
     // Forged RTP for the publisher, before its first packet, spread over the sequence
@@ -224,7 +227,7 @@ async fn wrong_key_is_dropped_and_neither_latches_nor_poisons_the_victims() {
         rtp.extend_from_slice(&[0; 4]);
         rtp.extend_from_slice(&publisher.ssrc().to_be_bytes());
         rtp.extend_from_slice(b"forged payload");
-        let forged = forger.protect_rtp(&rtp).unwrap();
+        let forged = forger.seal_rtp(&rtp).unwrap();
         socket.send_to(&forged, h.t.local_addr).await.unwrap();
     }
 
