@@ -2,15 +2,16 @@
 //! (RFC 3711 §4.1.1, §4.2.1) and AES-128-GCM (RFC 7714). Each works in the caller's
 //! buffer, given the packet index; choosing and checking indexes is the session's job.
 //!
-//! Keyed once means: the AES key schedule is expanded when the session is made
-//! (`Aes128Enc`, `Aes128Gcm`), and HMAC's inner and outer pads are hashed then too; each
-//! packet clones that keyed state (a few hundred bytes on the stack, no allocation).
+//! Keyed once means: the AES key schedules are expanded when the session is made
+//! (RustCrypto's `Aes128Enc` for AES-CM, ring's `LessSafeKey` for GCM), and HMAC's inner
+//! and outer pads are hashed then too; each packet clones the AES-CM and HMAC state (a
+//! few hundred bytes on the stack, no allocation). GCM is ring's because it measured
+//! about 4 times faster than RustCrypto's `aes-gcm` on 1 200-byte packets.
 
 use aes::Aes128Enc;
 use aes::cipher::{InnerIvInit, KeyInit, StreamCipher};
-use aes_gcm::aead::AeadInPlace;
-use aes_gcm::{Aes128Gcm, Nonce, Tag};
 use hmac::{Hmac, Mac};
+use ring::aead::{AES_128_GCM, Aad, LessSafeKey, Nonce, Tag, UnboundKey};
 use sha1::Sha1;
 use zeroize::Zeroizing;
 
@@ -35,6 +36,11 @@ type CtrCore = ctr::CtrCore<Aes128Enc, ctr::flavors::Ctr128BE>;
 const TOO_LONG_FOR_GCM: &str = "too long for AES-GCM";
 
 /// One transform's session keys (SRTP or SRTCP, one direction).
+#[expect(
+    clippy::large_enum_variant,
+    reason = "four per session, inside the session's own box: boxing a variant would add a \
+              pointer chase per packet to save a few hundred bytes per session"
+)]
 pub(super) enum Cipher {
     /// AES_CM_128_HMAC_SHA1_80.
     AesCm {
@@ -45,7 +51,7 @@ pub(super) enum Cipher {
     },
     /// AEAD_AES_128_GCM.
     Gcm {
-        aead: Aes128Gcm,
+        aead: LessSafeKey,
         /// The 96-bit session salt.
         salt: [u8; 12],
     },
@@ -53,7 +59,7 @@ pub(super) enum Cipher {
 
 impl Cipher {
     /// Derives the SRTP (`srtcp` false) or SRTCP session keys from a master key and salt.
-    pub(super) fn derive(profile: SrtpProfile, kdf: &Kdf, srtcp: bool) -> Self {
+    pub(super) fn derive(profile: SrtpProfile, kdf: &Kdf, srtcp: bool) -> Result<Self, SrtpError> {
         let [enc, auth, salt] = if srtcp {
             [
                 Label::SrtcpEncryption,
@@ -69,9 +75,11 @@ impl Cipher {
         };
         let key = kdf.derive::<16>(enc);
         match profile {
-            SrtpProfile::AesCm128HmacSha1_80 => {
-                Self::aes_cm(&key, &kdf.derive::<14>(salt), &kdf.derive::<20>(auth))
-            }
+            SrtpProfile::AesCm128HmacSha1_80 => Ok(Self::aes_cm(
+                &key,
+                &kdf.derive::<14>(salt),
+                &kdf.derive::<20>(auth),
+            )),
             SrtpProfile::AeadAes128Gcm => Self::gcm(&key, &kdf.derive::<12>(salt)),
         }
     }
@@ -86,11 +94,13 @@ impl Cipher {
     }
 
     /// An AES-GCM transform from its session keys.
-    pub(super) fn gcm(key: &[u8; 16], salt: &[u8; 12]) -> Self {
-        Self::Gcm {
-            aead: Aes128Gcm::new(key.into()),
+    pub(super) fn gcm(key: &[u8; 16], salt: &[u8; 12]) -> Result<Self, SrtpError> {
+        let key = UnboundKey::new(&AES_128_GCM, key)
+            .map_err(|_| SrtpError::BadKey("AES-128-GCM key is not 16 bytes".into()))?;
+        Ok(Self::Gcm {
+            aead: LessSafeKey::new(key),
             salt: *salt,
-        }
+        })
     }
 
     /// Bytes the tag adds.
@@ -120,16 +130,20 @@ impl Cipher {
             Self::Gcm { aead, salt } => {
                 let (aad, payload) = split_head(body, header)?;
                 let sealed = aead
-                    .encrypt_in_place_detached(&rtp_nonce(salt, ssrc, index), aad, payload)
+                    .seal_in_place_separate_tag(
+                        rtp_nonce(salt, ssrc, index),
+                        Aad::from(aad),
+                        payload,
+                    )
                     .map_err(|_| SrtpError::Malformed(TOO_LONG_FOR_GCM))?;
-                tag.copy_from_slice(&sealed);
+                tag.copy_from_slice(sealed.as_ref());
             }
         }
         Ok(())
     }
 
-    /// Authenticates and decrypts an SRTP packet in place (nothing changes unless it
-    /// authenticates); returns the RTP packet's length.
+    /// Authenticates and decrypts an SRTP packet in place; returns the RTP packet's
+    /// length. A packet that fails keeps its ciphertext (AES-CM) or has it zeroed (GCM).
     pub(super) fn open_rtp(
         &self,
         packet: &mut [u8],
@@ -147,7 +161,7 @@ impl Cipher {
             Self::Gcm { aead, salt } => {
                 let (aad, payload) = split_head(body, header)?;
                 let nonce = rtp_nonce(salt, ssrc, index);
-                aead.decrypt_in_place_detached(&nonce, aad, payload, Tag::from_slice(&*tag))
+                aead.open_in_place_separate_tag(nonce, Aad::from(aad), gcm_tag(tag)?, payload, 0..)
                     .map_err(|_| SrtpError::AuthFailed)?;
             }
         }
@@ -179,11 +193,11 @@ impl Cipher {
                 let (rest, word_at) = split_tail(packet, SRTCP_WORD)?;
                 let (plain, tag) = split_head(rest, len)?;
                 let (clear, encrypted) = split_head(plain, SRTCP_CLEAR)?;
-                let aad = srtcp_aad(clear, word);
+                let aad = Aad::from(srtcp_aad(clear, word));
                 let sealed = aead
-                    .encrypt_in_place_detached(&rtcp_nonce(salt, ssrc, index), &aad, encrypted)
+                    .seal_in_place_separate_tag(rtcp_nonce(salt, ssrc, index), aad, encrypted)
                     .map_err(|_| SrtpError::Malformed(TOO_LONG_FOR_GCM))?;
-                tag.copy_from_slice(&sealed);
+                tag.copy_from_slice(sealed.as_ref());
                 word_at.copy_from_slice(&word);
             }
         }
@@ -200,8 +214,9 @@ impl Cipher {
         Some(u32::from_be_bytes(packet.get(at..end)?.try_into().ok()?))
     }
 
-    /// Authenticates and decrypts an SRTCP packet with the E flag set, in place (nothing
-    /// changes unless it authenticates); returns the RTCP packet's length.
+    /// Authenticates and decrypts an SRTCP packet with the E flag set, in place; returns
+    /// the RTCP packet's length. A packet that fails keeps its ciphertext (AES-CM) or has
+    /// it zeroed (GCM).
     pub(super) fn open_rtcp(
         &self,
         packet: &mut [u8],
@@ -224,9 +239,9 @@ impl Cipher {
                 let len = plain.len();
                 let (clear, encrypted) = split_head(plain, SRTCP_CLEAR)?;
                 let word = <[u8; SRTCP_WORD]>::try_from(&*word).map_err(|_| SrtpError::TooShort)?;
-                let aad = srtcp_aad(clear, word);
+                let aad = Aad::from(srtcp_aad(clear, word));
                 let nonce = rtcp_nonce(salt, ssrc, index);
-                aead.decrypt_in_place_detached(&nonce, &aad, encrypted, Tag::from_slice(&*tag))
+                aead.open_in_place_separate_tag(nonce, aad, gcm_tag(tag)?, encrypted, 0..)
                     .map_err(|_| SrtpError::AuthFailed)?;
                 Ok(len)
             }
@@ -288,21 +303,23 @@ fn verify_hmac(
 }
 
 /// RFC 7714 §8.1: `IV = (00 00 || SSRC || ROC || SEQ) XOR salt`; ROC || SEQ is the index.
-fn rtp_nonce(salt: &[u8; 12], ssrc: u32, index: u64) -> Nonce<aes_gcm::aead::consts::U12> {
+fn rtp_nonce(salt: &[u8; 12], ssrc: u32, index: u64) -> Nonce {
     let mut iv = [0u8; 12];
     iv[2..6].copy_from_slice(&ssrc.to_be_bytes());
     iv[6..12].copy_from_slice(&index.to_be_bytes()[2..]);
     xor(&mut iv, salt);
-    iv.into()
+    // Unique per key: the session never seals an (SSRC, index) twice.
+    Nonce::assume_unique_for_key(iv)
 }
 
 /// RFC 7714 §9.1: `IV = (00 00 || SSRC || 00 00 || 0 || SRTCP index) XOR salt`.
-fn rtcp_nonce(salt: &[u8; 12], ssrc: u32, index: u32) -> Nonce<aes_gcm::aead::consts::U12> {
+fn rtcp_nonce(salt: &[u8; 12], ssrc: u32, index: u32) -> Nonce {
     let mut iv = [0u8; 12];
     iv[2..6].copy_from_slice(&ssrc.to_be_bytes());
     iv[8..12].copy_from_slice(&index.to_be_bytes());
     xor(&mut iv, salt);
-    iv.into()
+    // Unique per key: the session never seals an (SSRC, index) twice.
+    Nonce::assume_unique_for_key(iv)
 }
 
 /// RFC 7714 §9.2: the SRTCP AAD is the clear header and sender SSRC, then E+index.
@@ -311,6 +328,11 @@ fn srtcp_aad(clear: &[u8], word: [u8; SRTCP_WORD]) -> [u8; SRTCP_CLEAR + SRTCP_W
     aad[..SRTCP_CLEAR].copy_from_slice(clear);
     aad[SRTCP_CLEAR..].copy_from_slice(&word);
     aad
+}
+
+/// A received GCM tag.
+fn gcm_tag(tag: &[u8]) -> Result<Tag, SrtpError> {
+    Tag::try_from(tag).map_err(|_| SrtpError::TooShort)
 }
 
 fn xor(dst: &mut [u8], src: &[u8]) {
@@ -348,6 +370,7 @@ mod tests {
             &array("000102030405060708090a0b0c0d0e0f"),
             &array("517569642070726f2071756f"),
         )
+        .unwrap()
     }
 
     /// RFC 3711 Appendix B.2: SSRC 0 and index 0 turn zeros into the keystream itself.
@@ -415,7 +438,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_open_leaves_the_packet_as_it_was() {
+    fn a_failed_open_reveals_no_plaintext() {
         let cipher = Cipher::aes_cm(&[1; 16], &[2; 14], &[3; 20]);
         for cipher in [cipher, rfc_7714()] {
             let mut packet = vec![0x80, 96, 0, 1, 0, 0, 0, 0, 0, 0, 0, 7];
@@ -424,12 +447,11 @@ mod tests {
             cipher.seal_rtp(&mut packet, 12, 7, 1).unwrap();
             let last = packet.len() - 1;
             packet[last] ^= 1;
-            let before = packet.clone();
             assert!(matches!(
                 cipher.open_rtp(&mut packet, 12, 7, 1),
                 Err(SrtpError::AuthFailed)
             ));
-            assert_eq!(packet, before);
+            assert!(!packet.windows(7).any(|w| w == b"payload"));
         }
     }
 }

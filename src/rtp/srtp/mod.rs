@@ -12,8 +12,8 @@
 //! into room the caller left, [`SrtpSession::protect_rtp_slice`]), and
 //! [`SrtpSession::unprotect_rtp`] decrypts where the packet lies and returns the plaintext
 //! length. Neither allocates per packet; the only allocation is a map entry the first time
-//! an SSRC is seen. The primitives are RustCrypto's `aes` (AES-NI when the CPU has it),
-//! `ctr`, `hmac` + `sha1` (SHA-NI when present) and `aes-gcm`.
+//! an SSRC is seen. The primitives are RustCrypto's `aes` (AES-NI when the CPU has it) +
+//! `ctr` and `hmac` + `sha1` (SHA-NI when present) for AES-CM, and ring's AES-GCM.
 //!
 //! # Indexes, replay and forgeries
 //!
@@ -281,8 +281,8 @@ impl Direction {
         }
         let kdf = key.kdf()?;
         Ok(Self {
-            srtp: Cipher::derive(profile, &kdf, false),
-            srtcp: Cipher::derive(profile, &kdf, true),
+            srtp: Cipher::derive(profile, &kdf, false)?,
+            srtcp: Cipher::derive(profile, &kdf, true)?,
             srtp_seen: Windows::default(),
             srtcp_seen: Windows::default(),
         })
@@ -397,8 +397,8 @@ impl SrtpSession {
     }
 
     /// Authenticates, replay-checks and decrypts the SRTP packet in `packet` in place;
-    /// returns the length of the RTP packet now at its start. On error `packet` is
-    /// unchanged and no state moved.
+    /// returns the length of the RTP packet now at its start. On error no state moved;
+    /// a packet that failed to authenticate under GCM has its payload zeroed.
     pub fn unprotect_rtp(&mut self, packet: &mut [u8]) -> Result<usize, SrtpError> {
         let header = rtp_header_len(packet)?;
         let input = &mut self.inbound;
@@ -416,8 +416,8 @@ impl SrtpSession {
     }
 
     /// Authenticates, replay-checks and decrypts the SRTCP packet in `packet` in place;
-    /// returns the length of the RTCP packet now at its start. On error `packet` is
-    /// unchanged and no state moved.
+    /// returns the length of the RTCP packet now at its start. On error no state moved;
+    /// a packet that failed to authenticate under GCM has its payload zeroed.
     ///
     /// Packets whose E flag is clear are refused as [`SrtpError::AuthFailed`]: our peers
     /// always encrypt, and accepting unencrypted SRTCP would only widen what a forger can
