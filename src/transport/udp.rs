@@ -131,6 +131,9 @@ enum Security {
     Keyed(Box<SrtpSession>),
 }
 
+/// [`SrtpSession::protect_rtp_slice`] or [`SrtpSession::protect_rtcp_slice`].
+type Protect = fn(&mut SrtpSession, &mut [u8], usize) -> Result<usize, SrtpError>;
+
 /// The per-packet metrics, resolved once so the hot path does no label lookup.
 struct Counters {
     packets_in: IntCounter,
@@ -275,19 +278,16 @@ impl Shell {
             let queued = match &mut peer.sec {
                 Security::Keyed(srtp) => {
                     let profile = srtp.profile();
-                    match t.class {
+                    let (room, protect): (usize, Protect) = match t.class {
                         PacketClass::Rtp => {
-                            batch.push_sealed(addr, t.bytes, profile.rtp_overhead(), |buf, len| {
-                                srtp.protect_rtp_slice(buf, len)
-                            })
+                            (profile.rtp_overhead(), SrtpSession::protect_rtp_slice)
                         }
                         PacketClass::Rtcp => {
-                            batch.push_sealed(addr, t.bytes, profile.rtcp_overhead(), |buf, len| {
-                                srtp.protect_rtcp_slice(buf, len)
-                            })
+                            (profile.rtcp_overhead(), SrtpSession::protect_rtcp_slice)
                         }
                         PacketClass::Other => continue,
-                    }
+                    };
+                    batch.push_sealed(addr, t.bytes, room, |buf, len| protect(srtp, buf, len))
                 }
                 Security::Plain => {
                     batch.push(addr, t.bytes);

@@ -48,7 +48,9 @@ use cipher::{Cipher, SRTCP_CLEAR, SRTCP_E_FLAG};
 use kdf::Kdf;
 use replay::{MAX_SRTCP_INDEX, Windows};
 
-/// Width, in packets, of the SRTP and SRTCP replay windows on inbound traffic.
+/// Width, in packets, of the SRTP and SRTCP replay windows: on inbound traffic, how far
+/// a packet may arrive out of order; on outbound, how far behind the newest a packet may
+/// still be sealed.
 ///
 /// libsrtp's default; wide enough that ordinary UDP reordering is not taken for replay.
 pub const REPLAY_WINDOW: usize = 128;
