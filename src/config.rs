@@ -205,7 +205,8 @@ pub struct ServeArgs {
     /// Largest burst of relay-made sends, bytes [default: 49152].
     #[arg(long, env = "GSRELAY_RELAY_SEND_BURST_BYTES", value_name = "BYTES")]
     pub relay_send_burst_bytes: Option<usize>,
-    /// Ceiling on bytes queued for sending after one input [default: 16777216].
+    /// Ceiling on bytes queued for sending between two drains of the output
+    /// [default: 16777216].
     #[arg(long, env = "GSRELAY_MAX_OUTBOX_BYTES", value_name = "BYTES")]
     pub max_outbox_bytes: Option<usize>,
 }

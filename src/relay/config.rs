@@ -45,8 +45,9 @@ pub struct RelayConfig {
     /// The most of that the relay sends in one burst, in bytes: small enough that a
     /// kernel's default receive buffer (208 KiB) holds it.
     pub relay_send_burst_bytes: usize,
-    /// Ceiling on the bytes queued for sending after one input; beyond it packets are
-    /// dropped (`outbox_full`) rather than buffered.
+    /// Ceiling on the bytes queued for sending until the shell next drains the output
+    /// (after each batch of inputs); beyond it packets are dropped (`outbox_full`) rather
+    /// than buffered. The shell's send arena holds at most this much plus SRTP tags.
     pub max_outbox_bytes: usize,
 }
 
