@@ -136,14 +136,14 @@ fn serve_refuses_an_unknown_config_key() {
     let path = std::env::temp_dir().join(format!("gsrelay-bad-config-{}.toml", std::process::id()));
     std::fs::write(
         &path,
-        "http_addr = \"127.0.0.1:0\"\n[relay]\nmax_sessions = 3\n",
+        "http_addr = \"127.0.0.1:0\"\n[relay]\nmax_sesions = 3\n",
     )
     .unwrap();
     let out = gsrelay(&["serve", "--config", path.to_str().unwrap()]);
     std::fs::remove_file(&path).unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("max_sessions"), "{stderr}");
+    assert!(stderr.contains("max_sesions"), "{stderr}");
 }
 
 /// A `gsrelay serve` child, killed when dropped so a failed test leaves nothing behind.

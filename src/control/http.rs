@@ -124,6 +124,14 @@ impl From<CommandError> for ApiError {
                 // and a retry succeeds once someone leaves.
                 Self::new(StatusCode::TOO_MANY_REQUESTS, "room_full", message)
             }
+            CommandError::Control(ControlError::TooManyRooms(_)) => {
+                // 503 rather than 429: this relay as a whole takes no more rooms, so a
+                // load balancer or client should turn to another instance.
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "too_many_rooms", message)
+            }
+            CommandError::Control(ControlError::RelayFull(_)) => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "relay_full", message)
+            }
             CommandError::Control(ControlError::SsrcTaken(_)) => {
                 Self::new(StatusCode::CONFLICT, "ssrc_taken", message)
             }
