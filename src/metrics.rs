@@ -38,6 +38,8 @@ pub struct Metrics {
     pub forward_latency: HistogramVec,
     /// HTTP API requests by status class.
     pub http_requests: IntCounterVec,
+    /// HTTP requests refused and connections closed by a limit, by limit.
+    pub http_limited: IntCounterVec,
 }
 
 fn counter_vec(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -127,9 +129,14 @@ impl Metrics {
                 "HTTP API requests by status class.",
                 &["status"],
             ),
+            http_limited: counter_vec(
+                "gsrelay_http_limited_total",
+                "HTTP requests refused and connections closed by a limit, by limit.",
+                &["limit"],
+            ),
             registry,
         };
-        let collectors: [Box<dyn prometheus::core::Collector>; 14] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 15] = [
             Box::new(m.packets.clone()),
             Box::new(m.bytes.clone()),
             Box::new(m.dropped.clone()),
@@ -144,6 +151,7 @@ impl Metrics {
             Box::new(m.cached_objects.clone()),
             Box::new(m.forward_latency.clone()),
             Box::new(m.http_requests.clone()),
+            Box::new(m.http_limited.clone()),
         ];
         for c in collectors {
             m.registry

@@ -113,7 +113,16 @@ fn help_lists_every_setting_with_its_variable() {
         "--drain-grace-secs",
         "--payload-budget",
         "--max-sessions-per-room",
+        "--max-rooms",
+        "--max-sessions",
         "--object-ttl",
+        "--token-max-ttl-secs",
+        "--http-header-timeout",
+        "--http-body-timeout",
+        "--http-idle-timeout",
+        "--http-max-in-flight",
+        "--http-rate-per-sec",
+        "--http-rate-burst",
     ] {
         assert!(help.contains(flag), "serve --help lacks {flag}");
         let var = format!(

@@ -62,7 +62,7 @@ impl Default for RelayConfig {
 }
 
 /// Durations as (fractional) seconds in config files.
-mod secs {
+pub(crate) mod secs {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
