@@ -9,12 +9,14 @@
 
 mod api;
 pub mod area;
+mod budget;
 mod config;
 mod core;
 mod feedback;
 mod forward;
 mod grid;
 pub mod interest;
+pub mod limits;
 mod outbox;
 pub mod pacing;
 mod relevance;
@@ -30,5 +32,5 @@ pub use config::RelayConfig;
 pub(crate) use config::secs as serde_secs;
 pub use core::Relay;
 pub use interest::Interest;
-pub use outbox::Transmit;
+pub use outbox::{OutboxMark, Transmit};
 pub use session::Session;
