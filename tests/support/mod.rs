@@ -3,6 +3,7 @@
 
 pub mod libsrtp;
 pub mod server;
+pub mod srtp;
 
 use gsrelay::metrics::Metrics;
 use gsrelay::relay::{ControlError, JoinRequest, Joined, Relay, RelayConfig, SessionId};
