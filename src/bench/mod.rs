@@ -1,8 +1,9 @@
 //! `gsrelay bench`: publishers and subscribers driven through the real HTTP API and
 //! RTP/SRTP transport against an in-process relay, a remote relay or a plain UDP
 //! reflector (the baseline), with throughput, loss, end-to-end latency, late-join
-//! snapshot time, CPU and memory in a table and as JSON. `docs/benchmarks.md` describes
-//! the method.
+//! snapshot time, CPU and memory in a table and as JSON; and the soak (`soak`) and
+//! relay-restart (`restart`) runs, which check whole-state convergence against a relay
+//! in a child process. `docs/benchmarks.md` describes the method.
 
 pub mod baseline;
 pub mod impair;

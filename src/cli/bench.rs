@@ -28,7 +28,7 @@ pub struct BenchArgs {
 enum BenchCmd {
     /// Run the scenario in process and against the baseline at increasing update rates,
     /// and draw latency against load as an SVG.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// A long run at a steady load with subscribers leaving and joining, against a relay
     /// in a child process: its memory over time and whether every subscriber ends with
     /// every publisher's last state.
@@ -336,7 +336,7 @@ fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result<()>
 /// Runs `gsrelay bench`.
 pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
     match a.cmd {
-        Some(BenchCmd::Sweep(s)) => return sweep(s),
+        Some(BenchCmd::Sweep(s)) => return sweep(*s),
         Some(BenchCmd::Soak(s)) => return soak(s),
         Some(BenchCmd::Restart(r)) => return restart(r),
         None => {}
