@@ -352,12 +352,13 @@ async fn view_converges_under_five_percent_loss() {
     let mut tick = Instant::now();
     for round in 0..ROUNDS {
         let quiet_at = Instant::now() + CHANGING;
+        let mut last_change = Instant::now();
         while Instant::now() < quiet_at {
+            last_change = Instant::now();
             publ.update(CHANGES_PER_UPDATE).await;
             tick += period;
             sub.receive_until(tick).await;
         }
-        let last_change = Instant::now();
         let converged = loop {
             if sub.view.differences(&publ.truth) == 0 {
                 break Some(last_change.elapsed());

@@ -87,14 +87,13 @@ impl Liveness {
     }
 }
 
-/// Rejoins until the relay accepts, then asks for the room's state. Returns the
-/// number of attempts.
-async fn rejoin(c: &mut Client, stop: &AtomicBool) -> anyhow::Result<u64> {
-    let mut attempts = 0;
+/// Rejoins until the relay accepts (or the run stops), then latches the new address and
+/// asks for the room's state.
+async fn rejoin(c: &mut Client, stop: &AtomicBool) -> anyhow::Result<()> {
     loop {
-        attempts += 1;
         match c.rejoin().await {
             Ok(()) => break,
+            // Down, still starting, or rate-limiting the retries: try again shortly.
             Err(ClientError::Http(_) | ClientError::Status { .. } | ClientError::Io(_))
                 if !stop.load(Ordering::Relaxed) =>
             {
@@ -108,7 +107,7 @@ async fn rejoin(c: &mut Client, stop: &AtomicBool) -> anyhow::Result<u64> {
     }
     let relay = c.relay_ssrc();
     c.send_fir(relay).await?;
-    Ok(attempts)
+    Ok(())
 }
 
 /// Shared switches and counters of one publisher.
