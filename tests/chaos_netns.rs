@@ -16,11 +16,11 @@
 //! cargo test --release --test chaos_netns -- --ignored --nocapture
 //! ```
 
-use gsrelay::bench::peers::Room;
+use gsrelay::bench::peers::{PUBLISHER, Room, SUBSCRIBER};
 use gsrelay::bench::process::{RelayProcess, RelaySpec};
 use gsrelay::bench::state::{ObjectKey, View, encode_update, set_time};
 use gsrelay::client::{Client, Received};
-use gsrelay::control::token::{Rights, Tokens};
+use gsrelay::control::token::Tokens;
 use gsrelay::wire::{Head1, Loc2, Object, Object2};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -327,24 +327,14 @@ async fn view_converges_under_five_percent_loss() {
         plain_rtp: false,
         ttl_s: 600,
     };
-    let sub_rights = Rights {
-        publish: false,
-        subscribe: true,
-        admin: false,
-    };
-    let pub_rights = Rights {
-        publish: true,
-        subscribe: false,
-        admin: false,
-    };
     let mut sub = Subscriber {
-        client: room.join("sub", sub_rights).await.unwrap(),
+        client: room.join("sub", SUBSCRIBER).await.unwrap(),
         view: View::default(),
         next_seq: None,
         missing: HashMap::new(),
         nacks: 0,
     };
-    let mut publ = Publisher::new(room.join("pub", pub_rights).await.unwrap());
+    let mut publ = Publisher::new(room.join("pub", PUBLISHER).await.unwrap());
 
     let period = Duration::from_secs(1) / RATE_HZ;
     let deadline = REFRESH * DEADLINE_REFRESHES;

@@ -27,6 +27,27 @@ const REJOIN_RETRY: Duration = Duration::from_millis(50);
 /// Largest payload a publisher packs, bytes (as the bench's default scenario).
 const PAYLOAD_BUDGET: usize = 1100;
 
+/// Rights of a session that only receives.
+pub const SUBSCRIBER: Rights = Rights {
+    publish: false,
+    subscribe: true,
+    admin: false,
+};
+
+/// Rights of a session that only sends.
+pub const PUBLISHER: Rights = Rights {
+    publish: true,
+    subscribe: false,
+    admin: false,
+};
+
+/// Rights of a session that sends and receives, as a player's.
+pub const PLAYER: Rights = Rights {
+    publish: true,
+    subscribe: true,
+    admin: false,
+};
+
 /// Where the clients join, with tokens the bench issues itself.
 pub struct Room {
     /// HTTP base URL of the relay.

@@ -5,11 +5,13 @@
 //! run measures the time from the new relay being ready to every subscriber holding every
 //! object again, then checks that they end with the publishers' last state.
 
-use super::peers::{self, Liveness, PubHandle, PubPlan, Room, SubHandle, SubPlan};
+use super::peers::{
+    self, Liveness, PLAYER, PubHandle, PubPlan, Room, SUBSCRIBER, SubHandle, SubPlan,
+};
 use super::process::{RelayProcess, RelaySpec, free_loopback_addrs};
 use super::scenario::{STATIC_ID_BASE, Scenario, Security};
 use super::soak::SETTLE;
-use crate::control::token::{Rights, Tokens};
+use crate::control::token::Tokens;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -201,12 +203,7 @@ async fn drive(r: &Restart, exe: PathBuf) -> anyhow::Result<RestartReport> {
     let mut publishers = Vec::new();
     let mut expect = Vec::new();
     for n in 0..r.publishers {
-        let rights = Rights {
-            publish: true,
-            subscribe: true,
-            admin: false,
-        };
-        let c = room.join(&format!("pub-{n}"), rights).await?;
+        let c = room.join(&format!("pub-{n}"), PLAYER).await?;
         let ids =
             (1..=r.objects as u64).chain((0..r.static_objects as u64).map(|i| STATIC_ID_BASE + i));
         expect.extend(ids.map(|id| (c.ssrc(), id)));
@@ -215,12 +212,7 @@ async fn drive(r: &Restart, exe: PathBuf) -> anyhow::Result<RestartReport> {
     let expect = Arc::new(expect);
     let mut subs = Vec::new();
     for n in 0..r.subscribers {
-        let rights = Rights {
-            publish: false,
-            subscribe: true,
-            admin: false,
-        };
-        let c = room.join(&format!("sub-{n}"), rights).await?;
+        let c = room.join(&format!("sub-{n}"), SUBSCRIBER).await?;
         let plan = SubPlan {
             expect: expect.clone(),
             liveness,

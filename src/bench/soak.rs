@@ -4,11 +4,11 @@
 //! every subscriber present at the end holds every publisher's last state.
 
 use super::impair::Rng;
-use super::peers::{self, PubHandle, PubPlan, Room, SubHandle, SubPlan};
+use super::peers::{self, PUBLISHER, PubHandle, PubPlan, Room, SUBSCRIBER, SubHandle, SubPlan};
 use super::process::{RelayProcess, RelaySpec, free_loopback_addrs};
 use super::scenario::{STATIC_ID_BASE, Scenario, Security};
 use super::state::ObjectKey;
-use crate::control::token::{Rights, Tokens};
+use crate::control::token::Tokens;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -192,24 +192,13 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
     let scenario = soak.scenario()?;
     let secret = crate::control::token::dev_secret()?;
     let (http_addr, rtp_addr) = free_loopback_addrs()?;
-    let mut args = vec![
-        "--max-packets-per-sec".to_owned(),
-        "1000000".to_owned(),
-        "--drain-grace-secs".to_owned(),
-        "0".to_owned(),
-        "--max-sessions-per-room".to_owned(),
-        (soak.publishers + soak.subscribers + 8).to_string(),
-    ];
-    if soak.security == Security::Plain {
-        args.push("--insecure-plain-rtp".to_owned());
-    }
     let relay = RelayProcess::start(&RelaySpec {
         exe,
         wrapper: Vec::new(),
         http_addr,
         rtp_addr,
         token_secret: secret.clone(),
-        args,
+        args: relay_args(soak),
     })
     .await?;
     let rss_idle_bytes = relay.rss_bytes();
@@ -220,27 +209,17 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
         plain_rtp: soak.security == Security::Plain,
         ttl_s: (soak.warmup_s + soak.duration_s) as u64 + 600,
     };
-    let subscribe = Rights {
-        publish: false,
-        subscribe: true,
-        admin: false,
-    };
-    let publish = Rights {
-        publish: true,
-        subscribe: false,
-        admin: false,
-    };
 
     // Subscribers first, so that none misses the first packets.
     let mut subs = Vec::new();
     for n in 0..soak.subscribers {
-        let c = room.join(&format!("sub-{n}"), subscribe).await?;
+        let c = room.join(&format!("sub-{n}"), SUBSCRIBER).await?;
         subs.push(SubHandle::spawn(c, SubPlan::default()));
     }
     let mut pubs = Vec::new();
     let mut expect = Vec::new();
     for n in 0..soak.publishers {
-        let c = room.join(&format!("pub-{n}"), publish).await?;
+        let c = room.join(&format!("pub-{n}"), PUBLISHER).await?;
         let ids = (1..=soak.objects as u64)
             .chain((0..soak.static_objects as u64).map(|i| STATIC_ID_BASE + i));
         expect.extend(ids.map(|id| (c.ssrc(), id)));
@@ -266,9 +245,14 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
     let churn_every =
         (soak.churn_per_s > 0.0).then(|| Duration::from_secs_f64(1.0 / soak.churn_per_s));
     let mut next_churn = churn_every.map(|d| start + d);
-    let mut rng = Rng::new(soak.seed);
-    let (mut joins, mut leaves, mut received) = (0u64, 0u64, 0u64);
-    let mut times = Vec::new();
+    let mut churn = Churn {
+        rng: Rng::new(soak.seed),
+        next_name: soak.subscribers,
+        joins: 0,
+        leaves: 0,
+        received: 0,
+        times: Vec::new(),
+    };
     let mut next_report = start + PROGRESS_EVERY;
     loop {
         let now = Instant::now();
@@ -280,10 +264,11 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
         }
         if progress && now >= next_report {
             eprintln!(
-                "soak: {:.0}/{:.0} s, relay RSS {:.1} MB, {joins} joins",
+                "soak: {:.0}/{:.0} s, relay RSS {:.1} MB, {} joins",
                 (now - start).as_secs_f64(),
                 soak.duration_s,
-                relay.rss_bytes().unwrap_or(0) as f64 / 1e6
+                relay.rss_bytes().unwrap_or(0) as f64 / 1e6,
+                churn.joins
             );
             next_report += PROGRESS_EVERY;
         }
@@ -293,25 +278,7 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
         if let (Some(at), Some(every)) = (next_churn, churn_every)
             && now >= at
         {
-            // One leaves, a new one joins, asks for the room and waits for all of it.
-            let i = (rng.next_u64() % subs.len() as u64) as usize;
-            let gone = subs.swap_remove(i);
-            let waits = gone.waits;
-            let done = gone.stop().await?;
-            received += done.packets;
-            if waits {
-                times.push(done.completed_after);
-            }
-            done.client.leave().await.context("leaving")?;
-            leaves += 1;
-            let name = format!("sub-{}", soak.subscribers as u64 + joins);
-            let c = room.join(&name, subscribe).await?;
-            joins += 1;
-            let plan = SubPlan {
-                expect: expect.clone(),
-                liveness: None,
-            };
-            subs.push(SubHandle::spawn(c, plan));
+            churn.replace_one(&mut subs, &room, &expect).await?;
             next_churn = Some(at + every);
         }
         let wake = [Some(next_rss), Some(end), next_churn]
@@ -327,8 +294,8 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
     let relay_cached_objects_end = relay.metric("gsrelay_cached_objects").await?;
     let end = peers::finish(pubs, subs, SETTLE).await?;
     let loaded = (t0.elapsed() - SETTLE).as_secs_f64();
-    received += end.received;
-    times.extend(end.completed_after);
+    churn.received += end.received;
+    churn.times.extend(end.completed_after);
     // A leave is handled before its DELETE answers: nothing is pending here.
     let relay_sessions_after_leave = relay.metric("gsrelay_sessions").await?;
     let relay_cached_objects_after_leave = relay.metric("gsrelay_cached_objects").await?;
@@ -336,15 +303,15 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
     relay.kill()?;
 
     let sent_pps = end.sent as f64 / loaded;
-    let received_pps = received as f64 / loaded;
+    let received_pps = churn.received as f64 / loaded;
     Ok(SoakReport {
         soak: soak.clone(),
         sent_pps,
         received_pps,
         delivery_ratio: received_pps / (sent_pps * soak.subscribers as f64).max(f64::MIN_POSITIVE),
-        leaves,
-        joins,
-        join_times: JoinTimes::from(&times),
+        leaves: churn.leaves,
+        joins: churn.joins,
+        join_times: JoinTimes::from(&churn.times),
         rss_idle_bytes,
         rss_start_bytes,
         rss_end_bytes,
@@ -357,6 +324,71 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
         relay_sessions_after_leave,
         relay_cached_objects_after_leave,
     })
+}
+
+/// The relay's flags for a soak: no per-session rate limit in the way, room enough for
+/// the clients, no drain wait at the end.
+fn relay_args(soak: &Soak) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--max-packets-per-sec",
+        "1000000",
+        "--drain-grace-secs",
+        "0",
+        "--max-sessions-per-room",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.push((soak.publishers + soak.subscribers + 8).to_string());
+    if soak.security == Security::Plain {
+        args.push("--insecure-plain-rtp".to_owned());
+    }
+    args
+}
+
+/// Subscribers leaving and joining, and what they leave behind.
+struct Churn {
+    rng: Rng,
+    next_name: usize,
+    joins: u64,
+    leaves: u64,
+    /// Packets received by the subscribers that have stopped.
+    received: u64,
+    /// Join → whole room of each joiner that has stopped.
+    times: Vec<Option<Duration>>,
+}
+
+impl Churn {
+    /// One subscriber, picked at random, leaves; a new one joins, asks for the room and
+    /// waits for all of it.
+    async fn replace_one(
+        &mut self,
+        subs: &mut Vec<SubHandle>,
+        room: &Room,
+        expect: &Arc<Vec<ObjectKey>>,
+    ) -> anyhow::Result<()> {
+        let i = (self.rng.next_u64() % subs.len().max(1) as u64) as usize;
+        if i < subs.len() {
+            let gone = subs.swap_remove(i);
+            let waits = gone.waits;
+            let done = gone.stop().await?;
+            self.received += done.packets;
+            if waits {
+                self.times.push(done.completed_after);
+            }
+            done.client.leave().await.context("leaving")?;
+            self.leaves += 1;
+        }
+        let name = format!("sub-{}", self.next_name);
+        let c = room.join(&name, SUBSCRIBER).await?;
+        self.next_name += 1;
+        self.joins += 1;
+        let plan = SubPlan {
+            expect: expect.clone(),
+            liveness: None,
+        };
+        subs.push(SubHandle::spawn(c, plan));
+        Ok(())
+    }
 }
 
 impl JoinTimes {
