@@ -2,6 +2,7 @@
 //! sessions and time; outputs are packets to sessions ([`Relay::poll_transmit`]) and the
 //! next wake-up ([`Relay::poll_timeout`]). It owns no socket and reads no clock.
 
+use super::aggregate::{Aggregator, Tx};
 use super::api::{
     ControlError, JoinRequest, Joined, RoomInfo, SessionId, SessionInfo, StreamInfo,
     format_session_id,
@@ -41,6 +42,8 @@ pub struct Relay {
     next_sweep: Option<Instant>,
     closed: Vec<SessionId>,
     draining: bool,
+    /// Aggregated delivery: views and members.
+    pub(super) agg: Aggregator,
 }
 
 impl Relay {
@@ -53,6 +56,7 @@ impl Relay {
                 break s;
             }
         };
+        let agg = Aggregator::new(xorshift(&mut rng));
         Self {
             cfg,
             relay_ssrc,
@@ -69,6 +73,7 @@ impl Relay {
             next_sweep: None,
             closed: Vec::new(),
             draining: false,
+            agg,
         }
     }
 
@@ -162,6 +167,7 @@ impl Relay {
                 relevance::place(room, s, center);
             }
         }
+        self.sync_delivery(id, now);
         self.metrics.sessions.inc();
         self.next_sweep.get_or_insert(now + self.cfg.sweep_interval);
         Ok(Joined {
@@ -198,6 +204,7 @@ impl Relay {
             relevance::unplace(room, s);
         }
         self.sessions.remove(&id);
+        self.end_delivery(id);
         self.by_ssrc.remove(&ssrc);
         self.metrics.sessions.dec();
         if let Some(room) = self.rooms.get_mut(&room_name) {
@@ -232,6 +239,7 @@ impl Relay {
             let center = s.interest.area.as_ref().and_then(|a| a.center);
             relevance::place(room, s, center);
         }
+        self.sync_delivery(id, now);
         Ok(())
     }
 
@@ -275,7 +283,11 @@ impl Relay {
 
     /// When [`Relay::handle_timeout`] should next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.next_sweep.into_iter().chain(self.pace_at).min()
+        self.next_sweep
+            .into_iter()
+            .chain(self.pace_at)
+            .chain(self.agg.due())
+            .min()
     }
 
     /// Sessions the relay removed by itself (timeouts) since the last call, so the
@@ -289,6 +301,8 @@ impl Relay {
         if self.pace_at.is_some_and(|t| now >= t) {
             self.drain_paced(now);
         }
+        self.mix(now, false);
+        self.flush_aggregates(now);
         if self.next_sweep.is_none_or(|t| now < t) {
             return;
         }
@@ -355,6 +369,7 @@ impl Relay {
         if let Err(reason) = self.accept_rtp(now, from, packet) {
             self.drop_packet(reason);
         }
+        self.mix(now, false);
     }
 
     /// The checks every packet from a session passes first: the session exists (and is
@@ -396,6 +411,10 @@ impl Relay {
         self.refs.clear();
         for r in wire::objects(pkt.payload(), dialect) {
             self.refs.push(r.map_err(|e| e.reason())?);
+        }
+        // Containers are the relay's own framing towards subscribers (aggregated delivery).
+        if self.refs.iter().any(|r| r.kind == ObjectKind::Container) {
+            return Err("container_from_sender");
         }
         let room = self.rooms.get_mut(&s.room).ok_or("unknown_session")?;
         let (seq, ts) = (pkt.sequence_number(), pkt.timestamp());
@@ -460,6 +479,9 @@ impl Relay {
             budget,
         );
         self.pace_at = self.pace_at.into_iter().chain(due).min();
+        let mut tx = Tx::new(&mut self.out, &self.metrics, self.relay_ssrc, now, budget);
+        self.agg
+            .fan_out(&self.sessions[&from].room, &packet, &mut tx);
         // A subscriber whose area follows its own avatar may have walked up to objects.
         let s = &self.sessions[&from];
         if s.interest.area.as_ref().is_some_and(|a| a.center.is_none()) {
@@ -529,7 +551,7 @@ fn index_objects(
     }
 }
 
-fn xorshift(s: &mut u64) -> u64 {
+pub(super) fn xorshift(s: &mut u64) -> u64 {
     *s ^= *s << 13;
     *s ^= *s >> 7;
     *s ^= *s << 17;

@@ -2,6 +2,7 @@
 //! `PUT /v1/sessions/{id}/interest`; every field is validated with a message naming it.
 
 use super::area::Area;
+use super::delivery::Delivery;
 use super::pacing::{PredictionGate, RateTier, validate_tiers};
 use crate::wire::ObjectKind;
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,9 @@ pub struct Interest {
     pub max_bitrate_bps: Option<u64>,
     /// Skip updates the subscriber can extrapolate (opt-in).
     pub prediction: Option<PredictionGate>,
+    /// Per-stream (default) or aggregated delivery.
+    #[serde(skip_serializing_if = "Delivery::is_default")]
+    pub delivery: Delivery,
 }
 
 /// An allow list (everything when absent) and a deny list (applied after it).
@@ -86,6 +90,7 @@ impl Interest {
         if let Some(g) = &self.prediction {
             g.validate()?;
         }
+        self.delivery.validate()?;
         if self.max_bitrate_bps == Some(0) {
             return Err("interest.max_bitrate_bps: must be positive".into());
         }
