@@ -329,7 +329,7 @@ fn fir_for_the_relay_ssrc_gets_a_snapshot_in_aggregated_form_at_once() {
         .flat_map(|c| c.objects.into_iter().map(move |o| (c.ssrc, o)))
         .map(|(ssrc, o)| (ssrc, o.id().unwrap(), x_of(&o)))
         .collect();
-    state.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+    state.sort_by_key(|x| (x.0, x.1));
     let want = vec![
         (a.ssrc, 0, 16.0),
         (a.ssrc, 1, 17.0),
@@ -347,7 +347,11 @@ fn fir_for_the_relay_ssrc_gets_a_snapshot_in_aggregated_form_at_once() {
     let next = &out[to(&out, &late)[0]];
     assert_eq!(next.rtp().sequence_number(), last.wrapping_add(1));
     assert_eq!(to(&out, &early).len(), 1);
-    // A PLI naming one sender snapshots that sender only.
+    // A PLI naming one sender snapshots that sender only (once the feedback budget's
+    // interval since the last snapshot has passed).
+    let interval = w.relay.config().snapshot_interval;
+    w.advance(interval);
+    w.sent();
     w.rtcp(&late, |buf| {
         rtcp::write_pli(buf, late.ssrc, b.ssrc).unwrap();
     });
@@ -392,14 +396,35 @@ fn nack_is_repaired_with_the_current_state_of_what_the_packet_carried() {
         vec![
             Container {
                 ssrc: a.ssrc,
-                objects: vec![head(1, 3.0), head(2, 1.0)]
+                objects: vec![head(2, 1.0)]
             },
             Container {
                 ssrc: b.ssrc,
                 objects: vec![head(7, 1.0)]
             }
         ],
-        "the current state of the objects it carried"
+        "the current state of the objects it carried, but object 1, which a later packet \
+         carried"
+    );
+    // Once the repair interval has passed, object 7 is repaired again, with its state
+    // of now.
+    w.advance(w.relay.config().snapshot_interval);
+    w.sent();
+    w.publish(&b, &[head(7, 4.0)]);
+    w.advance(DELAY);
+    let carried_7 = w.sent()[0].rtp().sequence_number();
+    w.publish(&b, &[head(7, 5.0)]);
+    w.rtcp(&sub, |buf| {
+        rtcp::write_nack(buf, sub.ssrc, relay, &[carried_7]).unwrap();
+    });
+    let out = w.sent();
+    assert_eq!(out[0].rtp().sequence_number(), carried_7);
+    assert_eq!(
+        containers(&w, &out[0]),
+        vec![Container {
+            ssrc: b.ssrc,
+            objects: vec![head(7, 5.0)]
+        }]
     );
     let unknown = w.dropped("nack_unknown");
     w.rtcp(&sub, |buf| {

@@ -1,6 +1,7 @@
 //! How a subscriber receives the room: one RTP stream per sender, or one aggregated stream
 //! from the relay (the `delivery` field of the interest; `docs/relay.md`, "Delivery modes").
 
+use super::limits::MAX_DELAY_MS;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -31,8 +32,6 @@ pub struct Delivery {
 impl Delivery {
     /// `max_delay_ms` when the interest does not say.
     pub const DEFAULT_MAX_DELAY_MS: u32 = 10;
-    /// The largest `max_delay_ms` accepted: beyond a second, game state is stale.
-    pub const MAX_DELAY_MS: u32 = 1000;
 
     /// Aggregated delivery, waiting at most `max_delay_ms` (the default when `None`).
     pub fn aggregated(max_delay_ms: Option<u32>) -> Self {
@@ -64,9 +63,8 @@ impl Delivery {
             (DeliveryMode::PerStream, Some(_)) => {
                 Err("interest.delivery.max_delay_ms: only with mode \"aggregated\"".into())
             }
-            (_, Some(ms)) if ms > Self::MAX_DELAY_MS => Err(format!(
-                "interest.delivery.max_delay_ms: must be 0 to {}",
-                Self::MAX_DELAY_MS
+            (_, Some(ms)) if ms > MAX_DELAY_MS => Err(format!(
+                "interest.delivery.max_delay_ms: must be between 0 and {MAX_DELAY_MS}"
             )),
             _ => Ok(()),
         }

@@ -3,6 +3,7 @@
 
 use super::area::Area;
 use super::delivery::Delivery;
+use super::limits::BITRATE;
 use super::pacing::{PredictionGate, RateTier, validate_tiers};
 use crate::wire::ObjectKind;
 use serde::{Deserialize, Serialize};
@@ -91,8 +92,13 @@ impl Interest {
             g.validate()?;
         }
         self.delivery.validate()?;
-        if self.max_bitrate_bps == Some(0) {
-            return Err("interest.max_bitrate_bps: must be positive".into());
+        if let Some(bps) = self.max_bitrate_bps
+            && !(BITRATE.0..=BITRATE.1).contains(&bps)
+        {
+            return Err(format!(
+                "interest.max_bitrate_bps: must be between {} and {}",
+                BITRATE.0, BITRATE.1
+            ));
         }
         for (field, n) in [
             (

@@ -31,11 +31,24 @@ struct Pending {
     end: usize,
 }
 
-/// The output queue.
+/// How far the outbox was filled: what [`Outbox::rewind`] goes back to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboxMark {
+    queued: usize,
+    bytes: usize,
+    diverted: usize,
+    diverted_bytes: usize,
+}
+
+/// The output queue, with a ceiling on the bytes it holds.
 #[derive(Debug, Default)]
 pub struct Outbox {
     buf: Vec<u8>,
     queue: VecDeque<Pending>,
+    /// Bytes it may hold; 0 means no ceiling.
+    limit: usize,
+    /// Packets refused at the ceiling since the last [`Outbox::take_overflowed`].
+    overflowed: u64,
     /// Sessions whose RTP is diverted to aggregation.
     mixed: HashSet<SessionId>,
     diverted: Diverted,
@@ -51,6 +64,41 @@ pub struct Diverted {
 }
 
 impl Outbox {
+    /// An outbox holding at most `limit` bytes.
+    pub fn with_limit(limit: usize) -> Self {
+        Self {
+            limit,
+            ..Self::default()
+        }
+    }
+
+    /// The current fill, to rewind to if the input being handled must be undone.
+    pub fn mark(&self) -> OutboxMark {
+        OutboxMark {
+            queued: self.queue.len(),
+            bytes: self.buf.len(),
+            diverted: self.diverted.packets.len(),
+            diverted_bytes: self.diverted.buf.len(),
+        }
+    }
+
+    /// Drops what was queued since `mark` (nothing if it was sent meanwhile).
+    pub fn rewind(&mut self, mark: OutboxMark) {
+        if self.queue.len() >= mark.queued && self.buf.len() >= mark.bytes {
+            self.queue.truncate(mark.queued);
+            self.buf.truncate(mark.bytes);
+        }
+        if self.diverted.packets.len() >= mark.diverted {
+            self.diverted.packets.truncate(mark.diverted);
+            self.diverted.buf.truncate(mark.diverted_bytes);
+        }
+    }
+
+    /// Packets refused at the ceiling since the last call.
+    pub fn take_overflowed(&mut self) -> u64 {
+        std::mem::take(&mut self.overflowed)
+    }
+
     /// Starts a packet: returns the buffer to append it to and where it starts.
     pub fn begin(&mut self) -> (&mut Vec<u8>, usize) {
         if self.queue.is_empty() {
@@ -64,21 +112,34 @@ impl Outbox {
     /// aggregated delivery).
     pub fn commit(&mut self, to: SessionId, class: PacketClass, start: usize) {
         if class == PacketClass::Rtp && !self.mixed.is_empty() && self.mixed.contains(&to) {
-            let at = self.diverted.buf.len();
-            self.diverted
-                .buf
-                .extend_from_slice(self.buf.get(start..).unwrap_or_default());
+            self.divert(to, start);
+        } else {
+            self.commit_direct(to, class, start);
+        }
+    }
+
+    /// Moves the bytes appended since `start` to the diverted packets.
+    fn divert(&mut self, to: SessionId, start: usize) {
+        let packet = self.buf.get(start..).unwrap_or_default();
+        let at = self.diverted.buf.len();
+        if self.limit > 0 && at + packet.len() > self.limit {
+            self.overflowed += 1;
+        } else {
+            self.diverted.buf.extend_from_slice(packet);
             let range = at..self.diverted.buf.len();
             self.diverted.packets.push((to, range));
-            self.buf.truncate(start);
-            return;
         }
-        self.commit_direct(to, class, start);
+        self.buf.truncate(start);
     }
 
     /// Queues the bytes appended since `start`, never diverting them.
     pub fn commit_direct(&mut self, to: SessionId, class: PacketClass, start: usize) {
         let end = self.buf.len();
+        if self.limit > 0 && end > self.limit {
+            self.buf.truncate(start);
+            self.overflowed += 1;
+            return;
+        }
         if end > start {
             self.queue.push_back(Pending {
                 to,

@@ -88,6 +88,14 @@ impl Member {
         self.recorded = self.recorded.wrapping_add(1);
     }
 
+    /// The view packets of remembered sequence numbers after `seq` (modulo wrap-around).
+    pub fn serials_after(&self, seq: u16) -> impl Iterator<Item = u64> + '_ {
+        self.sent[..self.recorded.min(SENT_RING)]
+            .iter()
+            .filter(move |(s, _)| s.wrapping_sub(seq).wrapping_sub(1) < 0x7fff)
+            .map(|(_, serial)| *serial)
+    }
+
     /// The view packet a sequence number carried, if still remembered.
     pub fn serial_of(&self, seq: u16) -> Option<u64> {
         self.sent[..self.recorded.min(SENT_RING)]
