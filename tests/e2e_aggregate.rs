@@ -51,7 +51,7 @@ fn hand(id: u64, x: f32) -> Object {
     Object::Hand1(Hand1 {
         id,
         time: 7,
-        left: id % 2 == 0,
+        left: id.is_multiple_of(2),
         location: Loc2 {
             x,
             ..Loc2::default()
