@@ -8,9 +8,10 @@ use gsrelay::client::{Client, JoinOptions, Received, RoomState, Update, updates}
 use gsrelay::control::token::Rights;
 use gsrelay::server::Server;
 use gsrelay::wire::{Hand1, Head1, Loc2, Object};
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use support::server::{PUBLISH, SUBSCRIBE, base, start, token};
+use support::server::{ADMIN, PUBLISH, SUBSCRIBE, base, start, token};
 
 /// How long what must come may take.
 const WAIT: Duration = Duration::from_secs(5);
@@ -178,4 +179,64 @@ async fn an_aggregated_subscriber_gets_every_publishers_state_in_one_stream() {
     sub.leave().await.unwrap();
     late.leave().await.unwrap();
     per_stream.leave().await.unwrap();
+}
+
+#[tokio::test]
+async fn delivery_is_chosen_at_join_changed_with_the_interest_and_validated() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let room = "modes";
+    let join_url = format!("{}/v1/rooms/{room}/sessions", base(&server));
+    for (delivery, field) in [
+        (
+            json!({"mode": "aggregated", "max_delay_ms": 1001}),
+            "interest.delivery.max_delay_ms",
+        ),
+        (json!({"mode": "bundled"}), "interest.delivery.mode"),
+        (json!({"max_delay_ms": 5}), "interest.delivery.max_delay_ms"),
+        (
+            json!({"mode": "aggregated", "delay": 5}),
+            "interest.delivery",
+        ),
+    ] {
+        let body = json!({"transport": "rtp", "interest": {"delivery": delivery}});
+        let resp = http
+            .post(&join_url)
+            .bearer_auth(token(room, SUBSCRIBE))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 422, "{body}");
+        let err: Value = resp.json().await.unwrap();
+        assert_eq!(err["error"]["code"], "invalid_interest");
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(field), "{message}");
+    }
+    // Per-stream at join, aggregated after a PUT, as the admin's room view shows.
+    let c = join(&server, room, SUBSCRIBE, JoinOptions::default()).await;
+    let id = gsrelay::relay::format_session_id(c.session());
+    let mode = || async {
+        let info: Value = http
+            .get(format!("{}/v1/rooms/{room}", base(&server)))
+            .bearer_auth(token(room, ADMIN))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        info["sessions"][0]["delivery"].clone()
+    };
+    assert_eq!(mode().await, "per_stream");
+    let resp = http
+        .put(format!("{}/v1/sessions/{id}/interest", base(&server)))
+        .bearer_auth(token(room, SUBSCRIBE))
+        .json(&json!({"delivery": {"mode": "aggregated", "max_delay_ms": 0}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+    assert_eq!(mode().await, "aggregated");
+    c.leave().await.unwrap();
 }

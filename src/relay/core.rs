@@ -278,6 +278,7 @@ impl Relay {
                 publish: s.publish,
                 subscribe: s.subscribe,
                 dialect: s.dialect,
+                delivery: s.interest.delivery.mode,
             })
             .collect();
         let mut streams: Vec<StreamInfo> = room
