@@ -641,3 +641,80 @@ fn delivery_is_validated() {
         assert!(ok.is_ok(), "{ms} ms");
     }
 }
+
+#[test]
+fn a_dense_room_sends_about_n_packets_per_tick_built_once_per_view() {
+    const N: u32 = 60;
+    let mut w = World::new();
+    let players: Vec<Joined> = (0..N)
+        .map(|k| join(&mut w, 0x1000_0000 + k, true, true, aggregated(None)))
+        .collect();
+    w.sent();
+    let built = w.metrics.aggregate_payloads.get();
+    for (k, p) in players.iter().enumerate() {
+        w.publish(p, &[head(1, k as f32)]);
+    }
+    w.advance(DELAY);
+    let out = w.sent();
+    let payloads = w.metrics.aggregate_payloads.get() - built;
+    // Every player's head, in containers of a budget-sized packet each.
+    let per_packet = RelayConfig::default().payload_budget / container_len(0x1000_0000, HEAD_BYTES);
+    let packets_per_player = (N as usize).div_ceil(per_packet);
+    assert_eq!(
+        payloads as usize, packets_per_player,
+        "each packet built once"
+    );
+    assert!(
+        out.len() <= N as usize * packets_per_player,
+        "{} packets, not N² = {}",
+        out.len(),
+        N * (N - 1)
+    );
+    for p in &players {
+        let heads: usize = to(&out, p)
+            .into_iter()
+            .flat_map(|i| containers(&w, &out[i]))
+            .inspect(|c| assert_ne!(c.ssrc, p.ssrc))
+            .map(|c| c.objects.len())
+            .sum();
+        assert_eq!(heads, N as usize - 1, "every other player's head");
+    }
+}
+
+#[test]
+fn a_tmmbr_cap_moves_a_subscriber_to_packets_of_its_own_without_a_gap() {
+    let mut w = World::new();
+    let capped = join(&mut w, 0x2000_0001, false, true, aggregated(None));
+    let other = join(&mut w, 0x2000_0002, false, true, aggregated(None));
+    let a = publisher(&mut w, 0x1000_0001);
+    w.sent();
+    w.publish(&a, &[head(1, 1.0)]);
+    w.advance(DELAY);
+    let first = w.sent();
+    let seq = first[to(&first, &capped)[0]].rtp().sequence_number();
+    let relay = w.relay.relay_ssrc();
+    w.rtcp(&capped, |buf| {
+        let entry = rtcp::TmmbEntry {
+            ssrc: relay,
+            bitrate_bps: 500_000,
+            overhead: 0,
+        };
+        rtcp::write_tmmbr(buf, capped.ssrc, &[entry]).unwrap();
+    });
+    let built = w.metrics.aggregate_payloads.get();
+    w.publish(&a, &[head(1, 2.0)]);
+    w.advance(DELAY);
+    let out = w.sent();
+    assert_eq!(
+        w.metrics.aggregate_payloads.get() - built,
+        2,
+        "the capped subscriber's packet is built apart"
+    );
+    for who in [&capped, &other] {
+        let mine = to(&out, who);
+        assert_eq!(mine.len(), 1);
+        assert_eq!(containers(&w, &out[mine[0]])[0].objects, vec![head(1, 2.0)]);
+    }
+    let next = out[to(&out, &capped)[0]].rtp().sequence_number();
+    assert_eq!(next, seq.wrapping_add(1));
+}
