@@ -199,7 +199,7 @@ pub struct ServeArgs {
     #[arg(long, env = "GSRELAY_SNAPSHOT_INTERVAL", value_name = "SECS", value_parser = parse_secs)]
     pub snapshot_interval: Option<Duration>,
     /// Rate of relay-made sends (snapshots, repairs) to an uncapped subscriber, bit/s
-    /// [default: 100000000].
+    /// [default: 200000000].
     #[arg(long, env = "GSRELAY_RELAY_SEND_BITRATE_BPS", value_name = "BPS")]
     pub relay_send_bitrate_bps: Option<u64>,
     /// Largest burst of relay-made sends, bytes [default: 49152].

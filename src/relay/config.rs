@@ -66,7 +66,7 @@ impl Default for RelayConfig {
             subscriber_max_bitrate_bps: None,
             sweep_interval: Duration::from_millis(250),
             snapshot_interval: Duration::from_millis(500),
-            relay_send_bitrate_bps: 100_000_000,
+            relay_send_bitrate_bps: 200_000_000,
             relay_send_burst_bytes: 48 * 1024,
             max_outbox_bytes: 16 << 20,
         }
