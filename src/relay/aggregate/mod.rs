@@ -25,6 +25,7 @@ use super::core::{Relay, admits};
 use super::forward::Packet;
 use super::interest::{Filter, Interest, TypeSel};
 use super::outbox::{Diverted, Outbox};
+use super::relevance;
 use super::session::Session;
 use crate::metrics::Metrics;
 use crate::rtp::RtpPacket;
@@ -206,6 +207,14 @@ impl Aggregator {
 
     fn is_member(&self, id: SessionId) -> bool {
         self.members.contains_key(&id)
+    }
+
+    fn in_shared_view(&self, id: SessionId) -> bool {
+        self.members
+            .get(&id)
+            .and_then(|m| self.views.get(m.view))
+            .and_then(Option::as_ref)
+            .is_some_and(|v| v.key.is_some())
     }
 
     fn view_mut(&mut self, vid: ViewId) -> Option<&mut View> {
@@ -572,6 +581,14 @@ impl Relay {
         if want.is_some() != self.agg.is_member(id) {
             s.subs.clear();
             self.out.set_mixed(id, want.is_some());
+        }
+        let shared = want.as_ref().is_some_and(|p| p.key.is_some());
+        if shared != self.agg.in_shared_view(id)
+            && let Some(room) = self.rooms.get_mut(&s.room)
+        {
+            // Shared members are not in the room's grid (`relevance::place`).
+            let center = s.interest.area.as_ref().and_then(|a| a.center);
+            relevance::place(room, s, center);
         }
         let room = s.room.clone();
         let budget = self.cfg.payload_budget;
