@@ -1,6 +1,11 @@
 //! The Rust client: joins a room over the HTTP API, then speaks SRTP/SRTCP with the relay
 //! over UDP. Used by the tests and the bench clients; allocation is fine here.
 //!
+//! It receives in either delivery mode (`docs/relay.md`, "Delivery modes"):
+//! [`JoinOptions::aggregated`] asks for one stream from the relay carrying every sender's
+//! objects, and [`Client::recv_updates`] reads both modes as per-sender [`Update`]s that a
+//! [`RoomState`] keeps.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), gsrelay::client::ClientError> {
 //! use gsrelay::client::{Client, JoinOptions};

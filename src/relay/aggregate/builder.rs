@@ -131,7 +131,8 @@ impl Builder {
                 at = o.prev_same;
             }
         }
-        self.size - container_len(ssrc, g.body) + container_len(ssrc, g.body - killed + added)
+        let body = g.body.saturating_sub(killed) + added;
+        self.size.saturating_sub(container_len(ssrc, g.body)) + container_len(ssrc, body)
     }
 
     /// Adds a unit: `pieces` of `bytes` from sender `ssrc`, superseding the older pending
@@ -182,7 +183,7 @@ impl Builder {
             self.live_objs += 1;
         }
         let before = if fresh { 0 } else { before };
-        self.size = self.size - before + container_len(ssrc, self.groups[g].body);
+        self.size = self.size.saturating_sub(before) + container_len(ssrc, self.groups[g].body);
         self.compact_if_sparse();
     }
 
@@ -199,7 +200,9 @@ impl Builder {
                 self.live_objs -= 1;
             }
         }
-        self.size -= container_len(ssrc, self.groups[g].body);
+        self.size = self
+            .size
+            .saturating_sub(container_len(ssrc, self.groups[g].body));
         self.groups[g].objs = objs;
         self.groups[g].objs.clear();
         self.groups[g].body = 0;
@@ -227,7 +230,8 @@ impl Builder {
                 if !o.alive {
                     continue;
                 }
-                out.extend_from_slice(&self.arena[o.start as usize..o.end as usize]);
+                let bytes = self.arena.get(o.start as usize..o.end as usize);
+                out.extend_from_slice(bytes.unwrap_or_default());
                 if let Some(id) = o.id {
                     carried.push((g.ssrc, id));
                 }
