@@ -25,22 +25,24 @@ fn c1() -> Object {
 }
 
 #[test]
-fn a_container_is_tag_16384_length_ssrc_then_the_objects() {
+fn a_container_is_tag_18259_length_ssrc_then_the_objects() {
     let c = Object::Container(Container {
         ssrc: 0x0102_0304,
         objects: vec![c1(), c1()],
     });
     // Length = 5 (the SSRC as VarUInt) + 2 × 35.
-    let want = format!("c040004be101020304{C1}{C1}");
+    let want = format!("c047534be101020304{C1}{C1}");
     for d in [Dialect::Draft01, Dialect::Gse] {
         let bytes = encode(std::slice::from_ref(&c), d).unwrap();
         assert_eq!(hex::encode(&bytes), want, "{d}");
         assert_eq!(bytes.len(), container_len(0x0102_0304, 70));
         assert_eq!(decode(&bytes, d).unwrap(), vec![c.clone()]);
     }
-    assert_eq!(CONTAINER_TAG, 16384);
-    assert_eq!(Dialect::Draft01.kind_of(16384), ObjectKind::Container);
-    assert_eq!(Dialect::Gse.kind_of(16384), ObjectKind::Container);
+    assert_eq!(CONTAINER_TAG, 18259);
+    assert_eq!(Dialect::Draft01.kind_of(18259), ObjectKind::Container);
+    assert_eq!(Dialect::Gse.kind_of(18259), ObjectKind::Container);
+    // 16384, the reference implementation's example of an unknown tag, stays unknown.
+    assert_eq!(Dialect::Gse.kind_of(16384), ObjectKind::Unknown);
 }
 
 #[test]
@@ -205,7 +207,7 @@ fn encode_refuses_a_container_in_a_container() {
 
 #[test]
 fn cli_decode_prints_a_container_and_encode_reproduces_it() {
-    let hex = format!("c0400028e101020304{C1}");
+    let hex = format!("c0475328e101020304{C1}");
     let run = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_gsrelay"))
             .args(args)
@@ -240,7 +242,7 @@ fn head(id: u64, x: f32) -> Object {
 fn inner_object() -> impl Strategy<Value = Object> {
     prop_oneof![
         (any::<u64>(), any::<u32>()).prop_map(|(id, x)| head(id, f32::from_bits(x))),
-        ((1u64..16384), vec(any::<u8>(), 0..20))
+        ((1u64..30000), vec(any::<u8>(), 0..20))
             .prop_map(|(tag, data)| Object::Unknown(Unknown {
                 tag,
                 data: Hex(data)

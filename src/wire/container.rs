@@ -5,12 +5,13 @@
 //! an object of the draft's own grammar, so no new framing is needed:
 //!
 //! ```text
-//! Container ::= Tag(16384) Length ObjectID(= sender's SSRC) Object*
+//! Container ::= Tag(18259) Length ObjectID(= sender's SSRC) Object*
 //! ```
 //!
-//! Tag 16384 is the first value of the draft's First-Come-First-Served range; it is
-//! written `c0 40 00` (prose-form VarUInt) in both dialects, which read tags, Lengths and
-//! objectIDs alike. The objects inside are the sender's original TLVs, byte for byte, in
+//! Tag 18259 (0x4753, "GS") is in the draft's First-Come-First-Served range; it is
+//! written `c0 47 53` (prose-form VarUInt) in both dialects, which read tags, Lengths and
+//! objectIDs alike. (16384, the range's first value, is what the reference
+//! implementation's vectors use as an unknown object, so it is left alone.) The objects inside are the sender's original TLVs, byte for byte, in
 //! the dialect of the receiving session. A decoder that does not know the tag skips the
 //! whole container by its Length, as for any unknown object. A container never holds a
 //! container. See `docs/wire-format.md` §8.
@@ -24,9 +25,9 @@ use super::reader::Reader;
 use super::writer::{WriteExt, varuint_len};
 use serde::{Deserialize, Serialize};
 
-/// The container's tag: the first value of the First-Come-First-Served range of the
-/// draft's Game State Tag Registry.
-pub const CONTAINER_TAG: u64 = 16384;
+/// The container's tag, from the First-Come-First-Served range of the draft's Game State
+/// Tag Registry: 0x4753, "GS" in a hex dump.
+pub const CONTAINER_TAG: u64 = 0x4753;
 
 /// One sender's objects, as the typed decoder and `gsrelay decode` show them.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
