@@ -42,6 +42,8 @@ pub struct Metrics {
     pub forward_latency: HistogramVec,
     /// HTTP API requests by status class.
     pub http_requests: IntCounterVec,
+    /// HTTP requests refused and connections closed by a limit, by limit.
+    pub http_limited: IntCounterVec,
     /// Feedback the relay did not answer (or answered later), by reason.
     pub feedback_suppressed: IntCounterVec,
     /// Defects caught at the shell (a panic in the core), by where they happened.
@@ -143,6 +145,11 @@ impl Metrics {
                 "HTTP API requests by status class.",
                 &["status"],
             ),
+            http_limited: counter_vec(
+                "gsrelay_http_limited_total",
+                "HTTP requests refused and connections closed by a limit, by limit.",
+                &["limit"],
+            ),
             feedback_suppressed: counter_vec(
                 "gsrelay_feedback_suppressed_total",
                 "RTCP feedback not answered (or answered later) under the feedback budget, by reason.",
@@ -155,7 +162,7 @@ impl Metrics {
             ),
             registry,
         };
-        let collectors: [Box<dyn prometheus::core::Collector>; 18] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 19] = [
             Box::new(m.packets.clone()),
             Box::new(m.bytes.clone()),
             Box::new(m.dropped.clone()),
@@ -172,6 +179,7 @@ impl Metrics {
             Box::new(m.cached_objects.clone()),
             Box::new(m.forward_latency.clone()),
             Box::new(m.http_requests.clone()),
+            Box::new(m.http_limited.clone()),
             Box::new(m.feedback_suppressed.clone()),
             Box::new(m.internal_errors.clone()),
         ];

@@ -198,13 +198,14 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
 }
 
 /// The in-process relay: loopback, port 0, limits raised so that the scenario, not the
-/// per-session rate limit, sets the load.
+/// per-session rate limit or the relay-wide caps, sets the load.
 fn relay_config(
     s: &Scenario,
     secret: &str,
     proxy: &Option<ProxyListener>,
 ) -> anyhow::Result<ServeConfig> {
     let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+    let per_room = s.publishers + s.subscribers + s.late_joiners + s.slow_subscribers + 8;
     Ok(ServeConfig {
         http_addr: loopback,
         rtp_addr: loopback,
@@ -214,11 +215,9 @@ fn relay_config(
         drain_grace_secs: 0,
         relay: RelayConfig {
             max_packets_per_sec: 1_000_000,
-            max_sessions_per_room: s.publishers
-                + s.subscribers
-                + s.late_joiners
-                + s.slow_subscribers
-                + 8,
+            max_sessions_per_room: per_room,
+            max_sessions: (s.rooms * per_room).max(RelayConfig::default().max_sessions),
+            max_rooms: s.rooms.max(RelayConfig::default().max_rooms),
             max_objects_per_stream: (s.objects + s.static_objects + 1)
                 .max(RelayConfig::default().max_objects_per_stream),
             ..RelayConfig::default()

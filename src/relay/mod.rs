@@ -31,6 +31,7 @@ pub use api::{
     format_session_id, parse_session_id,
 };
 pub use config::RelayConfig;
+pub(crate) use config::secs as serde_secs;
 pub use core::Relay;
 pub use delivery::{Delivery, DeliveryMode};
 pub use interest::Interest;
