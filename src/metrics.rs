@@ -26,6 +26,10 @@ pub struct Metrics {
     pub firs_forwarded: IntCounter,
     /// NACK repairs sent.
     pub repairs: IntCounter,
+    /// Aggregated packets built (each sent to every member of its view).
+    pub aggregate_payloads: IntCounter,
+    /// Aggregated packets sent.
+    pub aggregate_packets: IntCounter,
     /// Rooms open.
     pub rooms: IntGauge,
     /// Sessions joined.
@@ -112,6 +116,14 @@ impl Metrics {
                 "gsrelay_nack_repairs_total",
                 "NACK repairs sent from the cache.",
             ),
+            aggregate_payloads: counter(
+                "gsrelay_aggregate_payloads_total",
+                "Aggregated-delivery payloads built (each shared by its view's members).",
+            ),
+            aggregate_packets: counter(
+                "gsrelay_aggregate_packets_total",
+                "Aggregated-delivery packets sent.",
+            ),
             rooms: gauge("gsrelay_rooms", "Rooms open."),
             sessions: gauge("gsrelay_sessions", "Sessions joined."),
             streams: gauge("gsrelay_streams", "Streams publishing."),
@@ -150,7 +162,7 @@ impl Metrics {
             ),
             registry,
         };
-        let collectors: [Box<dyn prometheus::core::Collector>; 17] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 19] = [
             Box::new(m.packets.clone()),
             Box::new(m.bytes.clone()),
             Box::new(m.dropped.clone()),
@@ -159,6 +171,8 @@ impl Metrics {
             Box::new(m.snapshots.clone()),
             Box::new(m.firs_forwarded.clone()),
             Box::new(m.repairs.clone()),
+            Box::new(m.aggregate_payloads.clone()),
+            Box::new(m.aggregate_packets.clone()),
             Box::new(m.rooms.clone()),
             Box::new(m.sessions.clone()),
             Box::new(m.streams.clone()),

@@ -570,6 +570,7 @@ async fn room_info_is_admin_only() {
     let sessions = info["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 1);
     assert_eq!(sessions[0]["session_id"], id.as_str());
+    assert_eq!(sessions[0]["delivery"], "per_stream");
     assert!(info["streams"].is_array());
     expect_error(
         api.get(

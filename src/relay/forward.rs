@@ -73,7 +73,11 @@ pub fn fan_out(
         let Some(sub) = sessions.get_mut(member) else {
             continue;
         };
-        if !sub.subscribe || !sub.interest.admits_stream(ssrc, *member == p.from) {
+        // Shared aggregated views get the packet once per view (`aggregate`).
+        if !sub.subscribe
+            || !sub.interest.admits_stream(ssrc, *member == p.from)
+            || super::aggregate::shares_view(sub)
+        {
             continue;
         }
         let center = relevance::center(room, sub);
