@@ -404,8 +404,30 @@ impl Relay {
         } else {
             forward::drain_pending(room, sub, &mut self.out, now, self.cfg.payload_budget)
         };
+        if let Some(took) = sub.pacing.snapshot_done(now) {
+            self.metrics.snapshot_duration.observe(took.as_secs_f64());
+        }
         let deferred = sub.feedback.next_deferred();
         self.pace_at = self.pace_at.into_iter().chain(due).chain(deferred).min();
+    }
+
+    /// Adds what pacing did during a fan-out to the metrics.
+    fn count_paced(&mut self) {
+        let c = std::mem::take(&mut self.scratch.paced);
+        if c == forward::PaceCounts::default() {
+            return;
+        }
+        let m = &self.metrics;
+        m.objects_deferred
+            .with_label_values(&["rate_tier"])
+            .inc_by(c.rate_tier);
+        m.objects_deferred
+            .with_label_values(&["bandwidth_cap"])
+            .inc_by(c.cap_deferred);
+        m.objects_dropped
+            .with_label_values(&["bandwidth_cap"])
+            .inc_by(c.cap_dropped);
+        m.objects_coalesced.inc_by(c.coalesced);
     }
 
     pub(super) fn drop_packet(&self, reason: &str) {
@@ -580,6 +602,7 @@ impl Relay {
             now,
         );
         self.pace_at = self.pace_at.into_iter().chain(due).min();
+        self.count_paced();
         let mut followers = std::mem::take(&mut self.scratch.to_drain);
         for id in followers.drain(..) {
             self.drain_session(now, id);
