@@ -49,7 +49,9 @@ async fn flows(publisher: &mut Client, subscriber: &mut Client, x: f32) {
             .await
             .unwrap();
         if let Some((_, objects)) = got
-            && objects.iter().any(|o| matches!(o, Object::Head1(_)) && x_of(o) == x)
+            && objects
+                .iter()
+                .any(|o| matches!(o, Object::Head1(_)) && x_of(o) == x)
         {
             return;
         }
@@ -71,7 +73,10 @@ async fn readyz_turns_draining(base: &str) -> Duration {
             return asked.elapsed();
         }
         assert_eq!(status, StatusCode::OK, "{body}");
-        assert!(asked.elapsed() < WAIT, "/readyz still 200 {WAIT:?} after SIGTERM");
+        assert!(
+            asked.elapsed() < WAIT,
+            "/readyz still 200 {WAIT:?} after SIGTERM"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -92,19 +97,28 @@ async fn sigterm_drains_live_sessions_then_exits_zero() {
 
     relay.serve.signal("TERM");
     let took = readyz_turns_draining(&relay.base).await;
-    assert!(took < Duration::from_secs(1), "readyz took {took:?} to turn");
+    assert!(
+        took < Duration::from_secs(1),
+        "readyz took {took:?} to turn"
+    );
     // Still alive: a liveness probe must not restart a draining relay.
     assert_eq!(get(&relay.base, "/healthz").await.0, StatusCode::OK);
 
     // New joins are refused, and counted by reason.
     let token = relay.token(ROOM, "late", SUBSCRIBE);
     let refused = Client::join(&relay.base, &token, ROOM, JoinOptions::default()).await;
-    let err = refused.expect_err("a join during the drain must fail").to_string();
+    let err = refused
+        .expect_err("a join during the drain must fail")
+        .to_string();
     assert!(err.contains("503") && err.contains("draining"), "{err}");
     assert_eq!(metric(&relay.base, "gsrelay_draining").await, Some(1.0));
     assert_eq!(metric(&relay.base, "gsrelay_ready").await, Some(0.0));
     assert_eq!(
-        metric(&relay.base, "gsrelay_joins_refused_total{reason=\"draining\"}").await,
+        metric(
+            &relay.base,
+            "gsrelay_joins_refused_total{reason=\"draining\"}"
+        )
+        .await,
         Some(1.0)
     );
 
