@@ -4,6 +4,7 @@
 pub mod libsrtp;
 pub mod serve;
 pub mod server;
+pub mod tools;
 
 use gsrelay::metrics::Metrics;
 use gsrelay::relay::{ControlError, JoinRequest, Joined, Relay, RelayConfig, SessionId};
