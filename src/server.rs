@@ -21,8 +21,9 @@ use tokio::time::Instant;
 /// How often a drain checks whether the last session has left.
 const DRAIN_POLL: Duration = Duration::from_millis(100);
 
-/// How long in-flight HTTP requests and the relay task get to finish once stopping.
-const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long in-flight HTTP requests, then the relay task, each get to finish once the
+/// drain is over: a shutdown takes at most the drain grace plus twice this.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How often the event-loop lag of the relay task is probed.
 const LAG_PROBE_EVERY: Duration = Duration::from_millis(250);
