@@ -2,12 +2,15 @@
 //! variables, with precedence flag > environment > file > built-in default.
 //!
 //! [`ServeConfig`] is the resolved configuration [`crate::server::start`] takes; it is
-//! also the file's schema (top-level keys plus a `[relay]` table holding
-//! [`RelayConfig`]), and an unknown key anywhere in the file is an error naming it.
+//! also the file's schema (top-level keys plus a `[relay]` table holding [`RelayConfig`]
+//! and an `[http]` table holding [`HttpLimits`]), and an unknown key anywhere in the file
+//! is an error naming it.
 //! [`ServeArgs`] is the command line; [`ServeArgs::resolve`] merges the layers. Clap
 //! resolves flag over environment itself, so every flag is an `Option` without a clap
 //! default: `None` means "neither flag nor variable given, let the file decide".
 
+use crate::control::limits::HttpLimits;
+use crate::control::token::DEFAULT_MAX_TTL_SECS;
 use crate::relay::RelayConfig;
 use crate::rtp::SrtpProfile;
 use anyhow::Context;
@@ -44,6 +47,8 @@ pub struct ServeConfig {
     pub rtp_advertise_addr: Option<SocketAddr>,
     /// Token-signing secret (at least 16 bytes); `None` generates a random dev secret.
     pub token_secret: Option<String>,
+    /// Longest token lifetime (`exp - iat`) accepted, in seconds.
+    pub token_max_ttl_secs: u64,
     /// Accept plain, unencrypted RTP from sessions that ask for it (lab interop only).
     pub insecure_plain_rtp: bool,
     /// SRTP profile for joins that do not name one.
@@ -54,6 +59,8 @@ pub struct ServeConfig {
     pub drain_grace_secs: u64,
     /// The relay core's limits and timings (`[relay]` in the file).
     pub relay: RelayConfig,
+    /// The HTTP API's limits (`[http]` in the file).
+    pub http: HttpLimits,
 }
 
 impl Default for ServeConfig {
@@ -64,11 +71,13 @@ impl Default for ServeConfig {
             quic_addr: SocketAddr::from(([0, 0, 0, 0], 4433)),
             rtp_advertise_addr: None,
             token_secret: None,
+            token_max_ttl_secs: DEFAULT_MAX_TTL_SECS,
             insecure_plain_rtp: false,
             srtp_profile: SrtpProfile::default(),
             log_format: LogFormat::default(),
             drain_grace_secs: 30,
             relay: RelayConfig::default(),
+            http: HttpLimits::default(),
         }
     }
 }
@@ -85,11 +94,13 @@ impl fmt::Debug for ServeConfig {
                 "token_secret",
                 &self.token_secret.as_ref().map(|_| "<redacted>"),
             )
+            .field("token_max_ttl_secs", &self.token_max_ttl_secs)
             .field("insecure_plain_rtp", &self.insecure_plain_rtp)
             .field("srtp_profile", &self.srtp_profile)
             .field("log_format", &self.log_format)
             .field("drain_grace_secs", &self.drain_grace_secs)
             .field("relay", &self.relay)
+            .field("http", &self.http)
             .finish()
     }
 }
@@ -117,7 +128,8 @@ impl ServeConfig {
 #[derive(Debug, Clone, Default, Args)]
 pub struct ServeArgs {
     /// TOML configuration file (same keys as the flags, with `_`; relay limits under
-    /// `[relay]`). Flags and environment variables override it.
+    /// `[relay]`, HTTP limits under `[http]` without the `http_` prefix). Flags and
+    /// environment variables override it.
     #[arg(long, env = "GSRELAY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// HTTP API / metrics / health address [default: 0.0.0.0:8080].
@@ -142,6 +154,9 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub token_secret: Option<String>,
+    /// Longest token lifetime (exp - iat) accepted, seconds [default: 86400].
+    #[arg(long, env = "GSRELAY_TOKEN_MAX_TTL_SECS", value_name = "SECS")]
+    pub token_max_ttl_secs: Option<u64>,
     /// Accept unencrypted RTP from sessions that ask for `"srtp_profile":"none"`. For lab
     /// interop only: anyone on the path can read and forge such streams.
     /// `--insecure-plain-rtp=false` switches off a file's `true` (also yes/no, on/off, 1/0).
@@ -173,6 +188,12 @@ pub struct ServeArgs {
     /// Sessions a room may hold [default: 200].
     #[arg(long, env = "GSRELAY_MAX_SESSIONS_PER_ROOM", value_name = "N")]
     pub max_sessions_per_room: Option<usize>,
+    /// Rooms the relay may hold at once [default: 5000].
+    #[arg(long, env = "GSRELAY_MAX_ROOMS", value_name = "N")]
+    pub max_rooms: Option<usize>,
+    /// Sessions the relay may hold at once, all rooms together [default: 10000].
+    #[arg(long, env = "GSRELAY_MAX_SESSIONS", value_name = "N")]
+    pub max_sessions: Option<usize>,
     /// Objects one stream may keep in the store [default: 10000].
     #[arg(long, env = "GSRELAY_MAX_OBJECTS_PER_STREAM", value_name = "N")]
     pub max_objects_per_stream: Option<usize>,
@@ -199,7 +220,7 @@ pub struct ServeArgs {
     #[arg(long, env = "GSRELAY_SNAPSHOT_INTERVAL", value_name = "SECS", value_parser = parse_secs)]
     pub snapshot_interval: Option<Duration>,
     /// Rate of relay-made sends (snapshots, repairs) to an uncapped subscriber, bit/s
-    /// [default: 100000000].
+    /// [default: 200000000].
     #[arg(long, env = "GSRELAY_RELAY_SEND_BITRATE_BPS", value_name = "BPS")]
     pub relay_send_bitrate_bps: Option<u64>,
     /// Largest burst of relay-made sends, bytes [default: 49152].
@@ -209,6 +230,24 @@ pub struct ServeArgs {
     /// [default: 16777216].
     #[arg(long, env = "GSRELAY_MAX_OUTBOX_BYTES", value_name = "BYTES")]
     pub max_outbox_bytes: Option<usize>,
+    /// Seconds a client has to send a whole request head [default: 10].
+    #[arg(long, env = "GSRELAY_HTTP_HEADER_TIMEOUT", value_name = "SECS", value_parser = parse_secs)]
+    pub http_header_timeout: Option<Duration>,
+    /// Seconds a client has to send a whole request body [default: 10].
+    #[arg(long, env = "GSRELAY_HTTP_BODY_TIMEOUT", value_name = "SECS", value_parser = parse_secs)]
+    pub http_body_timeout: Option<Duration>,
+    /// Seconds a kept-alive connection may sit idle [default: 75].
+    #[arg(long, env = "GSRELAY_HTTP_IDLE_TIMEOUT", value_name = "SECS", value_parser = parse_secs)]
+    pub http_idle_timeout: Option<Duration>,
+    /// /v1 requests handled at once; more get 503 [default: 256].
+    #[arg(long, env = "GSRELAY_HTTP_MAX_IN_FLIGHT", value_name = "N")]
+    pub http_max_in_flight: Option<usize>,
+    /// Joins and interest changes per second per identity, sustained [default: 5].
+    #[arg(long, env = "GSRELAY_HTTP_RATE_PER_SEC", value_name = "N")]
+    pub http_rate_per_sec: Option<f64>,
+    /// Joins and interest changes one identity may make in a burst [default: 20].
+    #[arg(long, env = "GSRELAY_HTTP_RATE_BURST", value_name = "N")]
+    pub http_rate_burst: Option<u32>,
 }
 
 fn parse_profile(s: &str) -> Result<SrtpProfile, String> {
@@ -251,6 +290,7 @@ impl ServeArgs {
         if self.token_secret.is_some() {
             cfg.token_secret.clone_from(&self.token_secret);
         }
+        set(&mut cfg.token_max_ttl_secs, &self.token_max_ttl_secs);
         set(&mut cfg.insecure_plain_rtp, &self.insecure_plain_rtp);
         set(&mut cfg.srtp_profile, &self.srtp_profile);
         set(&mut cfg.log_format, &self.log_format);
@@ -259,6 +299,8 @@ impl ServeArgs {
         set(&mut r.payload_budget, &self.payload_budget);
         set(&mut r.max_packet_bytes, &self.max_packet_bytes);
         set(&mut r.max_sessions_per_room, &self.max_sessions_per_room);
+        set(&mut r.max_rooms, &self.max_rooms);
+        set(&mut r.max_sessions, &self.max_sessions);
         set(&mut r.max_objects_per_stream, &self.max_objects_per_stream);
         set(&mut r.max_packets_per_sec, &self.max_packets_per_sec);
         set(&mut r.object_ttl, &self.object_ttl);
@@ -270,6 +312,13 @@ impl ServeArgs {
         set(&mut r.relay_send_bitrate_bps, &self.relay_send_bitrate_bps);
         set(&mut r.relay_send_burst_bytes, &self.relay_send_burst_bytes);
         set(&mut r.max_outbox_bytes, &self.max_outbox_bytes);
+        let h = &mut cfg.http;
+        set(&mut h.header_timeout, &self.http_header_timeout);
+        set(&mut h.body_timeout, &self.http_body_timeout);
+        set(&mut h.idle_timeout, &self.http_idle_timeout);
+        set(&mut h.max_in_flight, &self.http_max_in_flight);
+        set(&mut h.rate_per_sec, &self.http_rate_per_sec);
+        set(&mut h.rate_burst, &self.http_rate_burst);
         cfg
     }
 }
@@ -310,9 +359,14 @@ mod tests {
             srtp_profile = "AEAD_AES_128_GCM"
             log_format = "json"
             insecure_plain_rtp = true
+            token_max_ttl_secs = 600
             [relay]
             max_sessions_per_room = 3
+            max_rooms = 7
             object_ttl = 2.5
+            [http]
+            header_timeout = 0.5
+            max_in_flight = 4
             "#,
         )
         .unwrap();
@@ -321,6 +375,11 @@ mod tests {
         assert_eq!(c.log_format, LogFormat::Json);
         assert!(c.insecure_plain_rtp);
         assert_eq!(c.relay.max_sessions_per_room, 3);
+        assert_eq!(c.relay.max_rooms, 7);
+        assert_eq!(c.token_max_ttl_secs, 600);
+        assert_eq!(c.http.header_timeout, Duration::from_millis(500));
+        assert_eq!(c.http.max_in_flight, 4);
+        assert_eq!(c.http.body_timeout, HttpLimits::default().body_timeout);
         assert_eq!(c.relay.object_ttl, Duration::from_millis(2500));
         assert_eq!(
             c.relay.payload_budget,
@@ -334,6 +393,8 @@ mod tests {
         assert!(format!("{top:#}").contains("http_adr"), "{top:#}");
         let relay = ServeConfig::from_toml("[relay]\nmax_sesions = 1").unwrap_err();
         assert!(format!("{relay:#}").contains("max_sesions"), "{relay:#}");
+        let http = ServeConfig::from_toml("[http]\nheader_timout = 1").unwrap_err();
+        assert!(format!("{http:#}").contains("header_timout"), "{http:#}");
     }
 
     #[test]
@@ -350,6 +411,14 @@ mod tests {
             "--object-ttl",
             "0.5",
             "--insecure-plain-rtp",
+            "--max-sessions",
+            "9",
+            "--http-idle-timeout",
+            "2.5",
+            "--http-rate-burst",
+            "3",
+            "--token-max-ttl-secs",
+            "60",
         ])
         .apply(file);
         let off = args(&["--insecure-plain-rtp=no"]).apply(ServeConfig {
@@ -362,6 +431,10 @@ mod tests {
         assert_eq!(c.relay.payload_budget, 700);
         assert_eq!(c.relay.object_ttl, Duration::from_millis(500));
         assert!(c.insecure_plain_rtp);
+        assert_eq!(c.relay.max_sessions, 9);
+        assert_eq!(c.http.idle_timeout, Duration::from_millis(2500));
+        assert_eq!(c.http.rate_burst, 3);
+        assert_eq!(c.token_max_ttl_secs, 60);
     }
 
     #[test]

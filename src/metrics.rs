@@ -69,6 +69,8 @@ pub struct Metrics {
     pub ready: IntGauge,
     /// 1 once a graceful drain has started.
     pub draining: IntGauge,
+    /// HTTP requests refused and connections closed by a limit, by limit.
+    pub http_limited: IntCounterVec,
     /// Feedback the relay did not answer (or answered later), by reason.
     pub feedback_suppressed: IntCounterVec,
     /// Defects caught at the shell (a panic in the core), by where they happened.
@@ -250,6 +252,11 @@ impl Metrics {
             ),
             ready: gauge("gsrelay_ready", "1 while /readyz answers 200."),
             draining: gauge("gsrelay_draining", "1 once a graceful drain has started."),
+            http_limited: counter_vec(
+                "gsrelay_http_limited_total",
+                "HTTP requests refused and connections closed by a limit, by limit.",
+                &["limit"],
+            ),
             feedback_suppressed: counter_vec(
                 "gsrelay_feedback_suppressed_total",
                 "RTCP feedback not answered (or answered later) under the feedback budget, by reason.",
@@ -288,6 +295,7 @@ impl Metrics {
             Box::new(m.objects_dropped.clone()),
             Box::new(m.ready.clone()),
             Box::new(m.draining.clone()),
+            Box::new(m.http_limited.clone()),
             Box::new(m.feedback_suppressed.clone()),
             Box::new(m.internal_errors.clone()),
             Box::new(build_info()),

@@ -5,6 +5,7 @@
 //! servers side by side.
 
 use crate::config::ServeConfig;
+use crate::control::conn::{self, ConnTimeouts};
 use crate::control::http::{self, ApiState};
 use crate::control::token::{self, Tokens};
 use crate::metrics::Metrics;
@@ -47,7 +48,7 @@ pub struct Server {
     api: ApiState,
     grace: Duration,
     stop_http: oneshot::Sender<()>,
-    http_task: JoinHandle<std::io::Result<()>>,
+    http_task: JoinHandle<()>,
     relay_task: JoinHandle<()>,
     lag_probe: AbortOnDrop,
 }
@@ -89,7 +90,13 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
             (s.clone(), Some(s))
         }
     };
-    let tokens = Tokens::new(secret.as_bytes()).context("token secret")?;
+    anyhow::ensure!(
+        cfg.token_max_ttl_secs > 0,
+        "token_max_ttl_secs must be at least 1"
+    );
+    let tokens = Tokens::new(secret.as_bytes())
+        .context("token secret")?
+        .with_max_ttl(cfg.token_max_ttl_secs);
     if cfg.insecure_plain_rtp {
         tracing::warn!(
             "INSECURE: --insecure-plain-rtp is on; sessions may send unencrypted RTP that \
@@ -123,17 +130,25 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         tokens,
         metrics.clone(),
         cfg.srtp_profile,
-    );
+        cfg.http.clone(),
+    )
+    .context("HTTP limits")?;
     let (stop_http, stopped) = oneshot::channel();
     let app = http::router(api.clone());
-    let http_task = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                // A dropped sender stops the server too.
-                let _ = stopped.await;
-            })
-            .await
-    });
+    let timeouts = ConnTimeouts {
+        header: cfg.http.header_timeout,
+        idle: cfg.http.idle_timeout,
+    };
+    let http_task = tokio::spawn(conn::serve(
+        listener,
+        app,
+        timeouts,
+        metrics.clone(),
+        async {
+            // A dropped sender stops the server too.
+            let _ = stopped.await;
+        },
+    ));
 
     let lag_probe = AbortOnDrop(tokio::spawn(probe_lag(
         transport.handle.clone(),
@@ -193,7 +208,7 @@ impl Server {
         let _ = self.stop_http.send(());
         let mut http_task = self.http_task;
         match tokio::time::timeout(STOP_TIMEOUT, &mut http_task).await {
-            Ok(joined) => joined.context("HTTP server task")?.context("HTTP server")?,
+            Ok(joined) => joined.context("HTTP server task")?,
             Err(_) => {
                 tracing::warn!("HTTP requests still in flight; aborting them");
                 http_task.abort();

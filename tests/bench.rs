@@ -1,5 +1,6 @@
 //! `gsrelay bench` end to end: a tiny scenario in process and against the baseline, with
 //! the JSON report checked key by key, and the impairment proxy's loss share.
+#![cfg(feature = "bench")]
 
 use gsrelay::bench::impair::{Impairment, ProxyListener};
 use serde_json::Value;
@@ -9,30 +10,38 @@ use std::time::Duration;
 /// Runs the binary on the tiny scenario (1 room, 1 publisher, 2 subscribers, 1 s) with
 /// `extra` flags and returns its JSON report.
 fn tiny(extra: &[&str]) -> Value {
+    let mut args = vec![
+        "--publishers",
+        "1",
+        "--subscribers",
+        "2",
+        "--late-joiners",
+        "1",
+        "--late-join-at",
+        "0.6",
+    ];
+    args.extend_from_slice(extra);
+    bench_json(&args)
+}
+
+/// Runs a one-second plain-RTP `gsrelay bench` with `args` and returns its JSON report.
+fn bench_json(args: &[&str]) -> Value {
     let dir = std::env::temp_dir().join(format!("gsrelay-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join(format!("{}.json", extra.join("_").replace('-', "")));
+    let json = dir.join(format!("{}.json", args.join("_").replace('-', "")));
     let out = Command::new(env!("CARGO_BIN_EXE_gsrelay"))
         .args([
             "bench",
-            "--publishers",
-            "1",
-            "--subscribers",
-            "2",
             "--duration",
             "1",
             "--warmup",
             "0.3",
-            "--late-joiners",
-            "1",
-            "--late-join-at",
-            "0.6",
             "--plain-rtp",
             "--no-progress",
             "--json",
         ])
         .arg(&json)
-        .args(extra)
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -84,7 +93,26 @@ fn check_common(r: &Value, target: &str) {
         "{lat}"
     );
     assert!(num(r, "relay_cpu_s") >= 0.0);
+    let per_update = num(r, "relay_cpu_us_per_update");
+    let updates = num(r, "received_objects_per_s") * num(r, "duration_s");
+    assert!(
+        (per_update * updates / 1e6 - num(r, "relay_cpu_s")).abs() < 1e-6,
+        "relay CPU per delivered update is the relay CPU over the updates"
+    );
     assert!(num(r, "relay_peak_rss_bytes") > 0.0);
+}
+
+#[test]
+fn dense_preset_is_one_room_of_players_at_random_phases() {
+    let r = bench_json(&["--players", "3", "--baseline"]);
+    let s = &r["scenario"];
+    assert_eq!(s["name"], "dense-3");
+    assert_eq!(num(s, "publishers"), 3.0);
+    assert_eq!(num(s, "subscribers"), 3.0);
+    assert_eq!(num(s, "objects"), 1.0);
+    assert_eq!(num(s, "rate_hz"), 20.0);
+    assert_eq!(s["send_phases"], "random");
+    assert!(num(&r, "received_pps") > 0.0);
 }
 
 #[test]

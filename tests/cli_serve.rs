@@ -113,7 +113,16 @@ fn help_lists_every_setting_with_its_variable() {
         "--drain-grace-secs",
         "--payload-budget",
         "--max-sessions-per-room",
+        "--max-rooms",
+        "--max-sessions",
         "--object-ttl",
+        "--token-max-ttl-secs",
+        "--http-header-timeout",
+        "--http-body-timeout",
+        "--http-idle-timeout",
+        "--http-max-in-flight",
+        "--http-rate-per-sec",
+        "--http-rate-burst",
     ] {
         assert!(help.contains(flag), "serve --help lacks {flag}");
         let var = format!(
@@ -136,14 +145,14 @@ fn serve_refuses_an_unknown_config_key() {
     let path = std::env::temp_dir().join(format!("gsrelay-bad-config-{}.toml", std::process::id()));
     std::fs::write(
         &path,
-        "http_addr = \"127.0.0.1:0\"\n[relay]\nmax_sessions = 3\n",
+        "http_addr = \"127.0.0.1:0\"\n[relay]\nmax_sesions = 3\n",
     )
     .unwrap();
     let out = gsrelay(&["serve", "--config", path.to_str().unwrap()]);
     std::fs::remove_file(&path).unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("max_sessions"), "{stderr}");
+    assert!(stderr.contains("max_sesions"), "{stderr}");
 }
 
 #[test]

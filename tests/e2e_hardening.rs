@@ -7,6 +7,7 @@ mod support;
 
 use gsrelay::client::{Client, JoinOptions, Received};
 use gsrelay::control::http::{self, ApiState};
+use gsrelay::control::limits::HttpLimits;
 use gsrelay::control::token::Tokens;
 use gsrelay::metrics::Metrics;
 use gsrelay::rtp::SrtpProfile;
@@ -151,7 +152,9 @@ async fn a_stopped_relay_fails_both_probes() {
         Tokens::new(SECRET.as_bytes()).unwrap(),
         Metrics::new(),
         SrtpProfile::default(),
-    );
+        HttpLimits::default(),
+    )
+    .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, http::router(state)).await });

@@ -404,6 +404,30 @@ fn ssrc_requests_and_room_limits() {
 }
 
 #[test]
+fn relay_wide_room_and_session_caps() {
+    let mut w = World::with(RelayConfig {
+        max_rooms: 2,
+        max_sessions: 3,
+        ..RelayConfig::default()
+    });
+    let join = |w: &mut World, room: &str| {
+        w.join_with(JoinRequest {
+            room: room.into(),
+            subscribe: true,
+            ..JoinRequest::default()
+        })
+    };
+    let a = join(&mut w, "a").unwrap();
+    join(&mut w, "b").unwrap();
+    assert_eq!(join(&mut w, "c"), Err(ControlError::TooManyRooms(2)));
+    join(&mut w, "a").unwrap();
+    assert_eq!(join(&mut w, "b"), Err(ControlError::RelayFull(3)));
+    // Caps count what is held now: a leave makes room again.
+    w.relay.leave(a.session).unwrap();
+    join(&mut w, "b").unwrap();
+}
+
+#[test]
 fn limits_on_objects_size_and_rate_drop_by_reason() {
     let cfg = RelayConfig {
         max_objects_per_stream: 3,

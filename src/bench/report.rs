@@ -100,6 +100,9 @@ pub struct Report {
     /// CPU seconds of the relay's (or reflector's) own threads during the window;
     /// `None` for a remote relay.
     pub relay_cpu_s: Option<f64>,
+    /// Relay (or reflector) CPU per object update delivered to a subscriber in the
+    /// window, microseconds: the per-core cost that extrapolates to bigger machines.
+    pub relay_cpu_us_per_update: Option<f64>,
     /// CPU seconds of the whole bench process during the window (clients included).
     pub process_cpu_s: f64,
     /// Peak RSS (VmHWM) of the bench process, which holds the clients too; `None` for a
@@ -135,97 +138,9 @@ impl Report {
         if let Some(b) = &self.baseline {
             runs.push(b);
         }
-        let mut t = String::new();
-        let s = &self.scenario;
-        let _ = writeln!(
-            t,
-            "scenario {:?}: {} room(s) × {} pub × {} obj (+{} static) @ {} Hz, {} sub, {} late, {:?}, {} s (+{} s warm-up){}",
-            s.name,
-            s.rooms,
-            s.publishers,
-            s.objects,
-            s.static_objects,
-            s.rate_hz,
-            s.subscribers,
-            s.late_joiners,
-            s.security,
-            s.duration_s,
-            s.warmup_s,
-            self.impairment
-                .as_ref()
-                .map(|i| format!(", impaired {i}"))
-                .unwrap_or_default(),
-        );
-        let opt = |v: Option<f64>, digits: usize| {
-            v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
-        };
-        type Cell = Box<dyn Fn(&Report) -> String>;
-        let rows: Vec<(&str, Cell)> = vec![
-            (
-                "target",
-                Box::new(|r: &Report| format!("{:?}", r.target).to_lowercase()),
-            ),
-            (
-                "sent pps",
-                Box::new(|r: &Report| format!("{:.0}", r.sent_pps)),
-            ),
-            (
-                "received pps",
-                Box::new(|r: &Report| format!("{:.0}", r.received_pps)),
-            ),
-            (
-                "received objects/s",
-                Box::new(|r: &Report| format!("{:.0}", r.received_objects_per_s)),
-            ),
-            (
-                "loss",
-                Box::new(|r: &Report| format!("{:.3}%", r.loss_ratio * 100.0)),
-            ),
-            (
-                "latency p50 µs",
-                Box::new(|r: &Report| format!("{:.0}", r.latency_us.p50)),
-            ),
-            (
-                "latency p90 µs",
-                Box::new(|r: &Report| format!("{:.0}", r.latency_us.p90)),
-            ),
-            (
-                "latency p99 µs",
-                Box::new(|r: &Report| format!("{:.0}", r.latency_us.p99)),
-            ),
-            (
-                "latency p99.9 µs",
-                Box::new(|r: &Report| format!("{:.0}", r.latency_us.p999)),
-            ),
-            (
-                "latency max µs",
-                Box::new(|r: &Report| format!("{:.0}", r.latency_us.max)),
-            ),
-            (
-                "snapshot p50 ms",
-                Box::new(move |r: &Report| opt(r.snapshot_ms.map(|s| s.p50), 2)),
-            ),
-            (
-                "snapshot max ms",
-                Box::new(move |r: &Report| opt(r.snapshot_ms.map(|s| s.max), 2)),
-            ),
-            (
-                "relay CPU s",
-                Box::new(move |r: &Report| opt(r.relay_cpu_s, 2)),
-            ),
-            (
-                "process CPU s",
-                Box::new(|r: &Report| format!("{:.2}", r.process_cpu_s)),
-            ),
-            (
-                "peak RSS MiB",
-                Box::new(move |r: &Report| {
-                    opt(r.relay_peak_rss_bytes.map(|b| b as f64 / 1048576.0), 1)
-                }),
-            ),
-        ];
-        for (name, cell) in rows {
-            let _ = write!(t, "{name:<20}");
+        let mut t = self.headline();
+        for (name, cell) in rows() {
+            let _ = write!(t, "{name:<22}");
             for r in &runs {
                 let _ = write!(t, " {:>14}", cell(r));
             }
@@ -243,6 +158,66 @@ impl Report {
         }
         t
     }
+
+    /// The table's first line: the scenario as run.
+    fn headline(&self) -> String {
+        let s = &self.scenario;
+        format!(
+            "scenario {:?}: {} room(s) × {} pub × {} obj (+{} static) @ {} Hz ({:?} phases), {} sub, {} late, {:?}, {} s (+{} s warm-up){}\n",
+            s.name,
+            s.rooms,
+            s.publishers,
+            s.objects,
+            s.static_objects,
+            s.rate_hz,
+            s.send_phases,
+            s.subscribers,
+            s.late_joiners,
+            s.security,
+            s.duration_s,
+            s.warmup_s,
+            self.impairment
+                .as_ref()
+                .map(|i| format!(", impaired {i}"))
+                .unwrap_or_default(),
+        )
+    }
+}
+
+/// A `-` for a figure a run does not have, else the figure with `digits` decimals.
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+/// How one table row reads a run.
+type Cell = fn(&Report) -> String;
+
+/// The table's rows.
+fn rows() -> [(&'static str, Cell); 16] {
+    [
+        ("target", |r| format!("{:?}", r.target).to_lowercase()),
+        ("sent pps", |r| format!("{:.0}", r.sent_pps)),
+        ("received pps", |r| format!("{:.0}", r.received_pps)),
+        ("received objects/s", |r| {
+            format!("{:.0}", r.received_objects_per_s)
+        }),
+        ("loss", |r| format!("{:.3}%", r.loss_ratio * 100.0)),
+        ("latency p50 µs", |r| format!("{:.0}", r.latency_us.p50)),
+        ("latency p90 µs", |r| format!("{:.0}", r.latency_us.p90)),
+        ("latency p99 µs", |r| format!("{:.0}", r.latency_us.p99)),
+        ("latency p99.9 µs", |r| format!("{:.0}", r.latency_us.p999)),
+        ("latency max µs", |r| format!("{:.0}", r.latency_us.max)),
+        ("snapshot p50 ms", |r| opt(r.snapshot_ms.map(|s| s.p50), 2)),
+        ("snapshot max ms", |r| opt(r.snapshot_ms.map(|s| s.max), 2)),
+        ("relay CPU s", |r| opt(r.relay_cpu_s, 2)),
+        ("relay CPU µs/update", |r| {
+            opt(r.relay_cpu_us_per_update, 3)
+        }),
+        ("process CPU s", |r| format!("{:.2}", r.process_cpu_s)),
+        ("peak RSS MiB", |r| {
+            opt(r.relay_peak_rss_bytes.map(|b| b as f64 / 1048576.0), 1)
+        }),
+    ]
 }
 
 /// One point of a latency-versus-load sweep.

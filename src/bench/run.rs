@@ -198,13 +198,14 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
 }
 
 /// The in-process relay: loopback, port 0, limits raised so that the scenario, not the
-/// per-session rate limit, sets the load.
+/// per-session rate limit or the relay-wide caps, sets the load.
 fn relay_config(
     s: &Scenario,
     secret: &str,
     proxy: &Option<ProxyListener>,
 ) -> anyhow::Result<ServeConfig> {
     let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+    let per_room = s.publishers + s.subscribers + s.late_joiners + s.slow_subscribers + 8;
     Ok(ServeConfig {
         http_addr: loopback,
         rtp_addr: loopback,
@@ -214,11 +215,9 @@ fn relay_config(
         drain_grace_secs: 0,
         relay: RelayConfig {
             max_packets_per_sec: 1_000_000,
-            max_sessions_per_room: s.publishers
-                + s.subscribers
-                + s.late_joiners
-                + s.slow_subscribers
-                + 8,
+            max_sessions_per_room: per_room,
+            max_sessions: (s.rooms * per_room).max(RelayConfig::default().max_sessions),
+            max_rooms: s.rooms.max(RelayConfig::default().max_rooms),
             max_objects_per_stream: (s.objects + s.static_objects + 1)
                 .max(RelayConfig::default().max_objects_per_stream),
             ..RelayConfig::default()
@@ -509,11 +508,20 @@ struct PubOut {
     objects: u64,
 }
 
+/// What one publisher sends, and when in each period.
+struct Sending {
+    /// Live objects, sent at every update.
+    live: Vec<Chunk>,
+    /// Cached-only objects, spread over the warm-up and refreshed.
+    statics: Vec<Chunk>,
+    /// Offset of its sends within the period.
+    phase: Duration,
+}
+
 async fn publisher(
     mut conn: Conn,
     room: usize,
-    live: Vec<Chunk>,
-    statics: Vec<Chunk>,
+    sending: Sending,
     s: Scenario,
     clock: Clock,
 ) -> anyhow::Result<PubOut> {
@@ -521,7 +529,12 @@ async fn publisher(
         room,
         ..PubOut::default()
     };
-    let mut tick = tokio::time::interval_at(clock.start.into(), s.period());
+    let Sending {
+        live,
+        statics,
+        phase,
+    } = sending;
+    let mut tick = tokio::time::interval_at((clock.start + phase).into(), s.period());
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Static objects go out over half the warm-up (at most 1 s) at the update rate.
     let spread = (s.warmup_s / 2.0).clamp(1.0 / s.rate_hz, 1.0) * s.rate_hz;
@@ -682,6 +695,28 @@ struct Gathered {
     peak_rss: Option<u64>,
 }
 
+/// The clients joined before publishing starts.
+struct Clients {
+    /// (room, connection) of the regular subscribers.
+    subs: Vec<(usize, Conn)>,
+    /// (room, connection) of the slow (capped) subscribers.
+    slow: Vec<(usize, Conn)>,
+    /// (room, index in the room, connection) of the publishers.
+    pubs: Vec<(usize, usize, Conn)>,
+    /// Publishers' SSRCs per room, for what late joiners expect.
+    pub_ssrcs: Vec<Vec<u32>>,
+}
+
+/// What the tasks of a run share.
+#[derive(Clone)]
+struct Timeline {
+    clock: Clock,
+    /// When subscribers stop receiving.
+    stop_at: Instant,
+    /// Live packets received so far (the progress bar's rate).
+    live: Arc<AtomicU64>,
+}
+
 async fn drive(
     s: &Scenario,
     opts: &RunOptions,
@@ -689,48 +724,100 @@ async fn drive(
     relay_threads: Option<&str>,
 ) -> anyhow::Result<Gathered> {
     let epoch = Instant::now();
-    // Subscribers first, so none misses the first packets.
-    let mut subs = Vec::new();
+    let clients = join_clients(s, &endpoint).await?;
+    // Let the latching RRs and hellos land.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let t = timeline(s, opts, epoch);
+    let mut pub_tasks = JoinSet::new();
+    for (room, n, conn) in clients.pubs {
+        let live_chunks = pack(&s.live_objects(n), s.payload_budget)?;
+        let static_chunks = pack(&s.static_objects(n), s.payload_budget)?;
+        let phase = s.send_phase(room, n);
+        let sending = Sending {
+            live: live_chunks,
+            statics: static_chunks,
+            phase,
+        };
+        pub_tasks.spawn(publisher(conn, room, sending, s.clone(), t.clock));
+    }
+    let mut sub_tasks = JoinSet::new();
+    for (room, conn) in clients.subs {
+        let t = t.clone();
+        sub_tasks.spawn(subscriber(conn, room, None, t.clock, t.stop_at, t.live));
+    }
+    for (room, conn) in clients.slow {
+        let t = t.clone();
+        sub_tasks.spawn(async move {
+            let mut out = subscriber(conn, room, None, t.clock, t.stop_at, t.live).await?;
+            out.slow = true;
+            Ok(out)
+        });
+    }
+    spawn_late_joiners(&mut sub_tasks, s, &endpoint, &clients.pub_ssrcs, &t);
+    let (relay_cpu_s, process_cpu_s) = watch_window(s, opts, &t, relay_threads).await;
+    let mut out = Gathered {
+        pubs: Vec::new(),
+        subs: Vec::new(),
+        relay_cpu_s,
+        process_cpu_s,
+        peak_rss: None,
+    };
+    while let Some(r) = pub_tasks.join_next().await {
+        out.pubs.push(r??);
+    }
+    while let Some(r) = sub_tasks.join_next().await {
+        out.subs.push(r??);
+    }
+    out.peak_rss = sys::peak_rss_bytes();
+    Ok(out)
+}
+
+/// Joins every client that is there from the start: subscribers first, so none misses
+/// the first packets, then slow subscribers (a relay only: the reflector has no cap),
+/// then publishers.
+async fn join_clients(s: &Scenario, endpoint: &Endpoint) -> anyhow::Result<Clients> {
+    let mut c = Clients {
+        subs: Vec::new(),
+        slow: Vec::new(),
+        pubs: Vec::new(),
+        pub_ssrcs: vec![Vec::new(); s.rooms],
+    };
     for room in 0..s.rooms {
         for n in 0..s.subscribers {
-            subs.push((
-                room,
-                endpoint
-                    .join(s, room, Role::Subscriber, n, SubKind::Regular)
-                    .await?,
-            ));
+            let conn = endpoint
+                .join(s, room, Role::Subscriber, n, SubKind::Regular)
+                .await?;
+            c.subs.push((room, conn));
         }
     }
-    // Slow subscribers need a relay (a bandwidth cap); the reflector has none.
-    let mut slow = Vec::new();
-    if matches!(*endpoint, Endpoint::Relay { .. }) {
+    if matches!(endpoint, Endpoint::Relay { .. }) {
         for room in 0..s.rooms {
             for n in 0..s.slow_subscribers {
                 let n = s.subscribers + s.late_joiners + n;
-                slow.push((
-                    room,
-                    endpoint
-                        .join(s, room, Role::Subscriber, n, SubKind::Slow)
-                        .await?,
-                ));
+                let conn = endpoint
+                    .join(s, room, Role::Subscriber, n, SubKind::Slow)
+                    .await?;
+                c.slow.push((room, conn));
             }
         }
     }
-    let mut pubs = Vec::new();
-    let mut pub_ssrcs = vec![Vec::new(); s.rooms];
     for room in 0..s.rooms {
         for n in 0..s.publishers {
-            let c = endpoint
+            let conn = endpoint
                 .join(s, room, Role::Publisher, n, SubKind::Regular)
                 .await?;
-            if let Some(v) = pub_ssrcs.get_mut(room) {
-                v.push(c.ssrc());
+            if let Some(v) = c.pub_ssrcs.get_mut(room) {
+                v.push(conn.ssrc());
             }
-            pubs.push((room, n, c));
+            c.pubs.push((room, n, conn));
         }
     }
-    // Let the latching RRs and hellos land.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    Ok(c)
+}
+
+/// The run's time points: publishing starts shortly, the window follows the warm-up,
+/// and subscribers listen on past it for what is in flight (longer under impairment).
+fn timeline(s: &Scenario, opts: &RunOptions, epoch: Instant) -> Timeline {
     let start = Instant::now() + Duration::from_millis(50);
     let ns = |d: Duration| (start + d - epoch).as_nanos() as u64;
     let warmup = Duration::from_secs_f64(s.warmup_s);
@@ -746,36 +833,23 @@ async fn drive(
         .as_ref()
         .map_or(Duration::ZERO, |(_, i)| i.delay + i.jitter)
         * 2;
-    let stop_at = clock.at(clock.w1) + DRAIN + hold;
-    let live = Arc::new(AtomicU64::new(0));
+    Timeline {
+        clock,
+        stop_at: clock.at(clock.w1) + DRAIN + hold,
+        live: Arc::new(AtomicU64::new(0)),
+    }
+}
 
-    let mut pub_tasks = JoinSet::new();
-    for (room, n, conn) in pubs {
-        let live_chunks = pack(&s.live_objects(n), s.payload_budget)?;
-        let static_chunks = pack(&s.static_objects(n), s.payload_budget)?;
-        pub_tasks.spawn(publisher(
-            conn,
-            room,
-            live_chunks,
-            static_chunks,
-            s.clone(),
-            clock,
-        ));
-    }
-    let mut sub_tasks = JoinSet::new();
-    for (room, conn) in subs {
-        sub_tasks.spawn(subscriber(conn, room, None, clock, stop_at, live.clone()));
-    }
-    for (room, conn) in slow {
-        let live = live.clone();
-        sub_tasks.spawn(async move {
-            let mut out = subscriber(conn, room, None, clock, stop_at, live).await?;
-            out.slow = true;
-            Ok(out)
-        });
-    }
-    // Late joiners join at their time, in their own tasks.
-    let late_at = start + Duration::from_secs_f64(s.late_join_at_s);
+/// Late joiners join at their time, in their own tasks, each expecting every object of
+/// its room's publishers.
+fn spawn_late_joiners(
+    tasks: &mut JoinSet<anyhow::Result<SubOut>>,
+    s: &Scenario,
+    endpoint: &Arc<Endpoint>,
+    pub_ssrcs: &[Vec<u32>],
+    t: &Timeline,
+) {
+    let late_at = t.clock.start + Duration::from_secs_f64(s.late_join_at_s);
     let ids: Vec<u64> = (1..=s.objects as u64)
         .chain((0..s.static_objects as u64).map(|i| super::scenario::STATIC_ID_BASE + i))
         .collect();
@@ -787,72 +861,58 @@ async fn drive(
                 .flatten()
                 .flat_map(|ssrc| ids.iter().map(move |id| (*ssrc, *id)))
                 .collect();
-            let (endpoint, s2, live) = (endpoint.clone(), s.clone(), live.clone());
-            sub_tasks.spawn(async move {
+            let (endpoint, s2, t) = (endpoint.clone(), s.clone(), t.clone());
+            tasks.spawn(async move {
                 tokio::time::sleep_until(late_at.into()).await;
+                let n = s2.subscribers + n;
                 let conn = endpoint
-                    .join(
-                        &s2,
-                        room,
-                        Role::Subscriber,
-                        s2.subscribers + n,
-                        SubKind::Late,
-                    )
+                    .join(&s2, room, Role::Subscriber, n, SubKind::Late)
                     .await?;
                 let late = LateJoin {
                     at: Instant::now(),
                     expected,
                 };
-                subscriber(conn, room, Some(late), clock, stop_at, live).await
+                subscriber(conn, room, Some(late), t.clock, t.stop_at, t.live).await
             });
         }
     }
+}
 
+/// Waits out the warm-up and the window with a progress bar; returns the CPU seconds of
+/// the target's threads (when in process) and of the whole process during the window.
+async fn watch_window(
+    s: &Scenario,
+    opts: &RunOptions,
+    t: &Timeline,
+    relay_threads: Option<&str>,
+) -> (Option<f64>, f64) {
     let bar = progress_bar(opts.progress, s);
     let cpu_threads = |name: Option<&str>| name.map(sys::threads_cpu_s);
-    tokio::time::sleep_until(clock.at(clock.w0).into()).await;
+    tokio::time::sleep_until(t.clock.at(t.clock.w0).into()).await;
     let (relay0, proc0) = (cpu_threads(relay_threads), sys::process_cpu_s());
     let mut last = (Instant::now(), 0u64);
-    while Instant::now() < stop_at {
+    while Instant::now() < t.clock.at(t.clock.w1) {
         tokio::time::sleep(Duration::from_millis(250)).await;
-        let got = live.load(Ordering::Relaxed);
+        let got = t.live.load(Ordering::Relaxed);
         let dt = last.0.elapsed().as_secs_f64();
         if let Some(b) = &bar {
-            b.set_position(start.elapsed().as_millis() as u64);
+            b.set_position(t.clock.start.elapsed().as_millis() as u64);
             b.set_message(format!(
                 "{:.0} pkt/s received",
                 (got - last.1) as f64 / dt.max(1e-3)
             ));
         }
         last = (Instant::now(), got);
-        if Instant::now() >= clock.at(clock.w1) {
-            break;
-        }
     }
     // CPU is read at the window's end, before the drain.
     let relay_cpu_s = match (relay0, cpu_threads(relay_threads)) {
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
     };
-    let process_cpu_s = sys::process_cpu_s() - proc0;
-    let mut out = Gathered {
-        pubs: Vec::new(),
-        subs: Vec::new(),
-        relay_cpu_s,
-        process_cpu_s,
-        peak_rss: None,
-    };
-    while let Some(r) = pub_tasks.join_next().await {
-        out.pubs.push(r??);
-    }
-    while let Some(r) = sub_tasks.join_next().await {
-        out.subs.push(r??);
-    }
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    out.peak_rss = sys::peak_rss_bytes();
-    Ok(out)
+    (relay_cpu_s, sys::process_cpu_s() - proc0)
 }
 
 fn progress_bar(show: bool, s: &Scenario) -> Option<ProgressBar> {
@@ -882,55 +942,6 @@ impl Gathered {
         let sent_objects: u64 = self.pubs.iter().map(|p| p.objects).sum();
         let received: u64 = self.subs.iter().map(|r| r.packets).sum();
         let received_objects: u64 = self.subs.iter().map(|r| r.objects).sum();
-        // Loss: over the subscribers present from the start, each should get every
-        // packet its room's publishers sent in the window.
-        let mut expected = 0u64;
-        let mut got = 0u64;
-        for room in 0..s.rooms {
-            let room_sent: u64 = self
-                .pubs
-                .iter()
-                .filter(|p| p.room == room)
-                .map(|p| p.packets)
-                .sum();
-            for sub in self.subs.iter().filter(|r| r.room == room && !r.late) {
-                expected += room_sent;
-                got += sub.packets;
-            }
-        }
-        let loss_ratio = if expected == 0 {
-            0.0
-        } else {
-            (1.0 - got as f64 / expected as f64).clamp(0.0, 1.0)
-        };
-        let mut latency = Histogram::<u64>::new_with_max(MAX_LATENCY_NS, 3).ok();
-        if let Some(h) = &mut latency {
-            for sub in &self.subs {
-                let _ = h.add(&sub.latency);
-            }
-        }
-        let snapshots: Vec<Option<Duration>> =
-            self.subs.iter().filter_map(|r| r.snapshot).collect();
-        let snapshot_ms = (!snapshots.is_empty()).then(|| {
-            let mut done: Vec<f64> = snapshots
-                .iter()
-                .flatten()
-                .map(|d| d.as_secs_f64() * 1e3)
-                .collect();
-            done.sort_by(f64::total_cmp);
-            let q = |p: f64| {
-                let i = ((done.len() as f64 * p).ceil() as usize).saturating_sub(1);
-                done.get(i).copied().unwrap_or(0.0)
-            };
-            SnapshotTimes {
-                p50: q(0.5),
-                p99: q(0.99),
-                max: done.last().copied().unwrap_or(0.0),
-                completed: done.len() as u64,
-                incomplete: snapshots.iter().filter(|d| d.is_none()).count() as u64,
-                expected_objects: (s.publishers * (s.objects + s.static_objects)) as u64,
-            }
-        });
         Report {
             scenario: s.clone(),
             target,
@@ -943,10 +954,14 @@ impl Gathered {
             received_pps: received as f64 / secs,
             sent_objects_per_s: sent_objects as f64 / secs,
             received_objects_per_s: received_objects as f64 / secs,
-            loss_ratio,
-            latency_us: latency.as_ref().map(Latency::from_ns).unwrap_or_default(),
-            snapshot_ms,
+            loss_ratio: self.loss_ratio(s),
+            latency_us: self.latency(),
+            snapshot_ms: self.snapshot_times(s),
             relay_cpu_s: self.relay_cpu_s,
+            relay_cpu_us_per_update: self
+                .relay_cpu_s
+                .filter(|_| received_objects > 0)
+                .map(|cpu| cpu * 1e6 / received_objects as f64),
             process_cpu_s: self.process_cpu_s,
             relay_peak_rss_bytes: self.peak_rss,
             impair_dropped: None,
@@ -955,5 +970,66 @@ impl Gathered {
             baseline: None,
             ratio_received_pps: None,
         }
+    }
+
+    /// Over the subscribers present from the start: the share of the packets their room's
+    /// publishers sent in the window that they did not receive.
+    fn loss_ratio(&self, s: &Scenario) -> f64 {
+        let (mut expected, mut got) = (0u64, 0u64);
+        for room in 0..s.rooms {
+            let room_sent: u64 = self
+                .pubs
+                .iter()
+                .filter(|p| p.room == room)
+                .map(|p| p.packets)
+                .sum();
+            for sub in self.subs.iter().filter(|r| r.room == room && !r.late) {
+                expected += room_sent;
+                got += sub.packets;
+            }
+        }
+        if expected == 0 {
+            0.0
+        } else {
+            (1.0 - got as f64 / expected as f64).clamp(0.0, 1.0)
+        }
+    }
+
+    /// Every subscriber's latencies together.
+    fn latency(&self) -> Latency {
+        let mut all = Histogram::<u64>::new_with_max(MAX_LATENCY_NS, 3).ok();
+        if let Some(h) = &mut all {
+            for sub in &self.subs {
+                let _ = h.add(&sub.latency);
+            }
+        }
+        all.as_ref().map(Latency::from_ns).unwrap_or_default()
+    }
+
+    /// Late joiners' snapshot completion times, when any asked.
+    fn snapshot_times(&self, s: &Scenario) -> Option<SnapshotTimes> {
+        let snapshots: Vec<Option<Duration>> =
+            self.subs.iter().filter_map(|r| r.snapshot).collect();
+        if snapshots.is_empty() {
+            return None;
+        }
+        let mut done: Vec<f64> = snapshots
+            .iter()
+            .flatten()
+            .map(|d| d.as_secs_f64() * 1e3)
+            .collect();
+        done.sort_by(f64::total_cmp);
+        let q = |p: f64| {
+            let i = ((done.len() as f64 * p).ceil() as usize).saturating_sub(1);
+            done.get(i).copied().unwrap_or(0.0)
+        };
+        Some(SnapshotTimes {
+            p50: q(0.5),
+            p99: q(0.99),
+            max: done.last().copied().unwrap_or(0.0),
+            completed: done.len() as u64,
+            incomplete: snapshots.iter().filter(|d| d.is_none()).count() as u64,
+            expected_objects: (s.publishers * (s.objects + s.static_objects)) as u64,
+        })
     }
 }

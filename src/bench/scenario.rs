@@ -141,8 +141,22 @@ pub struct Scenario {
     pub security: Security,
     /// SRTP profile; the relay's default when absent.
     pub srtp_profile: Option<SrtpProfile>,
-    /// Seed of every random choice (impairment, positions).
+    /// Seed of every random choice (impairment, positions, send phases).
     pub seed: u64,
+    /// When in each period the publishers send.
+    pub send_phases: SendPhases,
+}
+
+/// When in each update period the publishers send.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SendPhases {
+    /// All at the same instant: the worst burst for the target (and the historical
+    /// default, so earlier figures stay comparable).
+    #[default]
+    Aligned,
+    /// Each publisher at its own random offset within the period, as real players are.
+    Random,
 }
 
 impl Default for Scenario {
@@ -170,6 +184,7 @@ impl Default for Scenario {
             security: Security::Srtp,
             srtp_profile: None,
             seed: 1,
+            send_phases: SendPhases::Aligned,
         }
     }
 }
@@ -183,6 +198,40 @@ pub const BENCH_NO_ID: u8 = 0xff;
 pub const STATIC_ID_BASE: u64 = 1_000_000;
 
 impl Scenario {
+    /// Turns this into the dense-room preset: `players` players in one room, each
+    /// publishing one avatar (a Head1) at 20 Hz at a random phase and subscribing to
+    /// everyone (one publishing and one subscribing session per player), no late joiners.
+    /// Times, security, seed and interest are kept.
+    pub fn make_dense(&mut self, players: usize) {
+        self.name = format!("dense-{players}");
+        self.rooms = 1;
+        self.publishers = players;
+        self.subscribers = players;
+        self.objects = 1;
+        self.static_objects = 0;
+        self.mix = Mix {
+            head1: 1,
+            hand2: 0,
+            object2: 0,
+            game_control1: 0,
+            mesh1: 0,
+        };
+        self.rate_hz = 20.0;
+        self.late_joiners = 0;
+        self.send_phases = SendPhases::Random;
+    }
+
+    /// Where in the period publisher `n` of `room` sends (zero when aligned).
+    pub fn send_phase(&self, room: usize, n: usize) -> Duration {
+        match self.send_phases {
+            SendPhases::Aligned => Duration::ZERO,
+            SendPhases::Random => {
+                let key = self.seed ^ ((room as u64) << 32 | n as u64).wrapping_mul(0x9e37);
+                self.period().mul_f64(super::impair::Rng::new(key).unit())
+            }
+        }
+    }
+
     /// Reads a TOML scenario file; absent keys take the defaults.
     pub fn from_file(path: &Path) -> anyhow::Result<Self> {
         let text = std::fs::read_to_string(path)
@@ -233,7 +282,9 @@ impl Scenario {
                 limits::SECONDS
             );
         }
-        if !secs(self.late_join_at_s) || self.late_join_at_s > self.warmup_s + self.duration_s {
+        if self.late_joiners > 0
+            && (!secs(self.late_join_at_s) || self.late_join_at_s > self.warmup_s + self.duration_s)
+        {
             bail!("late_join_at_s must fall within warm-up plus duration");
         }
         if !(secs(self.static_refresh_s) && self.static_refresh_s >= 1.0) {

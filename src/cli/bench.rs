@@ -5,7 +5,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use gsrelay::bench::impair::Impairment;
 use gsrelay::bench::report::sweep_svg;
-use gsrelay::bench::scenario::Mix;
+use gsrelay::bench::scenario::{Mix, SendPhases};
 use gsrelay::bench::{Report, RunOptions, Scenario, Security, SweepPoint, Target, run};
 use gsrelay::relay::Interest;
 use gsrelay::rtp::SrtpProfile;
@@ -35,6 +35,15 @@ struct ScenarioArgs {
     /// TOML scenario file (keys as in `Scenario`: rooms, publishers, rate_hz, ...).
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
+    /// Dense-room preset: N players in one room, each publishing one Head1 at 20 Hz at a
+    /// random phase and subscribing to everyone, no late joiners; the flags below still
+    /// apply on top of it.
+    #[arg(long, value_name = "N")]
+    players: Option<usize>,
+    /// When publishers send within each period: `aligned` (all at once) or `random`
+    /// [default: aligned; random with --players].
+    #[arg(long, value_name = "PHASES", value_parser = parse_phases)]
+    send_phases: Option<SendPhases>,
     /// Rooms [default: 1].
     #[arg(long)]
     rooms: Option<usize>,
@@ -145,6 +154,14 @@ fn parse_profile(s: &str) -> Result<SrtpProfile, String> {
     })
 }
 
+fn parse_phases(s: &str) -> Result<SendPhases, String> {
+    match s {
+        "aligned" => Ok(SendPhases::Aligned),
+        "random" => Ok(SendPhases::Random),
+        _ => Err("expected aligned or random".into()),
+    }
+}
+
 fn parse_interest(s: &str) -> Result<Interest, String> {
     serde_json::from_str(s).map_err(|e| e.to_string())
 }
@@ -183,6 +200,10 @@ impl ScenarioArgs {
                 *slot = v.clone();
             }
         }
+        if let Some(n) = self.players {
+            s.make_dense(n);
+        }
+        set(&mut s.send_phases, &self.send_phases);
         set(&mut s.rooms, &self.rooms);
         set(&mut s.publishers, &self.publishers);
         set(&mut s.subscribers, &self.subscribers);

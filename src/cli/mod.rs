@@ -1,5 +1,6 @@
 //! The `gsrelay` command line: one subcommand per module.
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod codec;
 pub mod serve;
@@ -19,6 +20,7 @@ enum Command {
     /// Bench a relay (in process, remote, or the baseline UDP reflector) with publishers
     /// and subscribers over the real API and transport: throughput, loss, latency
     /// percentiles, late-join snapshot time. With no flags: the default scenario.
+    #[cfg(feature = "bench")]
     Bench(Box<bench::BenchArgs>),
     /// Decode one game-state payload and print its objects as a JSON array, in wire order.
     Decode(codec::DecodeArgs),
@@ -36,6 +38,7 @@ impl Cli {
     /// Runs the chosen subcommand.
     pub fn run(self) -> anyhow::Result<()> {
         match self.command {
+            #[cfg(feature = "bench")]
             Command::Bench(a) => bench::bench(*a),
             Command::Decode(a) => codec::decode(a),
             Command::Encode(a) => codec::encode(a),

@@ -33,7 +33,8 @@ pub struct TokenArgs {
     /// Grant the right to inspect the room (GET /v1/rooms/{room}).
     #[arg(long)]
     admin: bool,
-    /// Lifetime in seconds.
+    /// Lifetime in seconds. Relays refuse tokens living longer than their
+    /// token_max_ttl_secs (default 86400).
     #[arg(long, default_value_t = 3600, value_name = "SECS")]
     ttl: u64,
     /// Signing secret: the relay's --token-secret.

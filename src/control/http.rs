@@ -5,7 +5,13 @@
 //! send a command to the relay task through a [`RelayHandle`]. Every error is
 //! `{"error":{"code","message"}}` with the status the contract names; the codes are
 //! listed in `docs/api.md`.
+//!
+//! The `/v1` routes are guarded by the [`HttpLimits`]: at most `max_in_flight` run at
+//! once (more are shed with 503), bodies must arrive within `body_timeout` (408), and
+//! joins and interest changes are rate-limited per identity (429). `/metrics`, `/healthz`
+//! and `/readyz` are exempt, so probes and scrapes still answer under load.
 
+use super::limits::{HttpLimits, IdentityLimiter};
 use super::token::{self, AuthzError, Claims, NameError, Right, TokenError, Tokens};
 use crate::metrics::Metrics;
 use crate::relay::{ControlError, Interest, JoinRequest, format_session_id, parse_session_id};
@@ -15,8 +21,9 @@ use crate::wire::Dialect;
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
+use axum::error_handling::HandleErrorLayer;
 use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::{DefaultBodyLimit, MatchedPath, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, MatchedPath, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -25,7 +32,11 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tower::limit::GlobalConcurrencyLimitLayer;
+use tower::load_shed::LoadShedLayer;
+use tower::load_shed::error::Overloaded;
+use tower::{BoxError, ServiceBuilder};
 
 /// Largest request body accepted, in bytes; larger bodies get 413. A join or an interest
 /// with the longest allowed filter lists fits easily.
@@ -43,6 +54,8 @@ pub struct ApiError {
     pub code: &'static str,
     /// Human-readable explanation.
     pub message: String,
+    /// Seconds after which a retry may succeed, sent as `Retry-After`.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -52,6 +65,17 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The same error, telling the client to retry after `wait` (whole seconds, at
+    /// least one).
+    pub fn retry_after(self, wait: Duration) -> Self {
+        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        Self {
+            retry_after: Some(secs.max(1)),
+            ..self
         }
     }
 
@@ -94,10 +118,18 @@ impl IntoResponse for ApiError {
         let mut resp = (self.status, Json(body)).into_response();
         // For the request metrics, which see only the response.
         resp.extensions_mut().insert(ErrorCode(self.code));
+        let headers = resp.headers_mut();
         if self.status == StatusCode::UNAUTHORIZED {
             // RFC 6750 §3: tell the client which scheme is expected.
-            resp.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if self.status == StatusCode::REQUEST_TIMEOUT {
+            // RFC 9110 §15.5.9: the rest of the body may still come; do not read it as
+            // the next request.
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        if let Some(secs) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         resp
     }
@@ -133,6 +165,14 @@ impl From<CommandError> for ApiError {
                 // 429 rather than 503: the relay is healthy, this room is at its limit,
                 // and a retry succeeds once someone leaves.
                 Self::new(StatusCode::TOO_MANY_REQUESTS, "room_full", message)
+            }
+            CommandError::Control(ControlError::TooManyRooms(_)) => {
+                // 503 rather than 429: this relay as a whole takes no more rooms, so a
+                // load balancer or client should turn to another instance.
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "too_many_rooms", message)
+            }
+            CommandError::Control(ControlError::RelayFull(_)) => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "relay_full", message)
             }
             CommandError::Control(ControlError::SsrcTaken(_)) => {
                 Self::new(StatusCode::CONFLICT, "ssrc_taken", message)
@@ -178,6 +218,8 @@ struct Shared {
     metrics: Metrics,
     default_profile: SrtpProfile,
     draining: AtomicBool,
+    limits: HttpLimits,
+    limiter: IdentityLimiter,
 }
 
 /// The API's state: the relay handle, the token verifier, metrics, and readiness.
@@ -186,20 +228,25 @@ struct Shared {
 pub struct ApiState(Arc<Shared>);
 
 impl ApiState {
-    /// State for a router driving `relay`; joins naming no profile get `default_profile`.
+    /// State for a router driving `relay` under `limits`; joins naming no profile get
+    /// `default_profile`. Fails if `limits` are invalid.
     pub fn new(
         relay: RelayHandle,
         tokens: Tokens,
         metrics: Metrics,
         default_profile: SrtpProfile,
-    ) -> Self {
-        Self(Arc::new(Shared {
+        limits: HttpLimits,
+    ) -> anyhow::Result<Self> {
+        limits.validate()?;
+        Ok(Self(Arc::new(Shared {
             relay,
             tokens,
             metrics,
             default_profile,
             draining: AtomicBool::new(false),
-        }))
+            limiter: IdentityLimiter::new(&limits)?,
+            limits,
+        })))
     }
 
     /// Marks the relay as draining: `/readyz` answers 503 and joins are refused.
@@ -234,13 +281,39 @@ impl ApiState {
         Ok(self.0.tokens.verify(token.trim(), unix_now())?)
     }
 
-    /// Authenticates a request on an existing session and returns the session's id.
+    /// Counts one join or interest change against the token's identity.
+    fn check_rate(&self, claims: &Claims) -> Result<(), ApiError> {
+        self.0
+            .limiter
+            .check(&claims.room, &claims.sub)
+            .map_err(|wait| {
+                self.count_limited("rate_limited");
+                ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    format!(
+                        "identity {:?} in room {:?} is over its rate of joins and interest changes",
+                        claims.sub, claims.room
+                    ),
+                )
+                .retry_after(wait)
+            })
+    }
+
+    fn count_limited(&self, limit: &str) {
+        self.0
+            .metrics
+            .http_limited
+            .with_label_values(&[limit])
+            .inc();
+    }
+
+    /// Checks that `claims` may act on the session `id` and returns its id.
     ///
     /// Only the identity that joined the session, or an admin of its room, may act on it.
     /// A session in another room than the token's answers 404, like a missing one, so a
     /// token for one room cannot probe which session ids exist elsewhere.
-    async fn session_for(&self, headers: &HeaderMap, id: &str) -> Result<u64, ApiError> {
-        let claims = self.authenticate(headers)?;
+    async fn session_for(&self, claims: &Claims, id: &str) -> Result<u64, ApiError> {
         let unknown = || ApiError::not_found("session_not_found", format!("no session {id:?}"));
         let session = parse_session_id(id).ok_or_else(unknown)?;
         let owner = self.0.relay.session_owner(session).await?;
@@ -267,11 +340,25 @@ fn unix_now() -> u64 {
 /// The router serving the whole API, counting and timing requests by route and status.
 pub fn router(state: ApiState) -> Router {
     let metrics = state.0.metrics.clone();
-    Router::new()
+    let shed = state.0.metrics.clone();
+    let max_in_flight = state.0.limits.max_in_flight;
+    // One semaphore for every /v1 route; a request finding it empty is answered at once
+    // rather than queued, so a saturated relay says so instead of hanging.
+    let in_flight = ServiceBuilder::new()
+        .layer(HandleErrorLayer::new(move |e: BoxError| {
+            let metrics = shed.clone();
+            async move { shed_error(&metrics, max_in_flight, &e) }
+        }))
+        .layer(LoadShedLayer::new())
+        .layer(GlobalConcurrencyLimitLayer::new(max_in_flight));
+    let api = Router::new()
         .route(JOIN_ROUTE, post(join))
         .route("/v1/rooms/{room}", get(room_info))
         .route("/v1/sessions/{id}/interest", put(set_interest))
         .route("/v1/sessions/{id}", delete(leave))
+        .route_layer(in_flight);
+    Router::new()
+        .merge(api)
         .route("/metrics", get(render_metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -300,6 +387,26 @@ async fn count_requests(State(metrics): State<Metrics>, req: Request, next: Next
     resp
 }
 
+/// The answer to a request the in-flight limit shed.
+fn shed_error(metrics: &Metrics, max_in_flight: usize, e: &BoxError) -> ApiError {
+    if !e.is::<Overloaded>() {
+        return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string());
+    }
+    metrics
+        .http_limited
+        .with_label_values(&["overloaded"])
+        .inc();
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "overloaded",
+        format!(
+            "the relay is already handling its maximum of {max_in_flight} API requests; \
+             retry shortly"
+        ),
+    )
+    .retry_after(Duration::from_secs(1))
+}
+
 async fn no_route() -> ApiError {
     ApiError::not_found("not_found", "no such endpoint")
 }
@@ -315,6 +422,32 @@ async fn method_not_allowed() -> ApiError {
 fn path_param(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
     p.map(|Path(s)| s)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_path", e.body_text()))
+}
+
+/// A request body, read whole within the body timeout (408 otherwise) and the size limit
+/// (413 otherwise).
+struct TimedBody(Bytes);
+
+impl FromRequest<ApiState> for TimedBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &ApiState) -> Result<Self, ApiError> {
+        let timeout = state.0.limits.body_timeout;
+        match tokio::time::timeout(timeout, Bytes::from_request(req, state)).await {
+            Ok(body) => body_bytes(body).map(TimedBody),
+            Err(_) => {
+                state.count_limited("body_timeout");
+                Err(ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "request_timeout",
+                    format!(
+                        "the request body did not arrive within {} s",
+                        timeout.as_secs_f64()
+                    ),
+                ))
+            }
+        }
+    }
 }
 
 fn body_bytes(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
@@ -394,7 +527,7 @@ async fn join(
     State(state): State<ApiState>,
     room: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    TimedBody(body): TimedBody,
 ) -> Result<Response, ApiError> {
     let claims = state.authenticate(&headers)?;
     let room = path_param(room)?;
@@ -402,6 +535,7 @@ async fn join(
     if claims.room != room {
         return Err(AuthzError::WrongRoom.into());
     }
+    state.check_rate(&claims)?;
     let rights = claims.rights();
     if !(rights.publish || rights.subscribe) {
         return Err(ApiError::new(
@@ -410,7 +544,7 @@ async fn join(
             "joining needs the publish or subscribe right",
         ));
     }
-    let body: JoinBody = parse_json(&body_bytes(body)?, None)?;
+    let body: JoinBody = parse_json(&body, None)?;
     if body.transport != "rtp" {
         return Err(ApiError::unprocessable(
             "unsupported_transport",
@@ -509,11 +643,13 @@ async fn set_interest(
     State(state): State<ApiState>,
     id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    TimedBody(body): TimedBody,
 ) -> Result<StatusCode, ApiError> {
     let id = path_param(id)?;
-    let session = state.session_for(&headers, &id).await?;
-    let interest: Interest = parse_json(&body_bytes(body)?, Some("interest"))?;
+    let claims = state.authenticate(&headers)?;
+    state.check_rate(&claims)?;
+    let session = state.session_for(&claims, &id).await?;
+    let interest: Interest = parse_json(&body, Some("interest"))?;
     interest
         .validate()
         .map_err(|m| ApiError::unprocessable("invalid_interest", m))?;
@@ -527,7 +663,8 @@ async fn leave(
     headers: HeaderMap,
 ) -> Result<StatusCode, ApiError> {
     let id = path_param(id)?;
-    let session = state.session_for(&headers, &id).await?;
+    let claims = state.authenticate(&headers)?;
+    let session = state.session_for(&claims, &id).await?;
     state.0.relay.leave(session).await?;
     tracing::info!(session = %id, "session left");
     Ok(StatusCode::NO_CONTENT)

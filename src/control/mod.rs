@@ -4,6 +4,10 @@
 //!   `/v1` request carries as a bearer token, and checks their rights.
 //! - [`http`] serves the API of DESIGN §2 (sessions, rooms, metrics, health, readiness)
 //!   and drives the relay task through its command channel.
+//! - [`conn`] accepts the TCP connections and closes those that stall (slowloris, idle).
+//! - [`limits`] holds the HTTP limits' configuration and the per-identity rate limit.
 
+pub mod conn;
 pub mod http;
+pub mod limits;
 pub mod token;

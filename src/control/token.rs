@@ -20,9 +20,13 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
-/// Clock skew tolerated between the issuer and the relay, in seconds, applied to both
-/// `exp` and `nbf`. Small, because tokens are short-lived and usually minted next door.
+/// Clock skew tolerated between the issuer and the relay, in seconds, applied to `exp`,
+/// `nbf` and `iat`. Small, because tokens are short-lived and usually minted next door.
 pub const LEEWAY_SECS: u64 = 30;
+
+/// Longest token lifetime (`exp - iat`) accepted unless configured otherwise: one day. A
+/// leaked token is then useful for a day at most, whatever its issuer wrote in `exp`.
+pub const DEFAULT_MAX_TTL_SECS: u64 = 24 * 3600;
 
 /// Shortest accepted signing secret, in bytes (128 bits).
 pub const MIN_SECRET_LEN: usize = 16;
@@ -105,8 +109,10 @@ pub struct Claims {
     pub admin: bool,
     /// Expiry, unix seconds: the token is refused from this instant on (plus leeway).
     pub exp: u64,
-    /// Issue time, unix seconds.
-    pub iat: u64,
+    /// Issue time, unix seconds. Required: [`Tokens::verify`] refuses a token without it,
+    /// since its lifetime could not be bounded; `None` only while a token is checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iat: Option<u64>,
     /// Optional start of validity, unix seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nbf: Option<u64>,
@@ -146,6 +152,22 @@ pub enum TokenError {
     /// `nbf` is still in the future.
     #[error("token is not yet valid")]
     NotYetValid,
+    /// No `iat` claim, so the token's lifetime cannot be bounded.
+    #[error("token has no iat (issued-at) claim; the relay needs it to bound the lifetime")]
+    MissingIssuedAt,
+    /// `iat` is later than the relay's clock plus the leeway.
+    #[error(
+        "token is issued in the future (iat is more than {LEEWAY_SECS} s ahead of the relay's clock)"
+    )]
+    IssuedInFuture,
+    /// `exp - iat` exceeds the relay's maximum lifetime.
+    #[error("token lifetime (exp - iat) of {ttl} s exceeds the relay's maximum of {max} s")]
+    LifetimeTooLong {
+        /// The token's lifetime, seconds.
+        ttl: u64,
+        /// The relay's maximum, seconds.
+        max: u64,
+    },
 }
 
 impl TokenError {
@@ -157,6 +179,9 @@ impl TokenError {
             TokenError::WrongAlgorithm => "token_wrong_algorithm",
             TokenError::Expired => "token_expired",
             TokenError::NotYetValid => "token_not_yet_valid",
+            TokenError::MissingIssuedAt => "token_iat_missing",
+            TokenError::IssuedInFuture => "token_iat_in_future",
+            TokenError::LifetimeTooLong { .. } => "token_ttl_too_long",
         }
     }
 
@@ -304,6 +329,7 @@ pub struct Tokens {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
+    max_ttl_secs: u64,
 }
 
 impl fmt::Debug for Tokens {
@@ -321,7 +347,7 @@ struct RawHeader {
 
 impl Tokens {
     /// Builds a signer/verifier from `secret`, which must be at least
-    /// [`MIN_SECRET_LEN`] bytes.
+    /// [`MIN_SECRET_LEN`] bytes, accepting lifetimes up to [`DEFAULT_MAX_TTL_SECS`].
     pub fn new(secret: &[u8]) -> Result<Self, SecretError> {
         if secret.len() < MIN_SECRET_LEN {
             return Err(SecretError::TooShort(secret.len()));
@@ -337,7 +363,17 @@ impl Tokens {
             encoding: EncodingKey::from_secret(secret),
             decoding: DecodingKey::from_secret(secret),
             validation,
+            max_ttl_secs: DEFAULT_MAX_TTL_SECS,
         })
+    }
+
+    /// The same verifier, refusing tokens whose lifetime (`exp - iat`) exceeds
+    /// `max_ttl_secs`.
+    pub fn with_max_ttl(self, max_ttl_secs: u64) -> Self {
+        Self {
+            max_ttl_secs,
+            ..self
+        }
     }
 
     /// Issues a token for `identity` in `room` with `rights`, valid from `now` for
@@ -365,7 +401,7 @@ impl Tokens {
             subscribe: rights.subscribe,
             admin: rights.admin,
             exp,
-            iat: now,
+            iat: Some(now),
             nbf: None,
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
@@ -375,8 +411,8 @@ impl Tokens {
     /// Verifies `token` at time `now` (unix seconds) and returns its claims.
     ///
     /// Checks, in order: size and shape, algorithm (HS256 only), signature, claims
-    /// (including room name and identity syntax), then `exp`/`nbf` with
-    /// [`LEEWAY_SECS`] of tolerance.
+    /// (including room name and identity syntax), then `exp`/`nbf`/`iat` with
+    /// [`LEEWAY_SECS`] of tolerance, then the lifetime `exp - iat` against the maximum.
     pub fn verify(&self, token: &str, now: u64) -> Result<Claims, TokenError> {
         if token.len() > MAX_TOKEN_LEN {
             return Err(TokenError::Malformed("token too long"));
@@ -415,6 +451,17 @@ impl Tokens {
             .is_some_and(|nbf| now.saturating_add(LEEWAY_SECS) < nbf)
         {
             return Err(TokenError::NotYetValid);
+        }
+        let iat = claims.iat.ok_or(TokenError::MissingIssuedAt)?;
+        if iat > now.saturating_add(LEEWAY_SECS) {
+            return Err(TokenError::IssuedInFuture);
+        }
+        let ttl = claims.exp.saturating_sub(iat);
+        if ttl > self.max_ttl_secs {
+            return Err(TokenError::LifetimeTooLong {
+                ttl,
+                max: self.max_ttl_secs,
+            });
         }
         Ok(claims)
     }
@@ -464,7 +511,7 @@ mod tests {
             subscribe: false,
             admin: false,
             exp: NOW + 60,
-            iat: NOW,
+            iat: Some(NOW),
             nbf: None,
         }
     }
@@ -483,7 +530,7 @@ mod tests {
         assert_eq!(claims.sub, "alice");
         assert_eq!(claims.rights(), rights);
         assert_eq!(claims.exp, NOW + 60);
-        assert_eq!(claims.iat, NOW);
+        assert_eq!(claims.iat, Some(NOW));
         assert_eq!(claims.nbf, None);
         assert!(claims.has(Right::Publish) && !claims.has(Right::Admin));
     }
@@ -528,6 +575,57 @@ mod tests {
             Err(TokenError::NotYetValid)
         );
         assert!(t.verify(&token, NOW + 600 - LEEWAY_SECS).is_ok());
+    }
+
+    #[test]
+    fn missing_iat_is_refused() {
+        let claims = Claims {
+            iat: None,
+            ..sample_claims()
+        };
+        let token = sign_with(Algorithm::HS256, SECRET, &claims);
+        let err = tokens().verify(&token, NOW).unwrap_err();
+        assert_eq!(err, TokenError::MissingIssuedAt);
+        assert_eq!(err.code(), "token_iat_missing");
+        assert_eq!(err.status(), 401);
+    }
+
+    #[test]
+    fn iat_in_future_honours_leeway() {
+        let t = tokens();
+        let at = |iat: u64| {
+            let claims = Claims {
+                iat: Some(iat),
+                exp: iat + 60,
+                ..sample_claims()
+            };
+            t.verify(&sign_with(Algorithm::HS256, SECRET, &claims), NOW)
+        };
+        assert!(at(NOW + LEEWAY_SECS).is_ok());
+        let err = at(NOW + LEEWAY_SECS + 1).unwrap_err();
+        assert_eq!(err, TokenError::IssuedInFuture);
+        assert_eq!(err.code(), "token_iat_in_future");
+    }
+
+    #[test]
+    fn lifetime_is_bounded() {
+        let t = tokens();
+        let max = DEFAULT_MAX_TTL_SECS;
+        let ok = t.issue("lobby", "alice", all_rights(), max, NOW).unwrap();
+        assert!(t.verify(&ok, NOW).is_ok());
+        let long = t
+            .issue("lobby", "alice", all_rights(), max + 1, NOW)
+            .unwrap();
+        let err = t.verify(&long, NOW).unwrap_err();
+        assert_eq!(err, TokenError::LifetimeTooLong { ttl: max + 1, max });
+        assert_eq!(err.code(), "token_ttl_too_long");
+        // A configured maximum replaces the default.
+        let strict = tokens().with_max_ttl(60);
+        let hour = t.issue("lobby", "alice", all_rights(), 3600, NOW).unwrap();
+        assert_eq!(
+            strict.verify(&hour, NOW),
+            Err(TokenError::LifetimeTooLong { ttl: 3600, max: 60 })
+        );
     }
 
     #[test]

@@ -47,6 +47,12 @@ pub enum ControlError {
     /// The room holds its maximum number of sessions.
     #[error("room {0:?} is full")]
     RoomFull(String),
+    /// The relay holds its maximum number of rooms and the join would open another.
+    #[error("the relay holds its maximum of {0} rooms")]
+    TooManyRooms(usize),
+    /// The relay holds its maximum number of sessions.
+    #[error("the relay holds its maximum of {0} sessions")]
+    RelayFull(usize),
     /// The SSRC asked for is in use and the client required it.
     #[error("SSRC {0} is already taken")]
     SsrcTaken(u32),

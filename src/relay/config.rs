@@ -13,6 +13,10 @@ pub struct RelayConfig {
     pub max_packet_bytes: usize,
     /// Sessions a room may hold.
     pub max_sessions_per_room: usize,
+    /// Rooms the relay may hold at once; a join that would open one more is refused.
+    pub max_rooms: usize,
+    /// Sessions the relay may hold at once, all rooms together.
+    pub max_sessions: usize,
     /// Objects one stream may keep in the store.
     pub max_objects_per_stream: usize,
     /// Packets per second a session may send (RTP and RTCP), sustained.
@@ -57,6 +61,8 @@ impl Default for RelayConfig {
             payload_budget: 1200,
             max_packet_bytes: 1500,
             max_sessions_per_room: 200,
+            max_rooms: 5_000,
+            max_sessions: 10_000,
             max_objects_per_stream: 10_000,
             max_packets_per_sec: 2000,
             object_ttl: Duration::from_secs(30),
@@ -66,7 +72,7 @@ impl Default for RelayConfig {
             subscriber_max_bitrate_bps: None,
             sweep_interval: Duration::from_millis(250),
             snapshot_interval: Duration::from_millis(500),
-            relay_send_bitrate_bps: 100_000_000,
+            relay_send_bitrate_bps: 200_000_000,
             relay_send_burst_bytes: 48 * 1024,
             max_outbox_bytes: 16 << 20,
         }
@@ -74,7 +80,7 @@ impl Default for RelayConfig {
 }
 
 /// Durations as (fractional) seconds in config files.
-mod secs {
+pub(crate) mod secs {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 

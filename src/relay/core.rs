@@ -125,10 +125,14 @@ impl Relay {
         req.interest
             .validate()
             .map_err(ControlError::InvalidInterest)?;
-        let members = self
-            .rooms
-            .get(req.room.as_str())
-            .map_or(0, |r| r.members.len());
+        if self.sessions.len() >= self.cfg.max_sessions {
+            return Err(ControlError::RelayFull(self.cfg.max_sessions));
+        }
+        let room = self.rooms.get(req.room.as_str());
+        if room.is_none() && self.rooms.len() >= self.cfg.max_rooms {
+            return Err(ControlError::TooManyRooms(self.cfg.max_rooms));
+        }
+        let members = room.map_or(0, |r| r.members.len());
         if members >= self.cfg.max_sessions_per_room {
             return Err(ControlError::RoomFull(req.room));
         }

@@ -29,6 +29,7 @@ pub use api::{
     format_session_id, parse_session_id,
 };
 pub use config::RelayConfig;
+pub(crate) use config::secs as serde_secs;
 pub use core::Relay;
 pub use interest::Interest;
 pub use outbox::{OutboxMark, Transmit};
