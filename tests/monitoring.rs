@@ -351,7 +351,9 @@ fn excuse(query: &str) -> Option<&'static str> {
 }
 
 /// Traffic no bench makes: a NACK answered and then repeated (a repair and a suppression),
-/// datagrams that are not RTP (drops), and a join with a token for another room (refused).
+/// datagrams that are not RTP (drops), a join with a token for another room (refused),
+/// and one identity joining faster than its rate limit (the relay runs with a burst of
+/// [`RATE_BURST`]).
 async fn odd_traffic(relay: &DevServe) {
     let room = "ops";
     let mut publisher = Client::join(
@@ -415,7 +417,29 @@ async fn odd_traffic(relay: &DevServe) {
     )
     .await;
     assert!(refused.is_err());
+
+    let eager = relay.token(room, "eager", SUBSCRIBE);
+    let mut statuses = Vec::new();
+    for _ in 0..=RATE_BURST {
+        let status = reqwest::Client::new()
+            .post(format!("{}/v1/rooms/{room}/sessions", relay.base))
+            .bearer_auth(&eager)
+            .json(&serde_json::json!({"transport": "rtp"}))
+            .send()
+            .await
+            .unwrap()
+            .status();
+        statuses.push(status);
+    }
+    assert_eq!(
+        statuses.last(),
+        Some(&StatusCode::TOO_MANY_REQUESTS),
+        "{statuses:?}"
+    );
 }
+
+/// The relay's per-identity join burst in the test.
+const RATE_BURST: u32 = 3;
 
 /// `gsrelay bench` against the relay: two rooms with rate-tiered subscribers, a late
 /// joiner each (snapshots) and a capped slow subscriber each (deferred, dropped objects).
@@ -457,7 +481,8 @@ fn bench(relay: &DevServe) -> Child {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_real_prometheus_answers_every_panel_and_alert_expression() {
-    let relay = Serve::dev(&["--drain-grace-secs", "1"]);
+    let burst = RATE_BURST.to_string();
+    let relay = Serve::dev(&["--drain-grace-secs", "1", "--http-rate-burst", &burst]);
     let target = relay.base.trim_start_matches("http://").to_owned();
     let mut prometheus = Prometheus::start(&target);
     prometheus.wait_up().await;
