@@ -57,14 +57,8 @@ pub struct Metrics {
     pub snapshot_bytes: Histogram,
     /// From a snapshot being queued to the subscriber having nothing pending (paced).
     pub snapshot_duration: Histogram,
-    /// Object updates held back for a paced subscriber, by reason (`rate_tier`,
-    /// `bandwidth_cap`).
-    pub objects_deferred: IntCounterVec,
-    /// Object updates superseded by a newer state while held back (never sent).
-    pub objects_coalesced: IntCounter,
-    /// Object updates dropped for a subscriber, by reason (`bandwidth_cap`: no objectID,
-    /// so nothing cached to send later).
-    pub objects_dropped: IntCounterVec,
+    /// What pacing does to object updates (`gsrelay_objects_*_total`).
+    pub pacing: PacingCounters,
     /// 1 while `/readyz` answers 200.
     pub ready: IntGauge,
     /// 1 once a graceful drain has started.
@@ -75,6 +69,51 @@ pub struct Metrics {
     pub feedback_suppressed: IntCounterVec,
     /// Defects caught at the shell (a panic in the core), by where they happened.
     pub internal_errors: IntCounterVec,
+}
+
+/// What pacing does to object updates, each counter resolved once so the hot path does
+/// no label lookup (and every series exists from the start).
+#[derive(Clone)]
+pub struct PacingCounters {
+    /// `gsrelay_objects_deferred_total{reason}`: updates held back for a paced subscriber.
+    pub deferred: IntCounterVec,
+    /// Held back by a rate tier.
+    pub deferred_rate_tier: IntCounter,
+    /// Held back by a bandwidth cap.
+    pub deferred_cap: IntCounter,
+    /// `gsrelay_objects_coalesced_total`: held-back updates superseded by a newer state
+    /// (never sent).
+    pub coalesced: IntCounter,
+    /// `gsrelay_objects_dropped_total{reason}`: updates dropped for a subscriber.
+    pub dropped: IntCounterVec,
+    /// Dropped under a bandwidth cap (no objectID: nothing cached to send later).
+    pub dropped_cap: IntCounter,
+}
+
+impl PacingCounters {
+    fn new() -> Self {
+        let deferred = counter_vec(
+            "gsrelay_objects_deferred_total",
+            "Object updates held back for a paced subscriber, by reason.",
+            &["reason"],
+        );
+        let dropped = counter_vec(
+            "gsrelay_objects_dropped_total",
+            "Object updates dropped for a subscriber, by reason.",
+            &["reason"],
+        );
+        Self {
+            deferred_rate_tier: deferred.with_label_values(&["rate_tier"]),
+            deferred_cap: deferred.with_label_values(&["bandwidth_cap"]),
+            dropped_cap: dropped.with_label_values(&["bandwidth_cap"]),
+            coalesced: counter(
+                "gsrelay_objects_coalesced_total",
+                "Object updates superseded by a newer state while held back (never sent).",
+            ),
+            deferred,
+            dropped,
+        }
+    }
 }
 
 fn counter_vec(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -236,20 +275,7 @@ impl Metrics {
                 "From a snapshot being queued until the subscriber has nothing pending (paced sends).",
                 latency_buckets(),
             ),
-            objects_deferred: counter_vec(
-                "gsrelay_objects_deferred_total",
-                "Object updates held back for a paced subscriber, by reason.",
-                &["reason"],
-            ),
-            objects_coalesced: counter(
-                "gsrelay_objects_coalesced_total",
-                "Object updates superseded by a newer state while held back (never sent).",
-            ),
-            objects_dropped: counter_vec(
-                "gsrelay_objects_dropped_total",
-                "Object updates dropped for a subscriber, by reason.",
-                &["reason"],
-            ),
+            pacing: PacingCounters::new(),
             ready: gauge("gsrelay_ready", "1 while /readyz answers 200."),
             draining: gauge("gsrelay_draining", "1 once a graceful drain has started."),
             http_limited: counter_vec(
@@ -290,9 +316,9 @@ impl Metrics {
             Box::new(m.snapshot_objects.clone()),
             Box::new(m.snapshot_bytes.clone()),
             Box::new(m.snapshot_duration.clone()),
-            Box::new(m.objects_deferred.clone()),
-            Box::new(m.objects_coalesced.clone()),
-            Box::new(m.objects_dropped.clone()),
+            Box::new(m.pacing.deferred.clone()),
+            Box::new(m.pacing.coalesced.clone()),
+            Box::new(m.pacing.dropped.clone()),
             Box::new(m.ready.clone()),
             Box::new(m.draining.clone()),
             Box::new(m.http_limited.clone()),
@@ -301,11 +327,6 @@ impl Metrics {
             Box::new(build_info()),
             Box::new(kernel::UdpRcvbufErrors::new()),
         ];
-        // Series that exist from the start, so a dashboard shows 0 rather than nothing.
-        for reason in ["rate_tier", "bandwidth_cap"] {
-            m.objects_deferred.with_label_values(&[reason]);
-        }
-        m.objects_dropped.with_label_values(&["bandwidth_cap"]);
         for c in collectors.into_iter().chain(process_collector()) {
             m.registry
                 .register(c)

@@ -214,6 +214,7 @@ fn resolve(r: &Rendered) -> ServeConfig {
     let help = String::from_utf8(help.stdout).unwrap();
     let env = r.env();
     let mut argv = vec!["serve".to_owned()];
+    let mut config_file = None;
     for (name, value) in env.iter().filter(|(n, _)| n.starts_with("GSRELAY_")) {
         assert!(
             help.contains(&format!("env: {name}=")) || help.contains(&format!("env: {name}]")),
@@ -225,16 +226,21 @@ fn resolve(r: &Rendered) -> ServeConfig {
             .replace('_', "-");
         let value = if flag == "config" {
             let toml = r.mounted_file(value);
-            temp_file(&format!("{}.toml", r.overlay), &toml)
-                .display()
-                .to_string()
+            let path = temp_file(&format!("{}.toml", r.overlay), &toml);
+            let shown = path.display().to_string();
+            config_file = Some(path);
+            shown
         } else {
             value.clone()
         };
         argv.push(format!("--{flag}={value}"));
     }
     let cmd = ServeCmd::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-    cmd.args.resolve().expect("serve accepts the configuration")
+    let cfg = cmd.args.resolve().expect("serve accepts the configuration");
+    if let Some(path) = config_file {
+        std::fs::remove_file(path).unwrap();
+    }
+    cfg
 }
 
 fn probe(r: &Rendered, which: &str) -> (String, String) {

@@ -22,10 +22,7 @@ fn join(w: &mut World, publish: bool, subscribe: bool, interest: &str) -> Joined
 }
 
 fn deferred(w: &World, reason: &str) -> u64 {
-    w.metrics
-        .objects_deferred
-        .with_label_values(&[reason])
-        .get()
+    w.metrics.pacing.deferred.with_label_values(&[reason]).get()
 }
 
 #[test]
@@ -46,7 +43,7 @@ fn a_rate_tier_defers_updates_and_coalesces_the_ones_superseded() {
         w.publish(&publisher, &[head(1, x)]);
     }
     assert_eq!(deferred(&w, "rate_tier"), 2);
-    assert_eq!(w.metrics.objects_coalesced.get(), 1);
+    assert_eq!(w.metrics.pacing.coalesced.get(), 1);
     assert_eq!(deferred(&w, "bandwidth_cap"), 0);
 }
 
@@ -64,7 +61,7 @@ fn a_bandwidth_cap_defers_what_does_not_fit() {
     let capped = deferred(&w, "bandwidth_cap");
     // 40 objects of ~40 bytes at 50 Hz is ~640 kbit/s against a 16 kbit/s cap.
     assert!(capped > 400, "{capped} objects deferred by the cap");
-    assert!(w.metrics.objects_coalesced.get() > 0);
+    assert!(w.metrics.pacing.coalesced.get() > 0);
     assert_eq!(deferred(&w, "rate_tier"), 0);
 }
 

@@ -421,17 +421,11 @@ impl Relay {
         if c == forward::PaceCounts::default() {
             return;
         }
-        let m = &self.metrics;
-        m.objects_deferred
-            .with_label_values(&["rate_tier"])
-            .inc_by(c.rate_tier);
-        m.objects_deferred
-            .with_label_values(&["bandwidth_cap"])
-            .inc_by(c.cap_deferred);
-        m.objects_dropped
-            .with_label_values(&["bandwidth_cap"])
-            .inc_by(c.cap_dropped);
-        m.objects_coalesced.inc_by(c.coalesced);
+        let m = &self.metrics.pacing;
+        m.deferred_rate_tier.inc_by(c.rate_tier);
+        m.deferred_cap.inc_by(c.cap_deferred);
+        m.dropped_cap.inc_by(c.cap_dropped);
+        m.coalesced.inc_by(c.coalesced);
     }
 
     pub(super) fn drop_packet(&self, reason: &str) {
