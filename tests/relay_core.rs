@@ -262,7 +262,7 @@ fn rtcp_bye_from_the_sender_ends_its_stream() {
 }
 
 #[test]
-fn nack_is_answered_with_the_current_state_of_what_the_subscriber_lacks_under_the_lost_sequence_number()
+fn nack_is_answered_with_the_current_state_of_what_the_subscriber_lacks_under_fresh_sequence_numbers()
  {
     let mut w = World::new();
     let a = w.join("r", true, false);
@@ -271,23 +271,39 @@ fn nack_is_answered_with_the_current_state_of_what_the_subscriber_lacks_under_th
     let first = w.sent()[0].rtp().sequence_number();
     w.publish(&a, &[head(1, 10.0), head(3, 3.0)]);
     let second = w.sent()[0].rtp().sequence_number();
+    w.publish(&a, &[head(3, 30.0)]);
+    let third = w.sent()[0].rtp().sequence_number();
     w.rtcp(&b, |buf| {
         rtcp::write_nack(buf, b.ssrc, a.ssrc, &[first, second]).unwrap();
     });
     let out = w.sent();
-    assert_eq!(out.len(), 2);
-    assert_eq!(out[0].rtp().sequence_number(), first);
+    let mut got: Vec<Object> = out
+        .iter()
+        .flat_map(|s| s.objects(Dialect::Draft01))
+        .collect();
+    got.sort_by_key(|o| o.id());
     assert_eq!(
-        out[0].objects(Dialect::Draft01),
-        vec![head(2, 2.0)],
-        "object 1 went again in the second packet: only object 2 is lacking"
+        got,
+        vec![head(1, 10.0), head(2, 2.0)],
+        "from the first packet only object 2 (object 1 went again in the second); from \
+         the second only object 1 (object 3 went again in the third)"
     );
-    assert_eq!(out[1].rtp().sequence_number(), second);
+    let seqs: Vec<u16> = out.iter().map(|s| s.rtp().sequence_number()).collect();
     assert_eq!(
-        out[1].objects(Dialect::Draft01),
-        vec![head(1, 10.0), head(3, 3.0)],
-        "the newest state of what the second packet carried"
+        seqs,
+        vec![third.wrapping_add(1)],
+        "never under a lost number: a fresh one, continuing the numbering"
     );
+    // The newest state of what the lost packet carried.
+    w.rtcp(&b, |buf| {
+        rtcp::write_nack(buf, b.ssrc, a.ssrc, &[third]).unwrap();
+    });
+    let again: Vec<Object> = w
+        .sent()
+        .iter()
+        .flat_map(|s| s.objects(Dialect::Draft01))
+        .collect();
+    assert_eq!(again, vec![head(3, 30.0)]);
 }
 
 #[test]

@@ -1,16 +1,19 @@
 //! Interop of `gsrelay::rtp::srtp` with libsrtp, an independent SRTP implementation.
 //!
 //! libsrtp runs through the Python package `pylibsrtp` (`python3 -m pip install pylibsrtp`)
-//! in `tests/interop/srtp_peer.py`; packets travel as hex over its stdin and stdout. Without
-//! the package these tests fail, unless `GSRELAY_SKIP_LIBSRTP=1` is set.
+//! in `tests/interop/srtp_peer.py`; packets travel as hex over its stdin and stdout. Both
+//! directions, both profiles, with replay protection on both sides, across several
+//! sequence-number rollovers. Without the package these tests fail, unless
+//! `GSRELAY_SKIP_LIBSRTP=1` is set.
 
 mod support;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use gsrelay::rtp::srtp::{KeyMaterial, SrtpProfile, SrtpSession};
+use gsrelay::rtp::srtp::{KeyMaterial, SrtpError, SrtpProfile, SrtpSession};
 use support::libsrtp;
+use support::srtp::Copying;
 
 const PEER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/srtp_peer.py");
 const SSRC: u32 = 0x0bad_cafe;
@@ -133,22 +136,31 @@ fn assert_same_packet(profile: SrtpProfile, i: usize, kind: Kind, got: &[u8], ex
     );
 }
 
-#[test]
-fn libsrtp_unprotects_what_the_relay_protects() {
-    if !libsrtp::available("libsrtp interop test") {
-        return;
-    }
+/// Sequence numbers wrapping 65535 → 0 four times, with jumps of up to 30 000 and RTCP
+/// between: each round's payloads differ, so a wrong rollover counter cannot pass.
+fn rollover_traffic() -> Vec<(Kind, Vec<u8>)> {
+    (0..4)
+        .flat_map(|round| {
+            [30_000, 60_000, 65_534, 65_535, 0, 1]
+                .into_iter()
+                .map(move |seq| (Kind::Rtp, rtp(seq, 40 + round)))
+                .chain([(Kind::Rtcp, rtcp_app(1 + round as u8))])
+        })
+        .collect()
+}
+
+/// The relay protects `plain` and libsrtp must unprotect each packet to its original.
+fn check_libsrtp_unprotects(plain: &[(Kind, Vec<u8>)]) {
     for profile in SrtpProfile::ALL {
         let (_, relay_key, mut relay) = relay_session(profile);
-        let plain = traffic();
         let protected: Vec<_> = plain
             .iter()
             .map(|(kind, packet)| {
                 let out = match kind {
-                    Kind::Rtp => relay.protect_rtp(packet),
-                    Kind::Rtcp => relay.protect_rtcp(packet),
+                    Kind::Rtp => relay.seal_rtp(packet),
+                    Kind::Rtcp => relay.seal_rtcp(packet),
                 };
-                (*kind, out.unwrap().to_vec())
+                (*kind, out.unwrap())
             })
             .collect();
         let unprotected = libsrtp("unprotect", &relay_key, &protected);
@@ -158,22 +170,57 @@ fn libsrtp_unprotects_what_the_relay_protects() {
     }
 }
 
-#[test]
-fn relay_unprotects_what_libsrtp_protects() {
-    if !libsrtp::available("libsrtp interop test") {
-        return;
-    }
+/// libsrtp protects `plain` and the relay must unprotect each packet to its original,
+/// then refuse each of the last three again as a replay.
+fn check_relay_unprotects(plain: &[(Kind, Vec<u8>)]) {
     for profile in SrtpProfile::ALL {
         let (client_key, _, mut relay) = relay_session(profile);
-        let plain = traffic();
-        let protected = libsrtp("protect", &client_key, &plain);
+        let protected = libsrtp("protect", &client_key, plain);
+        let mut open = |kind: Kind, packet: &[u8]| match kind {
+            Kind::Rtp => relay.open_rtp(packet),
+            Kind::Rtcp => relay.open_rtcp(packet),
+        };
         for (i, ((kind, expected), packet)) in plain.iter().zip(&protected).enumerate() {
-            let got = match kind {
-                Kind::Rtp => relay.unprotect_rtp(packet),
-                Kind::Rtcp => relay.unprotect_rtcp(packet),
-            }
-            .unwrap_or_else(|e| panic!("{profile} packet {i} ({}): {e}", kind.name()));
+            let got = open(*kind, packet)
+                .unwrap_or_else(|e| panic!("{profile} packet {i} ({}): {e}", kind.name()));
             assert_same_packet(profile, i, *kind, &got, expected);
         }
+        let recent = plain.len().saturating_sub(3);
+        for ((kind, _), packet) in plain.iter().zip(&protected).skip(recent) {
+            let again = open(*kind, packet);
+            assert!(
+                matches!(again, Err(SrtpError::Replay)),
+                "{profile} {} replayed: {again:?}",
+                kind.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn libsrtp_unprotects_what_the_relay_protects() {
+    if libsrtp::available("libsrtp interop test") {
+        check_libsrtp_unprotects(&traffic());
+    }
+}
+
+#[test]
+fn relay_unprotects_what_libsrtp_protects() {
+    if libsrtp::available("libsrtp interop test") {
+        check_relay_unprotects(&traffic());
+    }
+}
+
+#[test]
+fn libsrtp_follows_the_relays_rollover_counter() {
+    if libsrtp::available("libsrtp interop test") {
+        check_libsrtp_unprotects(&rollover_traffic());
+    }
+}
+
+#[test]
+fn relay_follows_libsrtps_rollover_counter() {
+    if libsrtp::available("libsrtp interop test") {
+        check_relay_unprotects(&rollover_traffic());
     }
 }

@@ -1,6 +1,8 @@
 //! The UDP transport end to end: a real relay task on loopback, clients with real SRTP,
 //! sessions joined through the `RelayHandle` (no HTTP server needed).
 
+mod support;
+
 use gsrelay::client::{Client, Received};
 use gsrelay::metrics::Metrics;
 use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
@@ -12,6 +14,7 @@ use gsrelay::wire::{
 };
 use std::collections::HashMap;
 use std::time::Duration;
+use support::srtp::Copying;
 use tokio::net::UdpSocket;
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -201,30 +204,37 @@ async fn late_joiner_fir_gets_the_latest_state() {
     assert_eq!(h.metrics.snapshots.get(), 2);
 }
 
+/// The forger knows the victims' SSRCs but not their keys, and sends first: RTCP for a
+/// subscriber and RTP for a publisher spread over the sequence space (one of them far
+/// ahead of wherever the publisher starts). Neither latches nor moves a replay window, so
+/// the victims' first genuine packets pass: the relay keeps one SRTP context per session
+/// from its join on.
 #[tokio::test]
 async fn wrong_key_is_dropped_and_neither_latches_nor_poisons_the_victims() {
+    for profile in SrtpProfile::ALL {
+        forgeries_ahead_of_the_victims(profile).await;
+    }
+}
+
+async fn forgeries_ahead_of_the_victims(profile: SrtpProfile) {
     let h = relay(false).await;
-    let profile = SrtpProfile::AesCm128HmacSha1_80;
     let mut publisher = h.client(true, false, profile).await;
     let victim = h.answer(false, true, Some(profile)).await;
 
-    // The forger knows the victim's SSRC but not its key, and sends first.
     let wrong = KeyMaterial::generate(profile).unwrap();
     let mut forger = SrtpSession::for_client(profile, &wrong, &wrong).unwrap();
     let mut rr = Vec::new();
     gsrelay::rtp::rtcp::write_rr(&mut rr, victim.joined.ssrc, &[]).unwrap();
-    let forged = forger.protect_rtcp(&rr).unwrap();
+    let forged = forger.seal_rtcp(&rr).unwrap();
     let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     socket.send_to(&forged, h.t.local_addr).await.unwrap();
-    // Forged RTP for the publisher, before its first packet, spread over the sequence
-    // space so one of them is far ahead of whatever the publisher starts at.
     for seq in [0u16, 0x4000, 0x8000, 0xc000] {
         let mut rtp = vec![0x80, 96];
         rtp.extend_from_slice(&seq.to_be_bytes());
         rtp.extend_from_slice(&[0; 4]);
         rtp.extend_from_slice(&publisher.ssrc().to_be_bytes());
         rtp.extend_from_slice(b"forged payload");
-        let forged = forger.protect_rtp(&rtp).unwrap();
+        let forged = forger.seal_rtp(&rtp).unwrap();
         socket.send_to(&forged, h.t.local_addr).await.unwrap();
     }
 
@@ -234,10 +244,11 @@ async fn wrong_key_is_dropped_and_neither_latches_nor_poisons_the_victims() {
     publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
     assert_eq!(
         victim.recv_objects(WAIT).await.unwrap(),
-        Some((publisher.ssrc(), vec![head(1, 1.0)]))
+        Some((publisher.ssrc(), vec![head(1, 1.0)])),
+        "{profile}"
     );
-    assert_eq!(h.dropped("auth_failed"), 5);
-    assert_eq!(h.dropped("replay"), 0);
+    assert_eq!(h.dropped("auth_failed"), 5, "{profile}");
+    assert_eq!(h.dropped("replay"), 0, "{profile}");
     // Nothing was ever sent to the forger.
     let mut buf = [0u8; 2048];
     assert!(
@@ -245,6 +256,31 @@ async fn wrong_key_is_dropped_and_neither_latches_nor_poisons_the_victims() {
             .await
             .is_err()
     );
+}
+
+/// A NACK asks for a packet again under its lost sequence number, with current content:
+/// sealing that (SSRC, index) a second time would reuse its keystream (and under GCM
+/// reveal the authentication key), so SRTP refuses and the relay counts the drop.
+#[tokio::test]
+async fn the_relay_never_seals_an_srtp_index_twice() {
+    for profile in SrtpProfile::ALL {
+        let h = relay(false).await;
+        let mut publisher = h.client(true, false, profile).await;
+        let mut sub = h.client(false, true, profile).await;
+        sub.send_rr().await.unwrap();
+        publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
+        let Some(Received::Rtp { ssrc, seq, .. }) = sub.recv(WAIT).await.unwrap() else {
+            panic!("{profile}: no RTP packet");
+        };
+        sub.send_nack(ssrc, &[seq]).await.unwrap();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while h.dropped("index_reuse") == 0 {
+            assert!(tokio::time::Instant::now() < deadline, "{profile}: no drop");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(h.dropped("index_reuse"), 1, "{profile}");
+        assert!(sub.recv(QUIET).await.unwrap().is_none(), "{profile}");
+    }
 }
 
 #[tokio::test]

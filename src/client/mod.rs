@@ -389,20 +389,15 @@ impl Client {
         self.send_out(PacketClass::Rtcp).await
     }
 
-    /// Protects the packet in `self.out` and sends it.
+    /// Protects the packet in `self.out` in place and sends it.
     async fn send_out(&mut self, class: PacketClass) -> Result<(), ClientError> {
-        match &mut self.srtp {
-            Some(srtp) => {
-                let sealed = match class {
-                    PacketClass::Rtcp => srtp.protect_rtcp(&self.out)?,
-                    _ => srtp.protect_rtp(&self.out)?,
-                };
-                self.socket.send(&sealed).await?;
-            }
-            None => {
-                self.socket.send(&self.out).await?;
+        if let Some(srtp) = &mut self.srtp {
+            match class {
+                PacketClass::Rtcp => srtp.protect_rtcp(&mut self.out)?,
+                _ => srtp.protect_rtp(&mut self.out)?,
             }
         }
+        self.socket.send(&self.out).await?;
         Ok(())
     }
 
@@ -417,7 +412,7 @@ impl Client {
                 Ok(got) => got?,
                 Err(_elapsed) => return Ok(None),
             };
-            let datagram = self.buf.get(..len).unwrap_or_default();
+            let datagram = self.buf.get_mut(..len).unwrap_or_default();
             match open(&mut self.srtp, datagram) {
                 Ok(received) => return Ok(Some(received)),
                 Err(reason) => {
@@ -462,22 +457,19 @@ impl Client {
     }
 }
 
-/// Unprotects and parses one datagram from the relay.
-fn open(srtp: &mut Option<SrtpSession>, datagram: &[u8]) -> Result<Received, &'static str> {
+/// Unprotects (in place) and parses one datagram from the relay.
+fn open(srtp: &mut Option<SrtpSession>, datagram: &mut [u8]) -> Result<Received, &'static str> {
     let class = classify(datagram);
-    let decrypted;
-    let plain: &[u8] = match srtp {
-        Some(s) => {
-            decrypted = match class {
-                PacketClass::Rtp => s.unprotect_rtp(datagram),
-                PacketClass::Rtcp => s.unprotect_rtcp(datagram),
-                PacketClass::Other => return Err("not_rtp"),
-            }
-            .map_err(|e| e.reason())?;
-            &decrypted
+    let plain_len = match srtp {
+        Some(s) => match class {
+            PacketClass::Rtp => s.unprotect_rtp(datagram),
+            PacketClass::Rtcp => s.unprotect_rtcp(datagram),
+            PacketClass::Other => return Err("not_rtp"),
         }
-        None => datagram,
+        .map_err(|e| e.reason())?,
+        None => datagram.len(),
     };
+    let plain: &[u8] = datagram.get(..plain_len).unwrap_or_default();
     match class {
         PacketClass::Rtp => {
             let p = RtpPacket::parse(plain).map_err(|e: RtpError| e.reason())?;

@@ -16,8 +16,8 @@ use super::limits::BITRATE;
 use super::relevance;
 use super::room::Stream;
 use super::session::{Session, Subscription};
+use crate::rtp::PacketClass;
 use crate::rtp::rtcp::{self, FirEntry, RtcpItem};
-use crate::rtp::{PacketClass, RtpHeader};
 use std::time::Instant;
 
 impl Relay {
@@ -285,15 +285,16 @@ impl Relay {
         }
     }
 
-    /// Answers a NACK: each lost output packet is sent again under its own sequence number,
-    /// carrying the *current* state of the objects it carried (stale state would be wrong)
-    /// that the subscriber still lacks: objects no later forwarded packet carried and not
-    /// repaired within the interval. A repair the budget cannot pay becomes pending
-    /// updates instead (the newest state, under fresh sequence numbers).
+    /// Answers a NACK with the *current* state (stale game state would be wrong) of the
+    /// objects the lost packets carried that the subscriber still lacks: objects no later
+    /// forwarded packet carried and not repaired within the interval. They become pending
+    /// updates, sent by the pacer within the subscriber's budget under fresh sequence
+    /// numbers. Re-sending new content under the lost number would seal one SRTP index
+    /// twice (keystream reuse; under AES-GCM it gives away the authentication key), so a
+    /// repair is always a new packet.
     fn repair(&mut self, now: Instant, to: SessionId, media: u32, lost: &[u16]) {
         let interval = self.cfg.snapshot_interval;
-        let payload_budget = self.cfg.payload_budget;
-        let Some(sub) = self.sessions.get_mut(&to) else {
+        let Some(sub) = self.sessions.get(&to) else {
             return;
         };
         let Some(stream) = self
@@ -323,7 +324,7 @@ impl Relay {
         let Some(state) = subs.get(&media) else {
             return;
         };
-        let mut deferred = false;
+        let mut repaired = false;
         for (i, &out_seq) in lost.iter().enumerate() {
             if lost[..i].contains(&out_seq) {
                 continue;
@@ -335,28 +336,12 @@ impl Relay {
                 self.metrics.drop("nack_unknown");
                 continue;
             };
-            let (buf, start) = self.out.begin();
-            let header = RtpHeader {
-                marker: false,
-                payload_type: stream.payload_type,
-                sequence_number: out_seq,
-                timestamp: stream.last_ts,
-                ssrc: media,
-                csrcs: &[],
-                extension: None,
-            };
-            if header.append_to(buf).is_err() {
-                self.out.abandon(start);
-                continue;
-            }
-            let header_len = buf.len() - start;
+            let mut answered = false;
             for (j, id) in ids.iter().enumerate() {
                 let Some(e) = stream.store.get(*id).filter(|_| !ids[..j].contains(id)) else {
                     continue;
                 };
-                let used = self.out.buffered() - start - header_len;
                 if !admits_entry(interest, *dialect, from, e)
-                    || used + e.bytes.len() > payload_budget
                     || carried_later(state, stream, out_seq, *id)
                 {
                     continue;
@@ -365,31 +350,15 @@ impl Relay {
                     self.metrics.suppress("nack_repeat");
                     continue;
                 }
-                self.out.extend(&e.bytes);
+                pacing.defer((media, *id), now, now);
+                answered = true;
             }
-            let bytes = self.out.buffered() - start;
-            if bytes == header_len {
-                self.out.abandon(start);
-            } else if pacing.budget().take(bytes, now) {
-                self.out.commit(to, PacketClass::Rtp, start);
+            if answered {
                 self.metrics.repairs.inc();
-            } else {
-                // Over budget: the objects wait as pending updates instead.
-                self.out.abandon(start);
-                self.metrics.suppress("nack_budget");
-                for id in ids {
-                    if stream
-                        .store
-                        .get(*id)
-                        .is_some_and(|e| admits_entry(interest, *dialect, from, e))
-                    {
-                        pacing.defer((media, *id), now, now);
-                        deferred = true;
-                    }
-                }
+                repaired = true;
             }
         }
-        if deferred {
+        if repaired {
             self.drain_session(now, to);
         }
     }

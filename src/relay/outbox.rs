@@ -119,9 +119,4 @@ impl Outbox {
             bytes,
         })
     }
-
-    /// Bytes buffered (the end offset of the packet being built).
-    pub fn buffered(&self) -> usize {
-        self.buf.len()
-    }
 }

@@ -4,6 +4,7 @@
 
 use nix::errno::Errno;
 use nix::sys::socket::{ControlMessage, MsgFlags, MultiHeaders, SockaddrStorage, sendmmsg};
+use std::convert::Infallible;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -32,10 +33,35 @@ pub struct Sent {
 impl SendBatch {
     /// Queues one datagram.
     pub fn push(&mut self, to: SocketAddr, bytes: &[u8]) {
+        let Ok(()) = self.push_sealed(to, bytes, 0, |_, len| Ok::<_, Infallible>(len));
+    }
+
+    /// Queues one datagram that `seal` finishes in place (SRTP protection): it gets
+    /// `bytes` copied into the arena followed by `room` spare bytes, and the length of
+    /// `bytes`, and returns the datagram's final length (at most `bytes.len() + room`).
+    /// When `seal` fails nothing is queued. Once the arena has grown to its working size
+    /// this allocates nothing.
+    pub fn push_sealed<E>(
+        &mut self,
+        to: SocketAddr,
+        bytes: &[u8],
+        room: usize,
+        seal: impl FnOnce(&mut [u8], usize) -> Result<usize, E>,
+    ) -> Result<(), E> {
         let start = self.arena.len();
         self.arena.extend_from_slice(bytes);
-        self.items
-            .push((SockaddrStorage::from(to), start, self.arena.len()));
+        self.arena.resize(self.arena.len() + room, 0);
+        let slot = self.arena.get_mut(start..).unwrap_or_default();
+        let sealed = seal(slot, bytes.len());
+        match sealed {
+            Ok(len) => {
+                let end = start + len.min(bytes.len() + room);
+                self.arena.truncate(end);
+                self.items.push((SockaddrStorage::from(to), start, end));
+            }
+            Err(_) => self.arena.truncate(start),
+        }
+        sealed.map(drop)
     }
 
     /// True when nothing is queued.

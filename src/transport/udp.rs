@@ -13,9 +13,11 @@
 //! authenticates **latches** the session to its source address (DESIGN §2); after that,
 //! packets for the session from any other address are dropped before decryption
 //! (`address_mismatch`). A failed packet never latches, so a forger cannot steal or block
-//! another session's address; until latching, packets are checked on a throwaway SRTP
-//! context so a forgery cannot poison the replay window either (see `Security::Pending`). Plain-RTP sessions (`--insecure-plain-rtp`) latch on their
-//! first packet. Drops are counted in `gsrelay_dropped_packets_total` by reason.
+//! another session's address; nor can it poison the replay window, which SRTP moves only
+//! for authenticated packets (see [`crate::rtp::srtp`]), so each session's SRTP context is
+//! made once at join and used before and after latching. Packets are unprotected in place,
+//! in the receive buffer. Plain-RTP sessions (`--insecure-plain-rtp`) latch on their first
+//! packet. Drops are counted in `gsrelay_dropped_packets_total` by reason.
 //!
 //! Readable datagrams are read in batches of up to [`RECV_BATCH`] with one clock reading
 //! per batch (the core never reads the clock). Syscalls are not batched yet (one
@@ -26,8 +28,10 @@
 //!
 //! A packet for a session that has not latched an address yet is not sent: the relay does
 //! not know where the client is. That is not counted (it is the normal state of a session
-//! between its join and its first packet). Protecting allocates one buffer per packet,
-//! which `rtc-srtp` forces (see [`crate::rtp::srtp`]); nothing else here allocates per packet.
+//! between its join and its first packet). Each packet is copied once, into the send
+//! batch's arena, and protected there in place; nothing here allocates per packet. A
+//! packet SRTP refuses to protect (an index this session's key already sealed, see
+//! [`SrtpError::IndexReuse`]) is dropped and counted by reason.
 
 use super::batch::SendBatch;
 use super::command::{
@@ -123,19 +127,13 @@ struct Peer {
 enum Security {
     /// Plain RTP (`--insecure-plain-rtp`).
     Plain,
-    /// Not latched yet: each packet is checked on a fresh context built from the keys.
-    /// rtc-srtp initialises a replay window from the first packet it *checks*, before
-    /// authenticating it, so one forgery sent ahead of the client could otherwise make the
-    /// client's genuine packets look like replays.
-    Pending {
-        profile: SrtpProfile,
-        client: KeyMaterial,
-        relay: KeyMaterial,
-    },
-    /// Latched: the context the first authenticated packet went through (boxed: it is
-    /// far larger than the other variants).
+    /// SRTP with the session's keys, from its join on (boxed: the keyed ciphers are far
+    /// larger than the other variant).
     Keyed(Box<SrtpSession>),
 }
+
+/// [`SrtpSession::protect_rtp_slice`] or [`SrtpSession::protect_rtcp_slice`].
+type Protect = fn(&mut SrtpSession, &mut [u8], usize) -> Result<usize, SrtpError>;
 
 /// The per-packet metrics, resolved once so the hot path does no label lookup.
 struct Counters {
@@ -228,7 +226,7 @@ impl Shell {
     /// Authenticates one datagram, latches its session's address and hands the plaintext
     /// to the core; or says why it was dropped.
     fn ingest(&mut self, now: Instant, len: usize, from: SocketAddr) -> Result<(), &'static str> {
-        let datagram = self.buf.get(..len).ok_or("oversized")?;
+        let datagram = self.buf.get_mut(..len).ok_or("oversized")?;
         let class = classify(datagram);
         let ssrc_at = match class {
             PacketClass::Rtp => 8,
@@ -241,31 +239,15 @@ impl Shell {
         if peer.addr.is_some_and(|a| a != from) {
             return Err("address_mismatch");
         }
-        let mut fresh = match &peer.sec {
-            Security::Pending {
-                profile,
-                client,
-                relay,
-            } => Some(Box::new(
-                SrtpSession::for_relay(*profile, client, relay).map_err(|e| e.reason())?,
-            )),
-            _ => None,
-        };
-        let decrypted;
-        let plain: &[u8] = match (&mut fresh, &mut peer.sec) {
-            (Some(srtp), _) | (None, Security::Keyed(srtp)) => {
-                decrypted = match class {
-                    PacketClass::Rtp => srtp.unprotect_rtp(datagram),
-                    _ => srtp.unprotect_rtcp(datagram),
-                }
-                .map_err(|e: SrtpError| e.reason())?;
-                &decrypted
+        let plain_len = match &mut peer.sec {
+            Security::Keyed(srtp) => match class {
+                PacketClass::Rtp => srtp.unprotect_rtp(datagram),
+                _ => srtp.unprotect_rtcp(datagram),
             }
-            (None, _) => datagram,
+            .map_err(|e: SrtpError| e.reason())?,
+            Security::Plain => datagram.len(),
         };
-        if let Some(srtp) = fresh {
-            peer.sec = Security::Keyed(srtp);
-        }
+        let plain: &[u8] = datagram.get(..plain_len).unwrap_or_default();
         if peer.addr.is_none() {
             tracing::debug!(session = id, addr = %from, "session latched");
             peer.addr = Some(from);
@@ -282,12 +264,13 @@ impl Shell {
         Ok(())
     }
 
-    /// Sends everything the core has queued.
+    /// Sends everything the core has queued, each packet protected in the batch's arena.
     async fn flush(&mut self) {
         let Self {
             relay,
             peers,
             socket,
+            metrics,
             counters,
             batch,
             ..
@@ -299,31 +282,29 @@ impl Shell {
             let Some(addr) = peer.addr else {
                 continue;
             };
-            let protected;
-            let bytes: &[u8] = match &mut peer.sec {
+            let queued = match &mut peer.sec {
                 Security::Keyed(srtp) => {
-                    let sealed = match t.class {
-                        PacketClass::Rtp => srtp.protect_rtp(t.bytes),
-                        PacketClass::Rtcp => srtp.protect_rtcp(t.bytes),
+                    let profile = srtp.profile();
+                    let (room, protect): (usize, Protect) = match t.class {
+                        PacketClass::Rtp => {
+                            (profile.rtp_overhead(), SrtpSession::protect_rtp_slice)
+                        }
+                        PacketClass::Rtcp => {
+                            (profile.rtcp_overhead(), SrtpSession::protect_rtcp_slice)
+                        }
                         PacketClass::Other => continue,
                     };
-                    match sealed {
-                        Ok(b) => {
-                            protected = b;
-                            &protected
-                        }
-                        Err(e) => {
-                            // Only a malformed packet from the core can fail here: a bug.
-                            tracing::warn!(error = %e, session = t.session, "SRTP protect failed");
-                            continue;
-                        }
-                    }
+                    batch.push_sealed(addr, t.bytes, room, |buf, len| protect(srtp, buf, len))
                 }
-                Security::Plain => t.bytes,
-                // Unreachable: an unlatched session has no address.
-                Security::Pending { .. } => continue,
+                Security::Plain => {
+                    batch.push(addr, t.bytes);
+                    Ok(())
+                }
             };
-            batch.push(addr, bytes);
+            if let Err(e) = queued {
+                tracing::debug!(error = %e, session = t.session, "SRTP protect refused");
+                metrics.drop(e.reason());
+            }
         }
         if !batch.is_empty() {
             let sent = batch.flush(socket).await;
@@ -399,22 +380,12 @@ impl Shell {
             None if !self.insecure_plain_rtp => return Err(CommandError::PlainRtpDisabled),
             None => (Security::Plain, None),
             Some(profile) => {
-                let (client, relay) = new_keys(profile).map_err(|e| {
+                let (srtp, keys) = new_session(profile).map_err(|e| {
                     // The OS random source failing leaves the relay unable to key anyone.
                     tracing::error!(error = %e, "cannot make SRTP keys");
                     CommandError::Stopped
                 })?;
-                let keys = SrtpKeys {
-                    profile,
-                    client_key: client.to_base64(),
-                    relay_key: relay.to_base64(),
-                };
-                let sec = Security::Pending {
-                    profile,
-                    client,
-                    relay,
-                };
-                (sec, Some(keys))
+                (Security::Keyed(Box::new(srtp)), Some(keys))
             }
         };
         let now = Instant::now();
@@ -431,12 +402,18 @@ impl Shell {
     }
 }
 
-/// Fresh keys for both directions: (client's, relay's).
-fn new_keys(profile: SrtpProfile) -> Result<(KeyMaterial, KeyMaterial), SrtpError> {
-    Ok((
-        KeyMaterial::generate(profile)?,
-        KeyMaterial::generate(profile)?,
-    ))
+/// The relay's SRTP context for a new session, with fresh keys for both directions, and
+/// those keys as the join answer carries them.
+fn new_session(profile: SrtpProfile) -> Result<(SrtpSession, SrtpKeys), SrtpError> {
+    let client = KeyMaterial::generate(profile)?;
+    let relay = KeyMaterial::generate(profile)?;
+    let srtp = SrtpSession::for_relay(profile, &client, &relay)?;
+    let keys = SrtpKeys {
+        profile,
+        client_key: client.to_base64(),
+        relay_key: relay.to_base64(),
+    };
+    Ok((srtp, keys))
 }
 
 /// Sleeps until `deadline`, or forever when there is none.

@@ -4,6 +4,7 @@
 pub mod libsrtp;
 pub mod serve;
 pub mod server;
+pub mod srtp;
 pub mod tools;
 
 use gsrelay::metrics::Metrics;
