@@ -423,8 +423,24 @@ impl Relay {
         } else {
             forward::drain_pending(room, sub, &mut self.out, now, self.cfg.payload_budget)
         };
+        if let Some(took) = sub.pacing.snapshot_done(now) {
+            self.metrics.snapshot_duration.observe(took.as_secs_f64());
+        }
         let deferred = sub.feedback.next_deferred();
         self.pace_at = self.pace_at.into_iter().chain(due).chain(deferred).min();
+    }
+
+    /// Adds what pacing did during a fan-out to the metrics.
+    fn count_paced(&mut self) {
+        let c = std::mem::take(&mut self.scratch.paced);
+        if c == forward::PaceCounts::default() {
+            return;
+        }
+        let m = &self.metrics.pacing;
+        m.deferred_rate_tier.inc_by(c.rate_tier);
+        m.deferred_cap.inc_by(c.cap_deferred);
+        m.dropped_cap.inc_by(c.cap_dropped);
+        m.coalesced.inc_by(c.coalesced);
     }
 
     pub(super) fn drop_packet(&self, reason: &str) {
@@ -614,6 +630,7 @@ impl Relay {
         );
         self.agg
             .fan_out(&self.sessions[&from].room, &packet, &mut tx);
+        self.count_paced();
         let mut followers = std::mem::take(&mut self.scratch.to_drain);
         for id in followers.drain(..) {
             self.drain_session(now, id);

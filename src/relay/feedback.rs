@@ -235,7 +235,7 @@ impl Relay {
             pacing,
             ..
         } = sub;
-        let mut queued = 0u64;
+        let (mut queued, mut bytes) = (0u64, 0usize);
         for (eid, e) in stream.store.iter() {
             let wanted = entry_relevance(
                 inside, interest, *dialect, from, center, stream, ssrc, eid, e,
@@ -244,10 +244,14 @@ impl Relay {
             if wanted {
                 pacing.defer((ssrc, eid), now, now);
                 queued += 1;
+                bytes += e.bytes.len();
             }
         }
         if queued > 0 {
+            pacing.snapshot_since.get_or_insert(now);
             self.metrics.snapshots.inc();
+            self.metrics.snapshot_objects.observe(queued as f64);
+            self.metrics.snapshot_bytes.observe(bytes as f64);
         }
     }
 
