@@ -679,8 +679,10 @@ async fn subscriber(
 type Snapshot = (Instant, Instant, HashSet<(u32, u64)>, HashSet<(u32, u64)>);
 
 /// Counts what one sender's packet (or its container in an aggregated packet) brought:
-/// its objects, what a snapshot in progress was waiting for, and its latency from the
-/// bench object's send time.
+/// its objects, what a snapshot in progress was waiting for, and, for each bench object,
+/// one packet received and its latency from the send time. A container may hold several
+/// bench objects: an update superseded before the aggregated packet went travels only as
+/// its bench object (the subscriber has its newer state), and counts as delivered.
 fn take_unit(
     out: &mut SubOut,
     pending: &mut Option<Snapshot>,
@@ -690,35 +692,41 @@ fn take_unit(
     payload: &[u8],
     live: &AtomicU64,
 ) {
-    let mut sent_ns = None;
+    let mut stamps = 0u64;
     let mut objects = 0u64;
     for o in wire::objects(payload, Dialect::Draft01).flatten() {
-        if o.tag == BENCH_TAG {
-            let b = o.bytes(payload);
-            if let Some(ts) = b.len().checked_sub(8).and_then(|i| b.get(i..)) {
-                sent_ns = ts.try_into().ok().map(u64::from_be_bytes);
+        if o.tag != BENCH_TAG {
+            objects += 1;
+            if let (Some((_, _, expected, seen)), Some(id)) = (&mut *pending, o.id)
+                && expected.contains(&(ssrc, id))
+            {
+                seen.insert((ssrc, id));
             }
             continue;
         }
-        objects += 1;
-        if let (Some((_, _, expected, seen)), Some(id)) = (&mut *pending, o.id)
-            && expected.contains(&(ssrc, id))
-        {
-            seen.insert((ssrc, id));
+        let b = o.bytes(payload);
+        let sent = b
+            .len()
+            .checked_sub(8)
+            .and_then(|i| b.get(i..))
+            .and_then(|ts| ts.try_into().ok())
+            .map(u64::from_be_bytes);
+        let Some(sent) = sent.filter(|t| clock.in_window(*t)) else {
+            continue;
+        };
+        stamps += 1;
+        // A late joiner's first packets are snapshots of old state: no latency there.
+        if !out.late {
+            out.latency.saturating_record(arrived.saturating_sub(sent));
         }
     }
     if clock.in_window(arrived) {
         out.all_objects += objects;
     }
-    let Some(sent) = sent_ns.filter(|t| clock.in_window(*t)) else {
-        return;
-    };
-    live.fetch_add(1, Ordering::Relaxed);
-    out.packets += 1;
-    out.objects += objects;
-    // A late joiner's first packets are snapshots of old state: no latency there.
-    if !out.late {
-        out.latency.saturating_record(arrived.saturating_sub(sent));
+    if stamps > 0 {
+        live.fetch_add(stamps, Ordering::Relaxed);
+        out.packets += stamps;
+        out.objects += objects;
     }
 }
 
