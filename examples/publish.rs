@@ -8,6 +8,7 @@
 mod common;
 
 use clap::Parser;
+use gsrelay::client::JoinOptions;
 use gsrelay::wire::{Hand1, Head1, Loc2, Object, Rot2};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -84,7 +85,7 @@ fn scene(t: f32) -> Vec<Object> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let mut client = args.connection.join().await?;
+    let mut client = args.connection.join(JoinOptions::default()).await?;
     eprintln!(
         "joined room {:?} as session {}, publishing as SSRC {} for {} s",
         args.connection.room,

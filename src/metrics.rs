@@ -1,8 +1,15 @@
-//! Prometheus metrics, all under the `gsrelay_` prefix with bounded labels only
-//! (transport, direction, reason, kind): never an SSRC, object or session.
+//! Prometheus metrics, all under the `gsrelay_` prefix (plus the standard `process_*`
+//! family) with bounded labels only (transport, direction, reason, kind, route, status,
+//! shard): never an SSRC, object, room or session.
+//!
+//! `docs/operations.md` lists every family with the dashboard panel and alert that read it.
 
+mod kernel;
+
+use prometheus::core::Collector;
 use prometheus::{
-    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry,
 };
 
 /// Every metric the relay exports. Cloning shares the same counters.
@@ -26,6 +33,10 @@ pub struct Metrics {
     pub firs_forwarded: IntCounter,
     /// NACK repairs sent.
     pub repairs: IntCounter,
+    /// Aggregated packets built (each sent to every member of its view).
+    pub aggregate_payloads: IntCounter,
+    /// Aggregated packets sent.
+    pub aggregate_packets: IntCounter,
     /// Rooms open.
     pub rooms: IntGauge,
     /// Sessions joined.
@@ -36,14 +47,77 @@ pub struct Metrics {
     pub cached_objects: IntGauge,
     /// Time from a datagram's arrival to its last forwarded copy leaving, by transport.
     pub forward_latency: HistogramVec,
-    /// HTTP API requests by status class.
+    /// HTTP requests by route (the matched path template) and status code.
     pub http_requests: IntCounterVec,
+    /// HTTP request durations by route.
+    pub http_duration: HistogramVec,
+    /// Joins refused, by the error code the client got.
+    pub joins_refused: IntCounterVec,
+    /// How long an input waits before the relay task gets to it, by shard.
+    pub event_loop_lag: HistogramVec,
+    /// Objects in each snapshot queued for a subscriber.
+    pub snapshot_objects: Histogram,
+    /// Payload bytes of each snapshot queued for a subscriber.
+    pub snapshot_bytes: Histogram,
+    /// From a snapshot being queued to the subscriber having nothing pending (paced).
+    pub snapshot_duration: Histogram,
+    /// What pacing does to object updates (`gsrelay_objects_*_total`).
+    pub pacing: PacingCounters,
+    /// 1 while `/readyz` answers 200.
+    pub ready: IntGauge,
+    /// 1 once a graceful drain has started.
+    pub draining: IntGauge,
     /// HTTP requests refused and connections closed by a limit, by limit.
     pub http_limited: IntCounterVec,
     /// Feedback the relay did not answer (or answered later), by reason.
     pub feedback_suppressed: IntCounterVec,
     /// Defects caught at the shell (a panic in the core), by where they happened.
     pub internal_errors: IntCounterVec,
+}
+
+/// What pacing does to object updates, each counter resolved once so the hot path does
+/// no label lookup (and every series exists from the start).
+#[derive(Clone)]
+pub struct PacingCounters {
+    /// `gsrelay_objects_deferred_total{reason}`: updates held back for a paced subscriber.
+    pub deferred: IntCounterVec,
+    /// Held back by a rate tier.
+    pub deferred_rate_tier: IntCounter,
+    /// Held back by a bandwidth cap.
+    pub deferred_cap: IntCounter,
+    /// `gsrelay_objects_coalesced_total`: held-back updates superseded by a newer state
+    /// (never sent).
+    pub coalesced: IntCounter,
+    /// `gsrelay_objects_dropped_total{reason}`: updates dropped for a subscriber.
+    pub dropped: IntCounterVec,
+    /// Dropped under a bandwidth cap (no objectID: nothing cached to send later).
+    pub dropped_cap: IntCounter,
+}
+
+impl PacingCounters {
+    fn new() -> Self {
+        let deferred = counter_vec(
+            "gsrelay_objects_deferred_total",
+            "Object updates held back for a paced subscriber, by reason.",
+            &["reason"],
+        );
+        let dropped = counter_vec(
+            "gsrelay_objects_dropped_total",
+            "Object updates dropped for a subscriber, by reason.",
+            &["reason"],
+        );
+        Self {
+            deferred_rate_tier: deferred.with_label_values(&["rate_tier"]),
+            deferred_cap: deferred.with_label_values(&["bandwidth_cap"]),
+            dropped_cap: dropped.with_label_values(&["bandwidth_cap"]),
+            coalesced: counter(
+                "gsrelay_objects_coalesced_total",
+                "Object updates superseded by a newer state while held back (never sent).",
+            ),
+            deferred,
+            dropped,
+        }
+    }
 }
 
 fn counter_vec(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -56,6 +130,49 @@ fn counter(name: &str, help: &str) -> IntCounter {
 
 fn gauge(name: &str, help: &str) -> IntGauge {
     IntGauge::new(name, help).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn histogram(name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
+    Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn histogram_vec(name: &str, help: &str, labels: &[&str], buckets: Vec<f64>) -> HistogramVec {
+    HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), labels)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn exponential(start: f64, factor: f64, count: usize) -> Vec<f64> {
+    prometheus::exponential_buckets(start, factor, count).unwrap_or_else(|e| panic!("buckets: {e}"))
+}
+
+/// `gsrelay_build_info{version,profile} 1`: which build each instance runs, to join
+/// against other series or spot a mixed fleet mid-rollout.
+fn build_info() -> IntGaugeVec {
+    let info = IntGaugeVec::new(
+        Opts::new("gsrelay_build_info", "Always 1; labels name the build."),
+        &["version", "profile"],
+    )
+    .unwrap_or_else(|e| panic!("build info: {e}"));
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    info.with_label_values(&[env!("CARGO_PKG_VERSION"), profile])
+        .set(1);
+    info
+}
+
+/// The standard `process_*` family (CPU seconds, resident and virtual memory, open and
+/// maximum file descriptors, threads, start time) of this process. Linux only.
+fn process_collector() -> Option<Box<dyn Collector>> {
+    #[cfg(target_os = "linux")]
+    return Some(Box::new(
+        prometheus::process_collector::ProcessCollector::for_self(),
+    ));
+    #[cfg(not(target_os = "linux"))]
+    None
 }
 
 /// Latency buckets from 5 µs to 1 s, fine enough for a relay measured in microseconds.
@@ -112,6 +229,14 @@ impl Metrics {
                 "gsrelay_nack_repairs_total",
                 "NACK repairs sent from the cache.",
             ),
+            aggregate_payloads: counter(
+                "gsrelay_aggregate_payloads_total",
+                "Aggregated-delivery payloads built (each shared by its view's members).",
+            ),
+            aggregate_packets: counter(
+                "gsrelay_aggregate_packets_total",
+                "Aggregated-delivery packets sent.",
+            ),
             rooms: gauge("gsrelay_rooms", "Rooms open."),
             sessions: gauge("gsrelay_sessions", "Sessions joined."),
             streams: gauge("gsrelay_streams", "Streams publishing."),
@@ -119,20 +244,52 @@ impl Metrics {
                 "gsrelay_cached_objects",
                 "Objects held in the latest-state store.",
             ),
-            forward_latency: HistogramVec::new(
-                HistogramOpts::new(
-                    "gsrelay_forward_latency_seconds",
-                    "Datagram arrival to forwarded copies sent.",
-                )
-                .buckets(latency_buckets()),
+            forward_latency: histogram_vec(
+                "gsrelay_forward_latency_seconds",
+                "Datagram arrival to forwarded copies sent.",
                 &["transport"],
-            )
-            .unwrap_or_else(|e| panic!("forward latency: {e}")),
+                latency_buckets(),
+            ),
             http_requests: counter_vec(
                 "gsrelay_http_requests_total",
-                "HTTP API requests by status class.",
-                &["status"],
+                "HTTP requests by route (path template) and status code.",
+                &["route", "status"],
             ),
+            http_duration: histogram_vec(
+                "gsrelay_http_request_duration_seconds",
+                "HTTP request durations by route (path template).",
+                &["route"],
+                exponential(0.0001, 4.0, 9),
+            ),
+            joins_refused: counter_vec(
+                "gsrelay_joins_refused_total",
+                "Joins refused, by the error code returned.",
+                &["reason"],
+            ),
+            event_loop_lag: histogram_vec(
+                "gsrelay_event_loop_lag_seconds",
+                "Time a probe command waits for the relay task to handle it, by shard.",
+                &["shard"],
+                latency_buckets(),
+            ),
+            snapshot_objects: histogram(
+                "gsrelay_snapshot_objects",
+                "Objects per snapshot queued for a subscriber.",
+                exponential(1.0, 4.0, 9),
+            ),
+            snapshot_bytes: histogram(
+                "gsrelay_snapshot_bytes",
+                "Payload bytes per snapshot queued for a subscriber.",
+                exponential(64.0, 4.0, 10),
+            ),
+            snapshot_duration: histogram(
+                "gsrelay_snapshot_duration_seconds",
+                "From a snapshot being queued until the subscriber has nothing pending (paced sends).",
+                latency_buckets(),
+            ),
+            pacing: PacingCounters::new(),
+            ready: gauge("gsrelay_ready", "1 while /readyz answers 200."),
+            draining: gauge("gsrelay_draining", "1 once a graceful drain has started."),
             http_limited: counter_vec(
                 "gsrelay_http_limited_total",
                 "HTTP requests refused and connections closed by a limit, by limit.",
@@ -150,7 +307,7 @@ impl Metrics {
             ),
             registry,
         };
-        let collectors: [Box<dyn prometheus::core::Collector>; 17] = [
+        let collectors: Vec<Box<dyn Collector>> = vec![
             Box::new(m.packets.clone()),
             Box::new(m.bytes.clone()),
             Box::new(m.dropped.clone()),
@@ -159,17 +316,32 @@ impl Metrics {
             Box::new(m.snapshots.clone()),
             Box::new(m.firs_forwarded.clone()),
             Box::new(m.repairs.clone()),
+            Box::new(m.aggregate_payloads.clone()),
+            Box::new(m.aggregate_packets.clone()),
             Box::new(m.rooms.clone()),
             Box::new(m.sessions.clone()),
             Box::new(m.streams.clone()),
             Box::new(m.cached_objects.clone()),
             Box::new(m.forward_latency.clone()),
             Box::new(m.http_requests.clone()),
+            Box::new(m.http_duration.clone()),
+            Box::new(m.joins_refused.clone()),
+            Box::new(m.event_loop_lag.clone()),
+            Box::new(m.snapshot_objects.clone()),
+            Box::new(m.snapshot_bytes.clone()),
+            Box::new(m.snapshot_duration.clone()),
+            Box::new(m.pacing.deferred.clone()),
+            Box::new(m.pacing.coalesced.clone()),
+            Box::new(m.pacing.dropped.clone()),
+            Box::new(m.ready.clone()),
+            Box::new(m.draining.clone()),
             Box::new(m.http_limited.clone()),
             Box::new(m.feedback_suppressed.clone()),
             Box::new(m.internal_errors.clone()),
+            Box::new(build_info()),
+            Box::new(kernel::UdpRcvbufErrors::new()),
         ];
-        for c in collectors {
+        for c in collectors.into_iter().chain(process_collector()) {
             m.registry
                 .register(c)
                 .unwrap_or_else(|e| panic!("register: {e}"));
@@ -185,6 +357,21 @@ impl Metrics {
     /// Counts one feedback request suppressed by the feedback budget.
     pub fn suppress(&self, reason: &str) {
         self.feedback_suppressed.with_label_values(&[reason]).inc();
+    }
+
+    /// Counts and times one HTTP request.
+    pub fn observe_http(&self, route: &str, status: u16, took: std::time::Duration) {
+        self.http_requests
+            .with_label_values(&[route, &status.to_string()])
+            .inc();
+        self.http_duration
+            .with_label_values(&[route])
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts one refused join by the error code its client got.
+    pub fn refuse_join(&self, code: &str) {
+        self.joins_refused.with_label_values(&[code]).inc();
     }
 
     /// The forward-latency histogram of one transport.

@@ -22,8 +22,15 @@ use tokio::time::Instant;
 /// How often a drain checks whether the last session has left.
 const DRAIN_POLL: Duration = Duration::from_millis(100);
 
-/// How long in-flight HTTP requests and the relay task get to finish once stopping.
-const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long in-flight HTTP requests, then the relay task, each get to finish once the
+/// drain is over: a shutdown takes at most the drain grace plus twice this.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often the event-loop lag of the relay task is probed.
+const LAG_PROBE_EVERY: Duration = Duration::from_millis(250);
+
+/// The relay task's shard label: one task today (see `docs/operations.md`).
+const SHARD: &str = "0";
 
 /// A running relay.
 pub struct Server {
@@ -43,6 +50,34 @@ pub struct Server {
     stop_http: oneshot::Sender<()>,
     http_task: JoinHandle<()>,
     relay_task: JoinHandle<()>,
+    lag_probe: AbortOnDrop,
+}
+
+/// Aborts a background task when dropped: the lag probe holds a relay handle, and the
+/// relay task only ends once every handle is gone.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Measures the relay task's event-loop lag: how long a no-op command (a lookup of
+/// session 0, which is never allocated) waits before the task answers it. A busy or
+/// blocked task shows here before it shows anywhere else.
+async fn probe_lag(handle: RelayHandle, metrics: Metrics) {
+    let lag = metrics.event_loop_lag.with_label_values(&[SHARD]);
+    let mut every = tokio::time::interval(LAG_PROBE_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let sent = Instant::now();
+        if handle.session_owner(0).await.is_err() {
+            return;
+        }
+        lag.observe(sent.elapsed().as_secs_f64());
+    }
 }
 
 /// Starts a relay: binds the HTTP listener and the RTP socket, spawns the relay task and
@@ -115,6 +150,11 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         },
     ));
 
+    let lag_probe = AbortOnDrop(tokio::spawn(probe_lag(
+        transport.handle.clone(),
+        metrics.clone(),
+    )));
+
     tracing::info!(
         http = %http_addr,
         rtp = %transport.local_addr,
@@ -138,6 +178,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         stop_http,
         http_task,
         relay_task: transport.task,
+        lag_probe,
     })
 }
 
@@ -175,6 +216,7 @@ impl Server {
         }
 
         // The relay task ends once every handle is gone; the router's went with it.
+        drop(self.lag_probe);
         drop(self.handle);
         drop(self.api);
         let mut relay_task = self.relay_task;

@@ -103,6 +103,23 @@ fn check_common(r: &Value, target: &str) {
 }
 
 #[test]
+fn aggregated_delivery_is_measured_like_per_stream() {
+    let r = bench_json(&["--players", "4", "--delivery", "aggregated:5"]);
+    assert_eq!(r["scenario"]["interest"]["delivery"]["mode"], "aggregated");
+    assert_eq!(
+        num(&r["scenario"]["interest"]["delivery"], "max_delay_ms"),
+        5.0
+    );
+    // Every publisher's update reaches every subscriber, bench object included, so loss
+    // and latency read the same as in per-stream delivery.
+    assert!(num(&r, "sent_pps") > 0.0);
+    let loss = num(&r, "loss_ratio");
+    assert!(loss < 0.05, "loss {loss}");
+    assert!(num(&r["latency_us"], "p50") > 0.0);
+    assert!(num(&r, "received_objects_per_s") > 0.0);
+}
+
+#[test]
 fn dense_preset_is_one_room_of_players_at_random_phases() {
     let r = bench_json(&["--players", "3", "--baseline"]);
     let s = &r["scenario"];

@@ -1,13 +1,13 @@
-//! `gsrelay serve` and `gsrelay token` as a user runs them: the built binary.
+//! `gsrelay serve` and `gsrelay token` as a user runs them: the built binary. (SIGTERM
+//! and the drain: `tests/drain.rs`.)
+
+mod support;
 
 use gsrelay::control::token::{Claims, Tokens};
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::{Command, Output};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use support::serve::{BIN, Serve};
 
-const BIN: &str = env!("CARGO_BIN_EXE_gsrelay");
 const SECRET: &str = "cli-test-secret-0123456789abcdef";
 
 fn gsrelay(args: &[&str]) -> Output {
@@ -155,63 +155,10 @@ fn serve_refuses_an_unknown_config_key() {
     assert!(stderr.contains("max_sesions"), "{stderr}");
 }
 
-/// A `gsrelay serve` child, killed when dropped so a failed test leaves nothing behind.
-struct Relay {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Relay {
-    fn spawn(cmd: &mut Command) -> Self {
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (tx, lines) = mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        // Drain the logs so the child never blocks on a full pipe.
-        let mut stderr = child.stderr.take().unwrap();
-        thread::spawn(move || {
-            let mut sink = Vec::new();
-            let _ = stderr.read_to_end(&mut sink);
-        });
-        Self { child, lines }
-    }
-
-    /// The next stdout line starting with `prefix`, waiting at most `timeout`.
-    fn line(&self, prefix: &str, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.starts_with(prefix) => return line,
-                Ok(_) => {}
-                Err(e) => panic!("no line starting with {prefix:?} from gsrelay serve: {e}"),
-            }
-        }
-    }
-}
-
 #[test]
 fn serve_on_embedded_defaults_prints_a_working_example_token() {
     // needs the UDP transport
-    let relay = Relay::spawn(
+    let relay = Serve::spawn(
         Command::new(BIN)
             .args(["serve", "--quic-addr", "127.0.0.1:0"])
             // Port 0 through the environment, to cover that path too.
@@ -249,39 +196,4 @@ fn serve_on_embedded_defaults_prints_a_working_example_token() {
             .status()
     });
     assert_eq!(status, reqwest::StatusCode::CREATED);
-}
-
-#[test]
-fn sigterm_drains_and_exits_cleanly() {
-    // needs the UDP transport
-    let mut relay = Relay::spawn(
-        Command::new(BIN)
-            .args([
-                "serve",
-                "--http-addr",
-                "127.0.0.1:0",
-                "--rtp-addr",
-                "127.0.0.1:0",
-                "--quic-addr",
-                "127.0.0.1:0",
-            ])
-            .env_remove("GSRELAY_TOKEN_SECRET")
-            .env_remove("GSRELAY_CONFIG"),
-    );
-    // The example token is printed once the server is up.
-    relay.line("example token ", Duration::from_secs(30));
-    let kill = Command::new("kill")
-        .args(["-TERM", &relay.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(status) = relay.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "gsrelay serve ignored SIGTERM");
-        thread::sleep(Duration::from_millis(20));
-    };
-    assert!(status.success(), "{status:?}");
 }

@@ -18,8 +18,8 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Joins the room over the HTTP API with the default options.
-    pub async fn join(&self) -> anyhow::Result<Client> {
-        Ok(Client::join(&self.http, &self.token, &self.room, JoinOptions::default()).await?)
+    /// Joins the room over the HTTP API with `opts`.
+    pub async fn join(&self, opts: JoinOptions) -> anyhow::Result<Client> {
+        Ok(Client::join(&self.http, &self.token, &self.room, opts).await?)
     }
 }

@@ -163,7 +163,7 @@ impl Report {
     fn headline(&self) -> String {
         let s = &self.scenario;
         format!(
-            "scenario {:?}: {} room(s) × {} pub × {} obj (+{} static) @ {} Hz ({:?} phases), {} sub, {} late, {:?}, {} s (+{} s warm-up){}\n",
+            "scenario {:?}: {} room(s) × {} pub × {} obj (+{} static) @ {} Hz ({:?} phases), {} sub ({}), {} late, {:?}, {} s (+{} s warm-up){}\n",
             s.name,
             s.rooms,
             s.publishers,
@@ -172,6 +172,7 @@ impl Report {
             s.rate_hz,
             s.send_phases,
             s.subscribers,
+            delivery(s),
             s.late_joiners,
             s.security,
             s.duration_s,
@@ -181,6 +182,16 @@ impl Report {
                 .map(|i| format!(", impaired {i}"))
                 .unwrap_or_default(),
         )
+    }
+}
+
+/// The subscribers' delivery mode, as the table names it.
+fn delivery(s: &Scenario) -> String {
+    let d = s.interest.as_ref().map(|i| i.delivery).unwrap_or_default();
+    if d.is_aggregated() {
+        format!("aggregated, {} ms", d.max_delay().as_millis())
+    } else {
+        "per stream".into()
     }
 }
 

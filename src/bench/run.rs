@@ -13,7 +13,7 @@ use crate::control::token::{Rights, Tokens};
 use crate::relay::{Interest, RelayConfig};
 use crate::rtp::{RtpHeader, RtpPacket};
 use crate::server;
-use crate::wire::{self, Dialect, Object, Unknown};
+use crate::wire::{self, Dialect, Object, Unknown, container};
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -610,7 +610,7 @@ async fn subscriber(
         latency: Histogram::new_with_max(MAX_LATENCY_NS, 3)?,
         snapshot: None,
     };
-    let mut pending = None;
+    let mut pending: Option<Snapshot> = None;
     if let Some(l) = late {
         tokio::time::sleep_until(l.at.into()).await;
         if conn.fir().await? {
@@ -641,22 +641,25 @@ async fn subscriber(
             continue;
         };
         let arrived = clock.now_ns();
-        let mut sent_ns = None;
-        let mut objects = 0u64;
+        // An aggregated packet holds one container per sender, each what that sender
+        // sent (with its bench object); a per-stream packet is one sender's payload.
+        let mut containers = false;
         for o in wire::objects(&payload, Dialect::Draft01).flatten() {
-            if o.tag == BENCH_TAG {
-                let b = o.bytes(&payload);
-                if let Some(ts) = b.len().checked_sub(8).and_then(|i| b.get(i..)) {
-                    sent_ns = ts.try_into().ok().map(u64::from_be_bytes);
-                }
-                continue;
+            if let Some((sender, body)) = container::split(o.bytes(&payload)) {
+                containers = true;
+                take_unit(&mut out, &mut pending, &clock, arrived, sender, body, &live);
             }
-            objects += 1;
-            if let (Some((_, _, expected, seen)), Some(id)) = (&mut pending, o.id)
-                && expected.contains(&(ssrc, id))
-            {
-                seen.insert((ssrc, id));
-            }
+        }
+        if !containers {
+            take_unit(
+                &mut out,
+                &mut pending,
+                &clock,
+                arrived,
+                ssrc,
+                &payload,
+                &live,
+            );
         }
         if let Some((t0, _, expected, seen)) = &pending {
             if seen.len() == expected.len() {
@@ -667,25 +670,66 @@ async fn subscriber(
                 pending = None;
             }
         }
-        if clock.in_window(arrived) {
-            out.all_objects += objects;
-        }
-        let Some(sent) = sent_ns else { continue };
-        if !clock.in_window(sent) {
-            continue;
-        }
-        live.fetch_add(1, Ordering::Relaxed);
-        out.packets += 1;
-        out.objects += objects;
-        // A late joiner's first packets are snapshots of old state: no latency there.
-        if !out.late {
-            out.latency.saturating_record(arrived.saturating_sub(sent));
-        }
     }
     if pending.is_some() {
         out.snapshot = Some(None);
     }
     Ok(out)
+}
+
+/// A late joiner's snapshot in progress: (FIR sent, last FIR, expected, seen).
+type Snapshot = (Instant, Instant, HashSet<(u32, u64)>, HashSet<(u32, u64)>);
+
+/// Counts what one sender's packet (or its container in an aggregated packet) brought:
+/// its objects, what a snapshot in progress was waiting for, and, for each bench object,
+/// one packet received and its latency from the send time. A container may hold several
+/// bench objects: an update superseded before the aggregated packet went travels only as
+/// its bench object (the subscriber has its newer state), and counts as delivered.
+fn take_unit(
+    out: &mut SubOut,
+    pending: &mut Option<Snapshot>,
+    clock: &Clock,
+    arrived: u64,
+    ssrc: u32,
+    payload: &[u8],
+    live: &AtomicU64,
+) {
+    let mut stamps = 0u64;
+    let mut objects = 0u64;
+    for o in wire::objects(payload, Dialect::Draft01).flatten() {
+        if o.tag != BENCH_TAG {
+            objects += 1;
+            if let (Some((_, _, expected, seen)), Some(id)) = (&mut *pending, o.id)
+                && expected.contains(&(ssrc, id))
+            {
+                seen.insert((ssrc, id));
+            }
+            continue;
+        }
+        let b = o.bytes(payload);
+        let sent = b
+            .len()
+            .checked_sub(8)
+            .and_then(|i| b.get(i..))
+            .and_then(|ts| ts.try_into().ok())
+            .map(u64::from_be_bytes);
+        let Some(sent) = sent.filter(|t| clock.in_window(*t)) else {
+            continue;
+        };
+        stamps += 1;
+        // A late joiner's first packets are snapshots of old state: no latency there.
+        if !out.late {
+            out.latency.saturating_record(arrived.saturating_sub(sent));
+        }
+    }
+    if clock.in_window(arrived) {
+        out.all_objects += objects;
+    }
+    if stamps > 0 {
+        live.fetch_add(stamps, Ordering::Relaxed);
+        out.packets += stamps;
+        out.objects += objects;
+    }
 }
 
 /// Everything a run gathered, before it becomes a report.

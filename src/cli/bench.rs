@@ -9,7 +9,7 @@ use gsrelay::bench::restart::Restart;
 use gsrelay::bench::scenario::{Mix, SendPhases};
 use gsrelay::bench::soak::Soak;
 use gsrelay::bench::{Report, RunOptions, Scenario, Security, SweepPoint, Target, run};
-use gsrelay::relay::Interest;
+use gsrelay::relay::{Delivery, Interest};
 use gsrelay::rtp::SrtpProfile;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -168,6 +168,10 @@ struct ScenarioArgs {
     /// The slow subscribers' bandwidth cap, bits per second [default: 16000].
     #[arg(long, value_name = "BPS")]
     slow_max_bitrate: Option<u64>,
+    /// Subscribers' delivery: `per_stream`, `aggregated` or `aggregated:MS` (the longest
+    /// an update waits for its packet to fill, ms) [default: the interest's, per_stream].
+    #[arg(long, value_name = "MODE", value_parser = parse_delivery)]
+    delivery: Option<Delivery>,
     /// Subscribers' interest as JSON, e.g. `{"types":{"deny":["Mesh1"]}}`.
     #[arg(long, value_name = "JSON", value_parser = parse_interest)]
     interest: Option<Interest>,
@@ -246,6 +250,19 @@ fn parse_phases(s: &str) -> Result<SendPhases, String> {
     }
 }
 
+fn parse_delivery(s: &str) -> Result<Delivery, String> {
+    let delivery = match s.split_once(':') {
+        None if s == "per_stream" => Delivery::default(),
+        None if s == "aggregated" => Delivery::aggregated(None),
+        Some(("aggregated", ms)) => {
+            Delivery::aggregated(Some(ms.parse().map_err(|e| format!("{ms}: {e}"))?))
+        }
+        _ => return Err("expected per_stream, aggregated or aggregated:MS".into()),
+    };
+    delivery.validate()?;
+    Ok(delivery)
+}
+
 fn parse_interest(s: &str) -> Result<Interest, String> {
     serde_json::from_str(s).map_err(|e| e.to_string())
 }
@@ -304,6 +321,9 @@ impl ScenarioArgs {
         set(&mut s.seed, &self.seed);
         if self.interest.is_some() {
             s.interest.clone_from(&self.interest);
+        }
+        if let Some(d) = self.delivery {
+            s.interest.get_or_insert_default().delivery = d;
         }
         if self.plain_rtp {
             s.security = Security::Plain;

@@ -1,6 +1,11 @@
 //! The Rust client: joins a room over the HTTP API, then speaks SRTP/SRTCP with the relay
 //! over UDP. Used by the tests and the bench clients; allocation is fine here.
 //!
+//! It receives in either delivery mode (`docs/relay.md`, "Delivery modes"):
+//! [`JoinOptions::aggregated`] asks for one stream from the relay carrying every sender's
+//! objects, and [`Client::recv_updates`] reads both modes as per-sender [`Update`]s that a
+//! [`RoomState`] keeps.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), gsrelay::client::ClientError> {
 //! use gsrelay::client::{Client, JoinOptions};
@@ -15,7 +20,11 @@
 //! # }
 //! ```
 
-use crate::relay::{Interest, Joined, SessionId, parse_session_id};
+mod state;
+
+pub use state::{RoomState, Update, updates};
+
+use crate::relay::{Delivery, Interest, Joined, SessionId, parse_session_id};
 use crate::rtp::rtcp::{self, FirEntry, RtcpError, RtcpWriteError};
 use crate::rtp::{
     KeyMaterial, PacketClass, RtcpItem, RtpError, RtpHeader, RtpPacket, RtpWriteError, SrtpError,
@@ -52,6 +61,21 @@ pub struct JoinOptions {
     pub profile: Option<SrtpProfile>,
     /// Ask for plain RTP (only relays run with `--insecure-plain-rtp` accept).
     pub plain_rtp: bool,
+}
+
+impl JoinOptions {
+    /// Options asking for aggregated delivery: one stream from the relay's SSRC carrying
+    /// every sender's objects, each packet sent at most `max_delay_ms` after its oldest
+    /// update (the relay's default when `None`). Read it with [`Client::recv_updates`].
+    pub fn aggregated(max_delay_ms: Option<u32>) -> Self {
+        Self {
+            interest: Some(Interest {
+                delivery: Delivery::aggregated(max_delay_ms),
+                ..Interest::default()
+            }),
+            ..Self::default()
+        }
+    }
 }
 
 /// A packet received from the relay, after SRTP unprotection.
@@ -470,6 +494,26 @@ impl Client {
                 }
                 Some(Received::Rtcp(_)) => continue,
                 None => return Ok(None),
+            }
+        }
+    }
+
+    /// The updates of the next packet that carries any (objects, or senders leaving), in
+    /// either delivery mode: an aggregated packet gives one update per sender. `None` on
+    /// timeout. Apply them to a [`RoomState`] to keep every sender's latest state.
+    pub async fn recv_updates(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<Vec<Update>>, ClientError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let Some(received) = self.recv(left).await? else {
+                return Ok(None);
+            };
+            let got = updates(&received, self.dialect)?;
+            if !got.is_empty() {
+                return Ok(Some(got));
             }
         }
     }

@@ -23,7 +23,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::{DefaultBodyLimit, FromRequest, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, MatchedPath, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -88,6 +88,14 @@ impl ApiError {
     }
 }
 
+/// The code of an error response, kept in its extensions so the request metrics can
+/// count refused joins by reason.
+#[derive(Clone, Copy)]
+struct ErrorCode(&'static str);
+
+/// The join route, whose refusals are counted by reason.
+const JOIN_ROUTE: &str = "/v1/rooms/{room}/sessions";
+
 #[derive(Serialize)]
 struct ErrorBody<'a> {
     error: ErrorDetail<'a>,
@@ -108,6 +116,8 @@ impl IntoResponse for ApiError {
             },
         };
         let mut resp = (self.status, Json(body)).into_response();
+        // For the request metrics, which see only the response.
+        resp.extensions_mut().insert(ErrorCode(self.code));
         let headers = resp.headers_mut();
         if self.status == StatusCode::UNAUTHORIZED {
             // RFC 6750 §3: tell the client which scheme is expected.
@@ -242,6 +252,7 @@ impl ApiState {
     /// Marks the relay as draining: `/readyz` answers 503 and joins are refused.
     pub fn start_draining(&self) {
         self.0.draining.store(true, Ordering::SeqCst);
+        self.0.metrics.draining.set(1);
     }
 
     /// Whether draining has started.
@@ -326,7 +337,7 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// The router serving the whole API, counting requests by status class.
+/// The router serving the whole API, counting and timing requests by route and status.
 pub fn router(state: ApiState) -> Router {
     let metrics = state.0.metrics.clone();
     let shed = state.0.metrics.clone();
@@ -341,7 +352,7 @@ pub fn router(state: ApiState) -> Router {
         .layer(LoadShedLayer::new())
         .layer(GlobalConcurrencyLimitLayer::new(max_in_flight));
     let api = Router::new()
-        .route("/v1/rooms/{room}/sessions", post(join))
+        .route(JOIN_ROUTE, post(join))
         .route("/v1/rooms/{room}", get(room_info))
         .route("/v1/sessions/{id}/interest", put(set_interest))
         .route("/v1/sessions/{id}", delete(leave))
@@ -358,16 +369,21 @@ pub fn router(state: ApiState) -> Router {
         .with_state(state)
 }
 
+/// Counts and times each request by route: the matched path template (bounded, unlike
+/// the path itself), or `unmatched` for requests no route took.
 async fn count_requests(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let resp = next.run(req).await;
-    let class = match resp.status().as_u16() {
-        100..=199 => "1xx",
-        200..=299 => "2xx",
-        300..=399 => "3xx",
-        400..=499 => "4xx",
-        _ => "5xx",
-    };
-    metrics.http_requests.with_label_values(&[class]).inc();
+    metrics.observe_http(&route, resp.status().as_u16(), started.elapsed());
+    if route == JOIN_ROUTE
+        && let Some(ErrorCode(code)) = resp.extensions().get::<ErrorCode>()
+    {
+        metrics.refuse_join(code);
+    }
     resp
 }
 
@@ -673,6 +689,8 @@ async fn room_info(
 }
 
 async fn render_metrics(State(state): State<ApiState>) -> Response {
+    let ready = readiness(&state).is_ok();
+    state.0.metrics.ready.set(i64::from(ready));
     (
         [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
         state.0.metrics.render(),
@@ -695,13 +713,19 @@ async fn healthz(State(state): State<ApiState>) -> Result<Json<Status>, ApiError
 }
 
 async fn readyz(State(state): State<ApiState>) -> Result<Json<Status>, ApiError> {
+    readiness(&state)?;
+    Ok(Json(Status { status: "ready" }))
+}
+
+/// Ready while the relay task runs and no drain has started.
+fn readiness(state: &ApiState) -> Result<(), ApiError> {
     if state.0.relay.is_stopped() {
         return Err(relay_stopped());
     }
     if state.is_draining() {
         return Err(draining());
     }
-    Ok(Json(Status { status: "ready" }))
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The core's control surface: what joining asks and answers, and how it can fail.
 
+use super::delivery::DeliveryMode;
 use super::interest::Interest;
 use crate::wire::Dialect;
 use serde::Serialize;
@@ -93,6 +94,8 @@ pub struct SessionInfo {
     pub subscribe: bool,
     /// Wire dialect.
     pub dialect: Dialect,
+    /// Per-stream or aggregated delivery.
+    pub delivery: DeliveryMode,
 }
 
 /// One stream of a room.

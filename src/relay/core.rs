@@ -2,6 +2,7 @@
 //! sessions and time; outputs are packets to sessions ([`Relay::poll_transmit`]) and the
 //! next wake-up ([`Relay::poll_timeout`]). It owns no socket and reads no clock.
 
+use super::aggregate::{Aggregator, Tx};
 use super::api::{
     ControlError, JoinRequest, Joined, RoomInfo, SessionId, SessionInfo, StreamInfo,
     format_session_id,
@@ -42,6 +43,8 @@ pub struct Relay {
     next_sweep: Option<Instant>,
     closed: Vec<SessionId>,
     draining: bool,
+    /// Aggregated delivery: views and members.
+    pub(super) agg: Aggregator,
     /// Scratch: streams whose deferred snapshots are due, sessions to drain, and objects
     /// that expired (reused: no allocation per wake-up).
     pub(super) due_streams: Vec<u32>,
@@ -63,6 +66,7 @@ impl Relay {
                 break s;
             }
         };
+        let agg = Aggregator::new(xorshift(&mut rng));
         Self {
             cfg,
             relay_ssrc,
@@ -79,6 +83,7 @@ impl Relay {
             next_sweep: None,
             closed: Vec::new(),
             draining: false,
+            agg,
             due_streams: Vec::new(),
             drain_ids: Vec::new(),
             expired: Vec::new(),
@@ -185,6 +190,7 @@ impl Relay {
                 relevance::place(room, s, center);
             }
         }
+        self.sync_delivery(id, now);
         self.metrics.sessions.inc();
         self.next_sweep.get_or_insert(now + self.cfg.sweep_interval);
         Ok(Joined {
@@ -222,6 +228,7 @@ impl Relay {
             relevance::unplace(room, s);
         }
         self.sessions.remove(&id);
+        self.end_delivery(id);
         self.by_ssrc.remove(&ssrc);
         self.metrics.sessions.dec();
         if let Some(room) = self.rooms.get_mut(&room_name) {
@@ -257,6 +264,7 @@ impl Relay {
             let center = s.interest.area.as_ref().and_then(|a| a.center);
             relevance::place(room, s, center);
         }
+        self.sync_delivery(id, now);
         Ok(())
     }
 
@@ -274,6 +282,7 @@ impl Relay {
                 publish: s.publish,
                 subscribe: s.subscribe,
                 dialect: s.dialect,
+                delivery: s.interest.delivery.mode,
             })
             .collect();
         let mut streams: Vec<StreamInfo> = room
@@ -300,7 +309,11 @@ impl Relay {
 
     /// When [`Relay::handle_timeout`] should next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.next_sweep.into_iter().chain(self.pace_at).min()
+        self.next_sweep
+            .into_iter()
+            .chain(self.pace_at)
+            .chain(self.agg.due())
+            .min()
     }
 
     /// Sessions the relay removed by itself (timeouts) since the last call, so the
@@ -315,6 +328,8 @@ impl Relay {
         if self.pace_at.is_some_and(|t| now >= t) {
             self.drain_paced(now);
         }
+        self.mix(now, false);
+        self.flush_aggregates(now);
         self.count_overflow();
         if self.next_sweep.is_none_or(|t| now < t) {
             return;
@@ -408,8 +423,24 @@ impl Relay {
         } else {
             forward::drain_pending(room, sub, &mut self.out, now, self.cfg.payload_budget)
         };
+        if let Some(took) = sub.pacing.snapshot_done(now) {
+            self.metrics.snapshot_duration.observe(took.as_secs_f64());
+        }
         let deferred = sub.feedback.next_deferred();
         self.pace_at = self.pace_at.into_iter().chain(due).chain(deferred).min();
+    }
+
+    /// Adds what pacing did during a fan-out to the metrics.
+    fn count_paced(&mut self) {
+        let c = std::mem::take(&mut self.scratch.paced);
+        if c == forward::PaceCounts::default() {
+            return;
+        }
+        let m = &self.metrics.pacing;
+        m.deferred_rate_tier.inc_by(c.rate_tier);
+        m.deferred_cap.inc_by(c.cap_deferred);
+        m.dropped_cap.inc_by(c.cap_dropped);
+        m.coalesced.inc_by(c.coalesced);
     }
 
     pub(super) fn drop_packet(&self, reason: &str) {
@@ -422,6 +453,7 @@ impl Relay {
         if let Err(reason) = self.accept_rtp(now, from, packet) {
             self.drop_packet(reason);
         }
+        self.mix(now, false);
         self.count_overflow();
     }
 
@@ -480,6 +512,7 @@ impl Relay {
                 self.metrics.sessions.dec();
                 self.closed.push(id);
             }
+            self.end_delivery(id);
         }
     }
 
@@ -522,6 +555,10 @@ impl Relay {
         self.refs.clear();
         for r in wire::objects(pkt.payload(), dialect) {
             self.refs.push(r.map_err(|e| e.reason())?);
+        }
+        // Containers are the relay's own framing towards subscribers (aggregated delivery).
+        if self.refs.iter().any(|r| r.kind == ObjectKind::Container) {
+            return Err("container_from_sender");
         }
         let room = self.rooms.get_mut(&s.room).ok_or("unknown_session")?;
         let (seq, ts) = (pkt.sequence_number(), pkt.timestamp());
@@ -584,6 +621,16 @@ impl Relay {
             now,
         );
         self.pace_at = self.pace_at.into_iter().chain(due).min();
+        let mut tx = Tx::new(
+            &mut self.out,
+            &self.metrics,
+            self.relay_ssrc,
+            now,
+            self.cfg.payload_budget,
+        );
+        self.agg
+            .fan_out(&self.sessions[&from].room, &packet, &mut tx);
+        self.count_paced();
         let mut followers = std::mem::take(&mut self.scratch.to_drain);
         for id in followers.drain(..) {
             self.drain_session(now, id);
@@ -659,7 +706,7 @@ fn index_objects(
     }
 }
 
-fn xorshift(s: &mut u64) -> u64 {
+pub(super) fn xorshift(s: &mut u64) -> u64 {
     *s ^= *s << 13;
     *s ^= *s >> 7;
     *s ^= *s << 17;

@@ -27,6 +27,8 @@ impl Relay {
         if let Err(reason) = self.accept_rtcp(now, from, packet) {
             self.drop_packet(reason);
         }
+        // Snapshots asked for by feedback go out now, also in aggregated delivery.
+        self.mix(now, true);
         self.count_overflow();
     }
 
@@ -62,7 +64,11 @@ impl Relay {
                     lost,
                 } if sender_ssrc == own => {
                     self.count_feedback("nack");
-                    self.repair(now, from, media_ssrc, &lost);
+                    if media_ssrc == self.relay_ssrc {
+                        self.repair_aggregated(now, from, &lost);
+                    } else {
+                        self.repair(now, from, media_ssrc, &lost);
+                    }
                 }
                 RtcpItem::Tmmbr {
                     sender_ssrc,
@@ -80,6 +86,8 @@ impl Relay {
                     if let (Some(s), Some(cap)) = (self.sessions.get_mut(&from), cap) {
                         s.tmmbr_bps = Some(cap);
                         s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
+                        // A capped subscriber no longer shares an aggregated view.
+                        self.sync_delivery(from, now);
                     }
                 }
                 RtcpItem::Bye { ssrcs } if ssrcs.contains(&own) => {
@@ -227,7 +235,7 @@ impl Relay {
             pacing,
             ..
         } = sub;
-        let mut queued = 0u64;
+        let (mut queued, mut bytes) = (0u64, 0usize);
         for (eid, e) in stream.store.iter() {
             let wanted = entry_relevance(
                 inside, interest, *dialect, from, center, stream, ssrc, eid, e,
@@ -236,10 +244,14 @@ impl Relay {
             if wanted {
                 pacing.defer((ssrc, eid), now, now);
                 queued += 1;
+                bytes += e.bytes.len();
             }
         }
         if queued > 0 {
+            pacing.snapshot_since.get_or_insert(now);
             self.metrics.snapshots.inc();
+            self.metrics.snapshot_objects.observe(queued as f64);
+            self.metrics.snapshot_bytes.observe(bytes as f64);
         }
     }
 
@@ -379,6 +391,7 @@ impl Relay {
         }
         self.metrics.streams.dec();
         self.metrics.cached_objects.sub(stream.store.len() as i64);
+        self.agg.sender_left(room_name, ssrc);
         for member in room.members.clone() {
             let Some(s) = self.sessions.get_mut(&member) else {
                 continue;

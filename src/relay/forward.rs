@@ -34,9 +34,25 @@ pub struct Scratch {
     audience: Vec<SessionId>,
     /// Cells the packet's objects just left: their subscribers must see them leave.
     pub moved_from: Vec<grid::Cell>,
-    /// Subscribers that got relay-made sends queued (objects following an entered one):
-    /// the core drains their pacing once the fan-out is done.
+    /// Subscribers that got relay-made sends queued (objects following an entered one),
+    /// or whose snapshot live updates just completed: the core drains their pacing once
+    /// the fan-out is done.
     pub to_drain: Vec<SessionId>,
+    /// What pacing did to the objects fanned out, for the core to count.
+    pub paced: PaceCounts,
+}
+
+/// Objects pacing held back or dropped since the core last took the counts.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PaceCounts {
+    /// Deferred by a rate tier.
+    pub rate_tier: u64,
+    /// Deferred by a bandwidth cap.
+    pub cap_deferred: u64,
+    /// Dropped by a bandwidth cap (no objectID: nothing cached to send later).
+    pub cap_dropped: u64,
+    /// Pending updates superseded by a newer one.
+    pub coalesced: u64,
 }
 
 /// What is being forwarded.
@@ -73,7 +89,11 @@ pub fn fan_out(
         let Some(sub) = sessions.get_mut(member) else {
             continue;
         };
-        if !sub.subscribe || !sub.interest.admits_stream(ssrc, *member == p.from) {
+        // Shared aggregated views get the packet once per view (`aggregate`).
+        if !sub.subscribe
+            || !sub.interest.admits_stream(ssrc, *member == p.from)
+            || super::aggregate::shares_view(sub)
+        {
             continue;
         }
         let center = relevance::center(room, sub);
@@ -130,6 +150,10 @@ pub fn fan_out(
                 if let Some(id) = r.id {
                     sub.pacing.pending.remove(&(ssrc, id));
                 }
+            }
+            if sub.pacing.pending.is_empty() && sub.pacing.snapshot_since.is_some() {
+                // Its snapshot is complete: the core's drain records how long it took.
+                scratch.to_drain.push(*member);
             }
         }
         if !scratch.entered.is_empty()
@@ -204,7 +228,8 @@ fn pace(
             .and_then(|iv| pacing.last_sent.get(&key).map(|t| *t + iv))
             .filter(|due| *due > now);
         if let Some(due) = wait {
-            pacing.defer(key, now, due);
+            scratch.paced.rate_tier += 1;
+            scratch.paced.coalesced += u64::from(pacing.defer(key, now, due));
             next = next.into_iter().chain([due]).min();
             if let Some(m) = scratch.mask.get_mut(i) {
                 *m = false;
@@ -232,8 +257,11 @@ fn pace(
                 // Cached objects wait, coalesced; objects without an objectID have no
                 // cached state to send later and are dropped.
                 if let Some(id) = id {
-                    pacing.defer((ssrc, id), now, now);
+                    scratch.paced.cap_deferred += 1;
+                    scratch.paced.coalesced += u64::from(pacing.defer((ssrc, id), now, now));
                     next = Some(now);
+                } else {
+                    scratch.paced.cap_dropped += 1;
                 }
                 if let Some(m) = scratch.mask.get_mut(i) {
                     *m = false;

@@ -2,6 +2,7 @@
 //! `PUT /v1/sessions/{id}/interest`; every field is validated with a message naming it.
 
 use super::area::Area;
+use super::delivery::Delivery;
 use super::limits::BITRATE;
 use super::pacing::{PredictionGate, RateTier, validate_tiers};
 use crate::wire::ObjectKind;
@@ -25,6 +26,9 @@ pub struct Interest {
     pub max_bitrate_bps: Option<u64>,
     /// Skip updates the subscriber can extrapolate (opt-in).
     pub prediction: Option<PredictionGate>,
+    /// Per-stream (default) or aggregated delivery.
+    #[serde(skip_serializing_if = "Delivery::is_default")]
+    pub delivery: Delivery,
 }
 
 /// An allow list (everything when absent) and a deny list (applied after it).
@@ -87,6 +91,7 @@ impl Interest {
         if let Some(g) = &self.prediction {
             g.validate()?;
         }
+        self.delivery.validate()?;
         if let Some(bps) = self.max_bitrate_bps
             && !(BITRATE.0..=BITRATE.1).contains(&bps)
         {

@@ -21,6 +21,9 @@ pub const MAX_TOLERANCE: f32 = 1000.0;
 pub const MAX_TOLERANCE_PER_METER: f32 = 10.0;
 /// Largest rotation error a prediction gate tolerates, in degrees.
 pub const MAX_ROTATION_DEG: f32 = 180.0;
+/// Longest an update may wait for an aggregated packet to fill, in ms: beyond a second,
+/// game state is stale.
+pub const MAX_DELAY_MS: u32 = 1000;
 
 /// Checks that `v` is a finite number in `[lo, hi]`, naming `field` and the range.
 pub fn in_range(field: &str, v: f32, lo: f32, hi: f32) -> Result<(), String> {

@@ -7,11 +7,13 @@
 //! wake-up ([`Relay::poll_timeout`]). Time is always an argument; nothing here reads a
 //! clock, owns a socket or spawns a task, so tests drive it faster than real time.
 
+mod aggregate;
 mod api;
 pub mod area;
 mod budget;
 mod config;
 mod core;
+mod delivery;
 mod feedback;
 mod forward;
 mod grid;
@@ -31,6 +33,7 @@ pub use api::{
 pub use config::RelayConfig;
 pub(crate) use config::secs as serde_secs;
 pub use core::Relay;
+pub use delivery::{Delivery, DeliveryMode};
 pub use interest::Interest;
 pub use outbox::{OutboxMark, Transmit};
 pub use session::Session;

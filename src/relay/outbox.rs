@@ -1,9 +1,16 @@
 //! Packets the core wants sent, queued in one reused buffer: no allocation per packet in
 //! steady state.
+//!
+//! RTP packets for a session in aggregated delivery are not queued: [`Outbox::commit`]
+//! diverts them, and the core re-packs their objects into that session's aggregated
+//! stream (`relay::aggregate`), which it queues with [`Outbox::commit_direct`]. So every
+//! path that decides what a subscriber gets (forwarding, snapshots, pacing, objects
+//! entering an area) serves both delivery modes unchanged.
 
 use super::api::SessionId;
 use crate::rtp::PacketClass;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
+use std::ops::Range;
 
 /// One packet to send to one session (plaintext; the transport encrypts it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +36,8 @@ struct Pending {
 pub struct OutboxMark {
     queued: usize,
     bytes: usize,
+    diverted: usize,
+    diverted_bytes: usize,
 }
 
 /// The output queue, with a ceiling on the bytes it holds.
@@ -40,6 +49,18 @@ pub struct Outbox {
     limit: usize,
     /// Packets refused at the ceiling since the last [`Outbox::take_overflowed`].
     overflowed: u64,
+    /// Sessions whose RTP is diverted to aggregation.
+    mixed: HashSet<SessionId>,
+    diverted: Diverted,
+}
+
+/// Per-stream RTP packets diverted from sessions in aggregated delivery.
+#[derive(Debug, Default)]
+pub struct Diverted {
+    /// Their bytes.
+    pub buf: Vec<u8>,
+    /// Each packet's session and bytes, in the order they were made.
+    pub packets: Vec<(SessionId, Range<usize>)>,
 }
 
 impl Outbox {
@@ -56,6 +77,8 @@ impl Outbox {
         OutboxMark {
             queued: self.queue.len(),
             bytes: self.buf.len(),
+            diverted: self.diverted.packets.len(),
+            diverted_bytes: self.diverted.buf.len(),
         }
     }
 
@@ -64,6 +87,10 @@ impl Outbox {
         if self.queue.len() >= mark.queued && self.buf.len() >= mark.bytes {
             self.queue.truncate(mark.queued);
             self.buf.truncate(mark.bytes);
+        }
+        if self.diverted.packets.len() >= mark.diverted {
+            self.diverted.packets.truncate(mark.diverted);
+            self.diverted.buf.truncate(mark.diverted_bytes);
         }
     }
 
@@ -81,8 +108,32 @@ impl Outbox {
         (&mut self.buf, start)
     }
 
-    /// Queues the bytes appended since `start`.
+    /// Queues the bytes appended since `start` (diverts them, for RTP to a session in
+    /// aggregated delivery).
     pub fn commit(&mut self, to: SessionId, class: PacketClass, start: usize) {
+        if class == PacketClass::Rtp && !self.mixed.is_empty() && self.mixed.contains(&to) {
+            self.divert(to, start);
+        } else {
+            self.commit_direct(to, class, start);
+        }
+    }
+
+    /// Moves the bytes appended since `start` to the diverted packets.
+    fn divert(&mut self, to: SessionId, start: usize) {
+        let packet = self.buf.get(start..).unwrap_or_default();
+        let at = self.diverted.buf.len();
+        if self.limit > 0 && at + packet.len() > self.limit {
+            self.overflowed += 1;
+        } else {
+            self.diverted.buf.extend_from_slice(packet);
+            let range = at..self.diverted.buf.len();
+            self.diverted.packets.push((to, range));
+        }
+        self.buf.truncate(start);
+    }
+
+    /// Queues the bytes appended since `start`, never diverting them.
+    pub fn commit_direct(&mut self, to: SessionId, class: PacketClass, start: usize) {
         let end = self.buf.len();
         if self.limit > 0 && end > self.limit {
             self.buf.truncate(start);
@@ -118,5 +169,27 @@ impl Outbox {
             class: p.class,
             bytes,
         })
+    }
+
+    /// Diverts (or stops diverting) a session's RTP.
+    pub fn set_mixed(&mut self, to: SessionId, mixed: bool) {
+        if mixed {
+            self.mixed.insert(to);
+        } else {
+            self.mixed.remove(&to);
+        }
+    }
+
+    /// Takes the packets diverted so far; hand the buffers back with
+    /// [`Outbox::restore_diverted`] to reuse them.
+    pub fn take_diverted(&mut self) -> Diverted {
+        std::mem::take(&mut self.diverted)
+    }
+
+    /// Returns the diverted buffers, emptied.
+    pub fn restore_diverted(&mut self, mut d: Diverted) {
+        d.buf.clear();
+        d.packets.clear();
+        self.diverted = d;
     }
 }

@@ -185,6 +185,9 @@ pub struct Pacing {
     pub bucket: Option<ByteBucket>,
     /// Budget of relay-made sends when no cap applies (with a cap they count against it).
     own: ByteBucket,
+    /// When the snapshot being sent was queued, until nothing is pending (for the
+    /// snapshot-duration metric).
+    pub snapshot_since: Option<Instant>,
 }
 
 impl Pacing {
@@ -196,6 +199,7 @@ impl Pacing {
             pending: HashMap::new(),
             bucket: None,
             own: ByteBucket::with_burst(rate_bps, burst, now),
+            snapshot_since: None,
         }
     }
 
@@ -221,11 +225,27 @@ impl Pacing {
     }
 
     /// Makes `key` pending (keeping when it started waiting, and the earliest due time).
-    pub fn defer(&mut self, key: (u32, u64), now: Instant, due: Instant) {
+    /// Returns whether it already was: the update it stood for is then coalesced into the
+    /// newer one.
+    pub fn defer(&mut self, key: (u32, u64), now: Instant, due: Instant) -> bool {
+        let mut was = true;
         self.pending
             .entry(key)
             .and_modify(|p| p.due = p.due.min(due))
-            .or_insert(Pending { since: now, due });
+            .or_insert_with(|| {
+                was = false;
+                Pending { since: now, due }
+            });
+        was
+    }
+
+    /// When nothing is pending any more, how long the snapshot that was being sent took.
+    pub fn snapshot_done(&mut self, now: Instant) -> Option<std::time::Duration> {
+        if !self.pending.is_empty() {
+            return None;
+        }
+        let since = self.snapshot_since.take()?;
+        Some(now.saturating_duration_since(since))
     }
 
     /// The earliest moment something pending could go.

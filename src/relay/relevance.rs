@@ -84,7 +84,8 @@ pub fn evaluate(
 /// (Re)registers a subscriber in its room's grid for its area centred at `center`.
 pub fn place(room: &mut Room, sub: &mut Session, center: Option<[f32; 3]>) {
     unplace(room, sub);
-    if !sub.subscribe {
+    // A shared aggregated view gets each packet once for all its members, not per member.
+    if !sub.subscribe || super::aggregate::shares_view(sub) {
         return;
     }
     let cells = sub

@@ -215,6 +215,10 @@ impl Shell {
                 Err(reason) => self.metrics.drop(reason),
             }
         }
+        // Aggregated delivery with `max_delay_ms: 0` sends what this batch brought.
+        guarded(&mut self.relay, &self.metrics, "aggregate", now, |r| {
+            r.flush_aggregates(now)
+        });
         self.flush().await;
         self.forget_closed();
         let latency = now.elapsed().as_secs_f64();

@@ -1,5 +1,6 @@
 //! Typed decoding: payload bytes to [`Object`]s.
 
+use super::container;
 use super::dialect::{Dialect, ObjectKind};
 use super::error::DecodeError;
 use super::json::Hex;
@@ -36,6 +37,7 @@ pub fn decode_tlv(tlv: Tlv<'_>, dialect: Dialect) -> Result<Object, DecodeError>
         ObjectKind::Mesh1 => Object::Mesh1(mesh1(&mut b, dialect)?),
         ObjectKind::Mesh2 => Object::Mesh2(mesh2(&mut b)?),
         ObjectKind::GameControl1 => Object::GameControl1(gamecontrol1(&mut b, dialect)?),
+        ObjectKind::Container => Object::Container(container::decode_body(&mut b, dialect)?),
         _ => fixed_object(kind, &mut b, dialect)?,
     };
     Ok(obj)

@@ -36,6 +36,7 @@ impl Dialect {
             (Dialect::Draft01, 133) => GameControl1,
             (Dialect::Draft01, 134) => ThreeDof1,
             (Dialect::Draft01, 135) => SixDof1,
+            (_, super::container::CONTAINER_TAG) => Container,
             _ => Unknown,
         }
     }
@@ -58,6 +59,7 @@ impl Dialect {
             (Dialect::Gse, Mesh1) => 0x8000,
             (Dialect::Gse, Hand2) => 0x8001,
             (Dialect::Gse, HeadIpd1) => 0x8002,
+            (_, Container) => super::container::CONTAINER_TAG,
             _ => return None,
         };
         Some(tag)
@@ -116,13 +118,15 @@ pub enum ObjectKind {
     SixDof1,
     /// Interpupillary distance as a top-level object (gse allows this; it has no objectID).
     HeadIpd1,
+    /// A relay's container of one sender's objects (aggregated delivery; both dialects).
+    Container,
     /// A tag this dialect does not know: kept and forwarded untouched.
     Unknown,
 }
 
 impl ObjectKind {
     /// Every kind, for metrics label sets and tests.
-    pub const ALL: [ObjectKind; 12] = [
+    pub const ALL: [ObjectKind; 13] = [
         ObjectKind::Head1,
         ObjectKind::Hand1,
         ObjectKind::Hand2,
@@ -134,6 +138,7 @@ impl ObjectKind {
         ObjectKind::ThreeDof1,
         ObjectKind::SixDof1,
         ObjectKind::HeadIpd1,
+        ObjectKind::Container,
         ObjectKind::Unknown,
     ];
 
@@ -151,6 +156,7 @@ impl ObjectKind {
             ObjectKind::ThreeDof1 => "threedof1",
             ObjectKind::SixDof1 => "sixdof1",
             ObjectKind::HeadIpd1 => "headipd1",
+            ObjectKind::Container => "container",
             ObjectKind::Unknown => "unknown",
         }
     }

@@ -90,6 +90,7 @@ pub fn kind_of(o: &Object) -> ObjectKind {
         Object::ThreeDof1(_) => ObjectKind::ThreeDof1,
         Object::SixDof1(_) => ObjectKind::SixDof1,
         Object::HeadIpd1(_) => ObjectKind::HeadIpd1,
+        Object::Container(_) => ObjectKind::Container,
         Object::Unknown(_) => ObjectKind::Unknown,
     }
 }
@@ -204,6 +205,7 @@ fn body(o: &Object, d: Dialect, w: &mut Vec<u8>) -> Result<(), EncodeError> {
             w.put_f16(h.ipd);
             extra(w, &h.extra)
         }
+        Object::Container(c) => super::container::encode_body(c, d, w),
         Object::Unknown(_) => Ok(()),
     }
 }

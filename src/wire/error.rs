@@ -35,6 +35,10 @@ pub enum ErrorKind {
     },
     /// An array count that cannot fit in the object's remaining bytes.
     CountTooLarge(u64),
+    /// A container whose ObjectID is not an SSRC (more than 32 bits).
+    ContainerId(u64),
+    /// A container inside a container.
+    NestedContainer,
 }
 
 /// A decode failure at an absolute byte offset of the input.
@@ -64,6 +68,7 @@ impl DecodeError {
             ErrorKind::UnexpectedOptional(_) => "bad_optional",
             ErrorKind::OptionalTooShort { .. } => "bad_optional",
             ErrorKind::CountTooLarge(_) => "bad_count",
+            ErrorKind::ContainerId(_) | ErrorKind::NestedContainer => "bad_container",
         }
     }
 }
@@ -90,6 +95,8 @@ impl fmt::Display for ErrorKind {
                 )
             }
             Self::CountTooLarge(n) => write!(f, "array count {n} exceeds the object's Length"),
+            Self::ContainerId(id) => write!(f, "container objectID {id} is not an SSRC"),
+            Self::NestedContainer => write!(f, "a container inside a container"),
         }
     }
 }

@@ -8,6 +8,7 @@
 //! Both read the same [`layout`] and accept the same payloads. See `docs/wire-format.md`
 //! for the dialects and every ambiguity of the draft.
 
+pub mod container;
 mod decode;
 mod dialect;
 mod encode;
@@ -22,6 +23,7 @@ pub mod reader;
 mod scan;
 pub mod writer;
 
+pub use container::{CONTAINER_TAG, Container};
 pub use decode::{decode, decode_tlv};
 pub use dialect::{Dialect, ObjectKind};
 pub use encode::{EncodeError, encode, encode_object, kind_of};

@@ -464,6 +464,7 @@ pub enum Object {
     SixDof1(SixDof1),
     #[serde(rename = "HeadIPD1")]
     HeadIpd1(HeadIpd1),
+    Container(super::container::Container),
     Unknown(Unknown),
 }
 
@@ -487,7 +488,7 @@ mod opt_float {
 
 impl Object {
     /// The objectID (`None` for a top-level HeadIPD1, and for an unknown object whose
-    /// body does not start with a VarUInt).
+    /// body does not start with a VarUInt; a container's is its sender's SSRC).
     pub fn id(&self) -> Option<u64> {
         match self {
             Object::Head1(o) => Some(o.id),
@@ -501,6 +502,7 @@ impl Object {
             Object::ThreeDof1(o) => Some(o.id),
             Object::SixDof1(o) => Some(o.id),
             Object::HeadIpd1(_) => None,
+            Object::Container(c) => Some(u64::from(c.ssrc)),
             Object::Unknown(u) => super::reader::Reader::new(&u.data.0).varuint().ok(),
         }
     }
@@ -533,7 +535,7 @@ impl Object {
             Object::ThreeDof1(o) => Some(&o.extra),
             Object::SixDof1(o) => Some(&o.extra),
             Object::HeadIpd1(o) => Some(&o.extra),
-            Object::Unknown(_) => None,
+            Object::Container(_) | Object::Unknown(_) => None,
         }
     }
 

@@ -5,6 +5,7 @@
 //! optional parts, mesh array counts) without decoding floats it does not need and
 //! without allocating.
 
+use super::container;
 use super::dialect::{Dialect, ObjectKind};
 use super::error::DecodeError;
 use super::layout::{self, Fixed, Optional};
@@ -80,6 +81,11 @@ impl Iterator for Objects<'_> {
 
 fn scan_one(r: &mut Reader<'_>, dialect: Dialect) -> Result<ObjectRef, DecodeError> {
     let tlv = layout::read_tlv(r)?;
+    scan_tlv(tlv, r.offset(), dialect)
+}
+
+/// Scans one object whose Tag and Length have been read; `end` is its end offset.
+fn scan_tlv(tlv: layout::Tlv<'_>, end: usize, dialect: Dialect) -> Result<ObjectRef, DecodeError> {
     let kind = dialect.kind_of(tlv.tag);
     let mut b = tlv.body;
     let mut o = ObjectRef {
@@ -87,12 +93,19 @@ fn scan_one(r: &mut Reader<'_>, dialect: Dialect) -> Result<ObjectRef, DecodeErr
         kind,
         id: None,
         start: tlv.start,
-        end: r.offset(),
+        end,
         position: None,
         parent: None,
     };
     match kind {
         ObjectKind::Unknown => o.id = b.varuint().ok(),
+        ObjectKind::Container => {
+            o.id = Some(u64::from(container::read_ssrc(&mut b)?));
+            while !b.is_empty() {
+                let inner = container::inner_tlv(&mut b, dialect)?;
+                scan_tlv(inner, b.offset(), dialect)?;
+            }
+        }
         ObjectKind::HeadIpd1 => {
             b.u16()?;
             layout::trailer(&mut b, Optional::None, dialect)?;

