@@ -384,3 +384,25 @@ fn a_tmmbr_of_zero_is_clamped_not_a_stall() {
         "the snapshot still trickles through at the floor rate"
     );
 }
+
+#[test]
+fn a_restarted_relay_hands_out_other_session_ids() {
+    // The server seeds each relay from the OS: two seeds stand for before and after.
+    let first = |seed| {
+        let mut relay = gsrelay::relay::Relay::new(
+            RelayConfig::default(),
+            seed,
+            gsrelay::metrics::Metrics::new(),
+        );
+        let req = gsrelay::relay::JoinRequest {
+            room: "r".into(),
+            identity: "p".into(),
+            subscribe: true,
+            ..Default::default()
+        };
+        relay.join(std::time::Instant::now(), req).unwrap().session
+    };
+    let (before, after) = (first(0x1234_5678), first(0x9abc_def0));
+    assert_ne!(before, after, "a stale id names nobody's new session");
+    assert!(before > 1 << 32 && after > 1 << 32, "not a small counter");
+}

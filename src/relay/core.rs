@@ -67,11 +67,14 @@ impl Relay {
             }
         };
         let agg = Aggregator::new(xorshift(&mut rng));
+        // Ids start at a random point (the top bit clear, so they never wrap): a relay that
+        // restarted does not hand a client's old session id to someone else's session.
+        let first_id = (xorshift(&mut rng) >> 1).max(1);
         Self {
             cfg,
             relay_ssrc,
             rng,
-            next_id: 1,
+            next_id: first_id,
             rooms: HashMap::new(),
             sessions: HashMap::new(),
             by_ssrc: HashMap::new(),
