@@ -35,6 +35,8 @@ use rtc_srtp::option::{srtcp_replay_protection, srtp_replay_protection};
 use rtc_srtp::protection_profile::ProtectionProfile;
 use serde::{Deserialize, Serialize};
 
+use super::packet::{RtpError, RtpPacket};
+
 /// Width, in packets, of the SRTP and SRTCP replay windows on inbound traffic.
 ///
 /// libsrtp's default; wider than rtc-srtp's 64 so ordinary UDP reordering is not taken for
@@ -235,6 +237,9 @@ pub enum SrtpError {
     /// The RTP or RTCP header does not parse.
     #[error("malformed header")]
     Malformed(#[source] RtcError),
+    /// A plaintext RTP packet to protect does not parse.
+    #[error("malformed RTP packet")]
+    MalformedRtp(#[source] RtpError),
     /// Key material of the wrong length, encoding or profile.
     #[error("bad SRTP key: {0}")]
     BadKey(String),
@@ -253,7 +258,7 @@ impl SrtpError {
             Self::AuthFailed => "auth_failed",
             Self::Replay => "replay",
             Self::TooShort => "too_short",
-            Self::Malformed(_) => "malformed",
+            Self::Malformed(_) | Self::MalformedRtp(_) => "malformed",
             Self::BadKey(_) => "bad_key",
             Self::UnknownProfile(_) => "unknown_profile",
             Self::Other(_) => "other",
@@ -394,8 +399,13 @@ impl SrtpSession {
     /// Encrypts and authenticates an RTP packet; returns the SRTP packet, which is
     /// [`SrtpProfile::rtp_overhead`] bytes longer.
     ///
+    /// The packet must parse as RTP ([`RtpPacket::parse`]): rtc-srtp re-derives the header
+    /// length from its own parse, which for a malformed header extension (an element running
+    /// past the extension) can exceed the packet, and then slices out of bounds (found by
+    /// fuzzing, `tests/fuzz_regressions.rs`).
     /// Allocates the returned buffer (see the module docs).
     pub fn protect_rtp(&mut self, packet: &[u8]) -> Result<BytesMut, SrtpError> {
+        RtpPacket::parse(packet).map_err(SrtpError::MalformedRtp)?;
         Ok(self.outbound.encrypt_rtp(packet)?)
     }
 
