@@ -194,6 +194,21 @@ pub struct ServeArgs {
     /// Seconds between expiry sweeps [default: 0.25].
     #[arg(long, env = "GSRELAY_SWEEP_INTERVAL", value_name = "SECS", value_parser = parse_secs)]
     pub sweep_interval: Option<Duration>,
+    /// Seconds within which a subscriber gets at most one snapshot per stream and one
+    /// repair per object [default: 0.5].
+    #[arg(long, env = "GSRELAY_SNAPSHOT_INTERVAL", value_name = "SECS", value_parser = parse_secs)]
+    pub snapshot_interval: Option<Duration>,
+    /// Rate of relay-made sends (snapshots, repairs) to an uncapped subscriber, bit/s
+    /// [default: 100000000].
+    #[arg(long, env = "GSRELAY_RELAY_SEND_BITRATE_BPS", value_name = "BPS")]
+    pub relay_send_bitrate_bps: Option<u64>,
+    /// Largest burst of relay-made sends, bytes [default: 49152].
+    #[arg(long, env = "GSRELAY_RELAY_SEND_BURST_BYTES", value_name = "BYTES")]
+    pub relay_send_burst_bytes: Option<usize>,
+    /// Ceiling on bytes queued for sending between two drains of the output
+    /// [default: 16777216].
+    #[arg(long, env = "GSRELAY_MAX_OUTBOX_BYTES", value_name = "BYTES")]
+    pub max_outbox_bytes: Option<usize>,
 }
 
 fn parse_profile(s: &str) -> Result<SrtpProfile, String> {
@@ -251,6 +266,10 @@ impl ServeArgs {
         set(&mut r.session_timeout, &self.session_timeout);
         set(&mut r.fir_forward_interval, &self.fir_forward_interval);
         set(&mut r.sweep_interval, &self.sweep_interval);
+        set(&mut r.snapshot_interval, &self.snapshot_interval);
+        set(&mut r.relay_send_bitrate_bps, &self.relay_send_bitrate_bps);
+        set(&mut r.relay_send_burst_bytes, &self.relay_send_burst_bytes);
+        set(&mut r.max_outbox_bytes, &self.max_outbox_bytes);
         cfg
     }
 }

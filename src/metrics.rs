@@ -38,6 +38,10 @@ pub struct Metrics {
     pub forward_latency: HistogramVec,
     /// HTTP API requests by status class.
     pub http_requests: IntCounterVec,
+    /// Feedback the relay did not answer (or answered later), by reason.
+    pub feedback_suppressed: IntCounterVec,
+    /// Defects caught at the shell (a panic in the core), by where they happened.
+    pub internal_errors: IntCounterVec,
 }
 
 fn counter_vec(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -127,9 +131,19 @@ impl Metrics {
                 "HTTP API requests by status class.",
                 &["status"],
             ),
+            feedback_suppressed: counter_vec(
+                "gsrelay_feedback_suppressed_total",
+                "RTCP feedback not answered (or answered later) under the feedback budget, by reason.",
+                &["reason"],
+            ),
+            internal_errors: counter_vec(
+                "gsrelay_internal_errors_total",
+                "Defects caught in the relay (a panic in the core), by where; each cost one room.",
+                &["where"],
+            ),
             registry,
         };
-        let collectors: [Box<dyn prometheus::core::Collector>; 14] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 16] = [
             Box::new(m.packets.clone()),
             Box::new(m.bytes.clone()),
             Box::new(m.dropped.clone()),
@@ -144,6 +158,8 @@ impl Metrics {
             Box::new(m.cached_objects.clone()),
             Box::new(m.forward_latency.clone()),
             Box::new(m.http_requests.clone()),
+            Box::new(m.feedback_suppressed.clone()),
+            Box::new(m.internal_errors.clone()),
         ];
         for c in collectors {
             m.registry
@@ -156,6 +172,11 @@ impl Metrics {
     /// Counts one dropped packet.
     pub fn drop(&self, reason: &str) {
         self.dropped.with_label_values(&[reason]).inc();
+    }
+
+    /// Counts one feedback request suppressed by the feedback budget.
+    pub fn suppress(&self, reason: &str) {
+        self.feedback_suppressed.with_label_values(&[reason]).inc();
     }
 
     /// The forward-latency histogram of one transport.

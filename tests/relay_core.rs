@@ -128,7 +128,13 @@ fn repeated_fir_is_answered_once_and_relay_ssrc_fir_covers_every_stream() {
         "same FIR sequence number: not answered twice"
     );
     w.fir(&b, a.ssrc, 6);
-    assert_eq!(w.sent().len(), 1);
+    assert!(
+        w.sent().is_empty(),
+        "a new FIR within the snapshot interval waits for its end"
+    );
+    w.advance(RelayConfig::default().snapshot_interval);
+    assert_eq!(w.sent().len(), 1, "and is answered then");
+    w.advance(RelayConfig::default().snapshot_interval);
     w.fir(&b, w.relay.relay_ssrc(), 1);
     let all = w.sent();
     let mut ssrcs: Vec<u32> = all.iter().map(|s| s.rtp().ssrc()).collect();
@@ -256,24 +262,31 @@ fn rtcp_bye_from_the_sender_ends_its_stream() {
 }
 
 #[test]
-fn nack_is_answered_with_the_current_state_under_the_lost_sequence_number() {
+fn nack_is_answered_with_the_current_state_of_what_the_subscriber_lacks_under_the_lost_sequence_number()
+ {
     let mut w = World::new();
     let a = w.join("r", true, false);
     let b = w.join("r", false, true);
     w.publish(&a, &[head(1, 1.0), head(2, 2.0)]);
-    let lost = w.sent()[0].rtp().sequence_number();
-    w.publish(&a, &[head(1, 10.0)]);
-    w.sent();
+    let first = w.sent()[0].rtp().sequence_number();
+    w.publish(&a, &[head(1, 10.0), head(3, 3.0)]);
+    let second = w.sent()[0].rtp().sequence_number();
     w.rtcp(&b, |buf| {
-        rtcp::write_nack(buf, b.ssrc, a.ssrc, &[lost]).unwrap();
+        rtcp::write_nack(buf, b.ssrc, a.ssrc, &[first, second]).unwrap();
     });
     let out = w.sent();
-    assert_eq!(out.len(), 1);
-    assert_eq!(out[0].rtp().sequence_number(), lost);
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0].rtp().sequence_number(), first);
     assert_eq!(
         out[0].objects(Dialect::Draft01),
-        vec![head(1, 10.0), head(2, 2.0)],
-        "current state, not the lost bytes"
+        vec![head(2, 2.0)],
+        "object 1 went again in the second packet: only object 2 is lacking"
+    );
+    assert_eq!(out[1].rtp().sequence_number(), second);
+    assert_eq!(
+        out[1].objects(Dialect::Draft01),
+        vec![head(1, 10.0), head(3, 3.0)],
+        "the newest state of what the second packet carried"
     );
 }
 

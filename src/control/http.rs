@@ -137,11 +137,20 @@ impl From<CommandError> for ApiError {
             CommandError::PlainRtpDisabled => {
                 Self::new(StatusCode::FORBIDDEN, "plain_rtp_disabled", message)
             }
-            CommandError::Stopped => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "relay_stopped", message)
+            CommandError::Stopped => relay_stopped(),
+            CommandError::Internal => {
+                Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
             }
         }
     }
+}
+
+fn relay_stopped() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "relay_stopped",
+        CommandError::Stopped.to_string(),
+    )
 }
 
 fn draining() -> ApiError {
@@ -539,11 +548,19 @@ struct Status {
     status: &'static str,
 }
 
-async fn healthz() -> Json<Status> {
-    Json(Status { status: "ok" })
+/// Alive while the relay task runs: a relay whose task has stopped serves nothing, so the
+/// orchestrator should restart it.
+async fn healthz(State(state): State<ApiState>) -> Result<Json<Status>, ApiError> {
+    if state.0.relay.is_stopped() {
+        return Err(relay_stopped());
+    }
+    Ok(Json(Status { status: "ok" }))
 }
 
 async fn readyz(State(state): State<ApiState>) -> Result<Json<Status>, ApiError> {
+    if state.0.relay.is_stopped() {
+        return Err(relay_stopped());
+    }
     if state.is_draining() {
         return Err(draining());
     }

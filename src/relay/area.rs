@@ -2,6 +2,7 @@
 //! subscriber's own avatar, with separate enter and exit sizes (hysteresis) so an object
 //! on the boundary does not flicker in and out.
 
+use super::limits::{MAX_COORD, MAX_EXIT_SCALE, MAX_SIZE, in_range, positive_up_to};
 use serde::{Deserialize, Serialize};
 
 /// Exit size as a multiple of the enter size when none is given.
@@ -26,17 +27,13 @@ pub struct Area {
     pub exit_half_extents: Option<[f32; 3]>,
 }
 
-fn positive(v: f32) -> bool {
-    v.is_finite() && v > 0.0
-}
-
 impl Area {
-    /// Checks the area, naming the offending field.
+    /// Checks the area, naming the offending field and its allowed range.
     pub fn validate(&self) -> Result<(), String> {
-        if let Some(c) = self.center
-            && !c.iter().all(|v| v.is_finite())
-        {
-            return Err("interest.area.center: must be finite".into());
+        if let Some(c) = self.center {
+            for v in c {
+                in_range("interest.area.center", v, -MAX_COORD, MAX_COORD)?;
+            }
         }
         match (self.radius, self.half_extents) {
             (Some(_), Some(_)) => {
@@ -44,31 +41,27 @@ impl Area {
             }
             (None, None) => Err("interest.area: give radius (sphere) or half_extents (box)".into()),
             (Some(r), None) => {
-                if !positive(r) {
-                    return Err("interest.area.radius: must be a positive number".into());
-                }
+                positive_up_to("interest.area.radius", r, MAX_SIZE)?;
                 if self.exit_half_extents.is_some() {
                     return Err("interest.area.exit_half_extents: only with half_extents".into());
                 }
                 match self.exit_radius {
-                    Some(e) if !(e.is_finite() && e >= r) => {
-                        Err("interest.area.exit_radius: must be at least radius".into())
-                    }
-                    _ => Ok(()),
+                    Some(e) => exit_in_range("interest.area.exit_radius", e, r),
+                    None => Ok(()),
                 }
             }
             (None, Some(h)) => {
-                if !h.iter().all(|v| positive(*v)) {
-                    return Err("interest.area.half_extents: must be positive numbers".into());
+                for v in h {
+                    positive_up_to("interest.area.half_extents", v, MAX_SIZE)?;
                 }
                 if self.exit_radius.is_some() {
                     return Err("interest.area.exit_radius: only with radius".into());
                 }
                 match self.exit_half_extents {
-                    Some(e) if !e.iter().zip(h).all(|(e, h)| e.is_finite() && *e >= h) => {
-                        Err("interest.area.exit_half_extents: must be at least half_extents".into())
-                    }
-                    _ => Ok(()),
+                    Some(e) => e.iter().zip(h).try_for_each(|(e, h)| {
+                        exit_in_range("interest.area.exit_half_extents", *e, h)
+                    }),
+                    None => Ok(()),
                 }
             }
         }
@@ -125,4 +118,10 @@ impl Area {
             (None, None) => true,
         }
     }
+}
+
+/// An exit size: at least the enter size (hysteresis never shrinks the area), at most
+/// [`MAX_EXIT_SCALE`] times it and [`MAX_SIZE`].
+fn exit_in_range(field: &str, exit: f32, enter: f32) -> Result<(), String> {
+    in_range(field, exit, enter, (enter * MAX_EXIT_SCALE).min(MAX_SIZE))
 }

@@ -35,6 +35,20 @@ pub struct RelayConfig {
     /// How often expiry is checked.
     #[serde(with = "secs")]
     pub sweep_interval: Duration,
+    /// A subscriber gets at most one snapshot per stream, and one repair per object, in
+    /// this interval, whatever feedback it sends; later requests wait for its end.
+    #[serde(with = "secs")]
+    pub snapshot_interval: Duration,
+    /// Rate at which the relay sends a subscriber with no bandwidth cap what it makes
+    /// itself (snapshots, repairs, objects entering its area), in bits per second.
+    pub relay_send_bitrate_bps: u64,
+    /// The most of that the relay sends in one burst, in bytes: small enough that a
+    /// kernel's default receive buffer (208 KiB) holds it.
+    pub relay_send_burst_bytes: usize,
+    /// Ceiling on the bytes queued for sending until the shell next drains the output
+    /// (after each batch of inputs); beyond it packets are dropped (`outbox_full`) rather
+    /// than buffered. The shell's send arena holds at most this much plus SRTP tags.
+    pub max_outbox_bytes: usize,
 }
 
 impl Default for RelayConfig {
@@ -51,6 +65,10 @@ impl Default for RelayConfig {
             fir_forward_interval: Duration::from_millis(500),
             subscriber_max_bitrate_bps: None,
             sweep_interval: Duration::from_millis(250),
+            snapshot_interval: Duration::from_millis(500),
+            relay_send_bitrate_bps: 100_000_000,
+            relay_send_burst_bytes: 48 * 1024,
+            max_outbox_bytes: 16 << 20,
         }
     }
 }

@@ -6,11 +6,12 @@ use super::api::{
     ControlError, JoinRequest, Joined, RoomInfo, SessionId, SessionInfo, StreamInfo,
     format_session_id,
 };
+use super::budget::FeedbackBudget;
 use super::config::RelayConfig;
 use super::forward::{self, Packet, Scratch};
 use super::grid::{self, Cell, Grid};
 use super::interest::Interest;
-use super::outbox::{Outbox, Transmit};
+use super::outbox::{Outbox, OutboxMark, Transmit};
 use super::pacing::Pacing;
 use super::relevance;
 use super::room::{Room, Stream};
@@ -41,11 +42,20 @@ pub struct Relay {
     next_sweep: Option<Instant>,
     closed: Vec<SessionId>,
     draining: bool,
+    /// Scratch: streams whose deferred snapshots are due, sessions to drain, and objects
+    /// that expired (reused: no allocation per wake-up).
+    pub(super) due_streams: Vec<u32>,
+    drain_ids: Vec<SessionId>,
+    expired: Vec<(u32, u64)>,
+    /// The session whose input (or whose room's timers) the core is handling: the room a
+    /// defect would have left inconsistent, for [`Relay::quarantine`].
+    pub(super) busy: Option<SessionId>,
 }
 
 impl Relay {
     /// A relay with no rooms. `seed` drives SSRC allocation (deterministic in tests).
     pub fn new(cfg: RelayConfig, seed: u64, metrics: Metrics) -> Self {
+        let max_outbox = cfg.max_outbox_bytes;
         let mut rng = seed | 1;
         let relay_ssrc = loop {
             let s = xorshift(&mut rng) as u32;
@@ -61,7 +71,7 @@ impl Relay {
             rooms: HashMap::new(),
             sessions: HashMap::new(),
             by_ssrc: HashMap::new(),
-            out: Outbox::default(),
+            out: Outbox::with_limit(max_outbox),
             metrics,
             refs: Vec::new(),
             scratch: Scratch::default(),
@@ -69,6 +79,10 @@ impl Relay {
             next_sweep: None,
             closed: Vec::new(),
             draining: false,
+            due_streams: Vec::new(),
+            drain_ids: Vec::new(),
+            expired: Vec::new(),
+            busy: None,
         }
     }
 
@@ -104,6 +118,7 @@ impl Relay {
 
     /// Joins a session to a room, creating the room if needed.
     pub fn join(&mut self, now: Instant, req: JoinRequest) -> Result<Joined, ControlError> {
+        self.busy = None;
         if self.draining {
             return Err(ControlError::Draining);
         }
@@ -144,13 +159,17 @@ impl Relay {
                 dialect: req.dialect,
                 interest: req.interest,
                 subs: HashMap::new(),
-                firs: HashMap::new(),
+                feedback: FeedbackBudget::default(),
                 tmmbr_bps: None,
                 bucket: TokenBucket::new(self.cfg.max_packets_per_sec, now),
                 last_seen: now,
                 inside: HashSet::new(),
                 last_scan: None,
-                pacing: Pacing::default(),
+                pacing: Pacing::new(
+                    self.cfg.relay_send_bitrate_bps,
+                    self.cfg.relay_send_burst_bytes,
+                    now,
+                ),
                 predicted: HashMap::new(),
                 cells: None,
             },
@@ -187,6 +206,7 @@ impl Relay {
 
     /// Removes a session; its stream ends and the others get an RTCP BYE for it.
     pub fn leave(&mut self, id: SessionId) -> Result<(), ControlError> {
+        self.busy = Some(id);
         let s = self
             .sessions
             .get(&id)
@@ -217,6 +237,7 @@ impl Relay {
         id: SessionId,
         interest: Interest,
     ) -> Result<(), ControlError> {
+        self.busy = Some(id);
         interest.validate().map_err(ControlError::InvalidInterest)?;
         let s = self
             .sessions
@@ -286,24 +307,33 @@ impl Relay {
 
     /// Expires objects, streams and sessions whose time has come.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.busy = None;
         if self.pace_at.is_some_and(|t| now >= t) {
             self.drain_paced(now);
         }
+        self.count_overflow();
         if self.next_sweep.is_none_or(|t| now < t) {
             return;
         }
         let object_cutoff = now.checked_sub(self.cfg.object_ttl);
         let mut ended = Vec::new();
+        let mut expired = std::mem::take(&mut self.expired);
         for (name, room) in &mut self.rooms {
             let Room {
-                streams, objects, ..
+                streams,
+                objects,
+                members,
+                ..
             } = room;
+            self.busy = members.first().copied();
+            expired.clear();
             for (ssrc, st) in streams {
                 if let Some(cutoff) = object_cutoff {
                     let n = st.store.expire(cutoff, |id, e| {
                         if let Some(cell) = e.cell {
                             objects.remove(cell, (*ssrc, id));
                         }
+                        expired.push((*ssrc, id));
                     });
                     self.metrics.cached_objects.sub(n as i64);
                 }
@@ -311,7 +341,18 @@ impl Relay {
                     ended.push((name.clone(), *ssrc));
                 }
             }
+            // Per-subscriber state keyed by an object goes with the object.
+            for m in members.iter() {
+                let Some(s) = self.sessions.get_mut(m) else {
+                    continue;
+                };
+                for key in &expired {
+                    s.forget_object(*key);
+                }
+                s.feedback.prune(now, self.cfg.snapshot_interval);
+            }
         }
+        self.expired = expired;
         for (room, ssrc) in ended {
             self.end_stream(&room, ssrc);
         }
@@ -329,21 +370,42 @@ impl Relay {
         self.next_sweep = (!self.sessions.is_empty()).then(|| now + self.cfg.sweep_interval);
     }
 
-    /// Sends every paced subscriber's due updates and schedules the next drain.
+    /// Sends every subscriber's due pending updates and deferred snapshots, and schedules
+    /// the next drain.
     fn drain_paced(&mut self, now: Instant) {
-        let budget = self.cfg.payload_budget;
-        let mut next: Option<Instant> = None;
-        for sub in self.sessions.values_mut() {
-            if sub.pacing.pending.is_empty() {
-                continue;
-            }
-            let Some(room) = self.rooms.get(&sub.room) else {
-                continue;
-            };
-            let due = forward::drain_pending(room, sub, &mut self.out, now, budget);
-            next = next.into_iter().chain(due).min();
+        let mut ids = std::mem::take(&mut self.drain_ids);
+        ids.clear();
+        ids.extend(
+            self.sessions
+                .values()
+                .filter(|s| !s.pacing.pending.is_empty() || s.feedback.next_deferred().is_some())
+                .map(|s| s.id),
+        );
+        self.pace_at = None;
+        for &id in &ids {
+            self.busy = Some(id);
+            self.deferred_snapshots(now, id);
+            self.drain_session(now, id);
         }
-        self.pace_at = next;
+        self.drain_ids = ids;
+    }
+
+    /// Sends one subscriber's due pending updates as its budget allows, and schedules its
+    /// next drain (pending updates, or a snapshot deferred by the feedback budget).
+    pub(super) fn drain_session(&mut self, now: Instant, id: SessionId) {
+        let Some(sub) = self.sessions.get_mut(&id) else {
+            return;
+        };
+        let Some(room) = self.rooms.get(&sub.room) else {
+            return;
+        };
+        let due = if sub.pacing.pending.is_empty() {
+            None
+        } else {
+            forward::drain_pending(room, sub, &mut self.out, now, self.cfg.payload_budget)
+        };
+        let deferred = sub.feedback.next_deferred();
+        self.pace_at = self.pace_at.into_iter().chain(due).chain(deferred).min();
     }
 
     pub(super) fn drop_packet(&self, reason: &str) {
@@ -352,8 +414,68 @@ impl Relay {
 
     /// Handles one plaintext RTP packet from a session.
     pub fn handle_rtp(&mut self, now: Instant, from: SessionId, packet: &[u8]) {
+        self.busy = Some(from);
         if let Err(reason) = self.accept_rtp(now, from, packet) {
             self.drop_packet(reason);
+        }
+        self.count_overflow();
+    }
+
+    /// Counts the packets the outbox refused at its ceiling.
+    pub(super) fn count_overflow(&mut self) {
+        let n = self.out.take_overflowed();
+        if n > 0 {
+            self.metrics
+                .dropped
+                .with_label_values(&["outbox_full"])
+                .inc_by(n);
+        }
+    }
+
+    /// Where the output queue stands: a shell takes this before an input so that, if the
+    /// input hits a defect, [`Relay::quarantine`] can drop what it half-queued.
+    pub fn outbox_mark(&self) -> OutboxMark {
+        self.out.mark()
+    }
+
+    /// Recovers from a defect: a panic the shell caught while the core handled an input.
+    /// The room of the session being handled may be half-updated, so it is dropped whole
+    /// (its sessions are reported by [`Relay::poll_closed`]), with what the input queued
+    /// since `mark`; every other room is untouched. Returns the room dropped, if any.
+    pub fn quarantine(&mut self, now: Instant, mark: OutboxMark) -> Option<Arc<str>> {
+        self.out.rewind(mark);
+        // Wake at once to reschedule every other session's timers.
+        self.pace_at = Some(now);
+        self.next_sweep = Some(now);
+        let id = self.busy.take()?;
+        let name = self.sessions.get(&id)?.room.clone();
+        self.drop_room(&name);
+        Some(name)
+    }
+
+    /// A defect while handling `session`'s input: panics (unit tests of the shells'
+    /// fault isolation only).
+    #[cfg(test)]
+    pub(crate) fn inject_fault(&mut self, session: SessionId) {
+        self.busy = Some(session);
+        panic!("injected fault");
+    }
+
+    /// Removes a room and its sessions at once, without touching their state.
+    fn drop_room(&mut self, name: &str) {
+        let Some(room) = self.rooms.remove(name) else {
+            return;
+        };
+        self.metrics.rooms.dec();
+        self.metrics.streams.sub(room.streams.len() as i64);
+        let objects: usize = room.streams.values().map(|s| s.store.len()).sum();
+        self.metrics.cached_objects.sub(objects as i64);
+        for id in room.members {
+            if let Some(s) = self.sessions.remove(&id) {
+                self.by_ssrc.remove(&s.ssrc);
+                self.metrics.sessions.dec();
+                self.closed.push(id);
+            }
         }
     }
 
@@ -449,7 +571,6 @@ impl Relay {
             from,
             dialect,
         };
-        let budget = self.cfg.payload_budget;
         let due = forward::fan_out(
             room,
             &mut self.sessions,
@@ -457,15 +578,20 @@ impl Relay {
             &mut self.scratch,
             &packet,
             now,
-            budget,
         );
         self.pace_at = self.pace_at.into_iter().chain(due).min();
+        let mut followers = std::mem::take(&mut self.scratch.to_drain);
+        for id in followers.drain(..) {
+            self.drain_session(now, id);
+        }
+        self.scratch.to_drain = followers;
         // A subscriber whose area follows its own avatar may have walked up to objects.
         let s = &self.sessions[&from];
         if s.interest.area.as_ref().is_some_and(|a| a.center.is_none()) {
             let name = s.room.clone();
             if let Some(room) = self.rooms.get_mut(&name) {
-                forward::rescan_area(room, &mut self.sessions, &mut self.out, from, budget);
+                forward::rescan_area(room, &mut self.sessions, from, now);
+                self.drain_session(now, from);
             }
         }
         Ok(())

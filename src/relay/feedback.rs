@@ -1,12 +1,21 @@
 //! RTCP from sessions: FIR/PLI answered with snapshots from the store, NACK answered
 //! with the current state of what the lost packet carried, TMMBR recorded, BYE ending a
 //! stream; and the RTCP the relay sends (BYE to subscribers, FIR to a sender).
+//!
+//! Answers are held to the subscriber's feedback budget ([`super::budget`]): a snapshot
+//! per stream and a repair per object at most once per `snapshot_interval`, and every
+//! byte the relay makes itself is paced against the subscriber's cap (or the relay-made
+//! send budget): a snapshot's objects become pending updates that the pacer sends in
+//! bursts a default receive buffer holds, each with the newest state when it goes.
 
 use super::api::SessionId;
+use super::budget::Verdict;
 use super::core::Relay;
-use super::forward::{admits_entry, entry_relevance, pack_entries, subscription};
+use super::forward::{admits_entry, entry_relevance};
+use super::limits::BITRATE;
 use super::relevance;
-use super::session::Session;
+use super::room::Stream;
+use super::session::{Session, Subscription};
 use crate::rtp::rtcp::{self, FirEntry, RtcpItem};
 use crate::rtp::{PacketClass, RtpHeader};
 use std::time::Instant;
@@ -14,9 +23,11 @@ use std::time::Instant;
 impl Relay {
     /// Handles one plaintext RTCP compound packet from a session.
     pub fn handle_rtcp(&mut self, now: Instant, from: SessionId, packet: &[u8]) {
+        self.busy = Some(from);
         if let Err(reason) = self.accept_rtcp(now, from, packet) {
             self.drop_packet(reason);
         }
+        self.count_overflow();
     }
 
     fn accept_rtcp(
@@ -51,7 +62,7 @@ impl Relay {
                     lost,
                 } if sender_ssrc == own => {
                     self.count_feedback("nack");
-                    self.repair(from, media_ssrc, &lost);
+                    self.repair(now, from, media_ssrc, &lost);
                 }
                 RtcpItem::Tmmbr {
                     sender_ssrc,
@@ -59,10 +70,12 @@ impl Relay {
                 } if sender_ssrc == own => {
                     self.count_feedback("tmmbr");
                     let relay = self.relay_ssrc;
+                    // A cap below the floor would starve the subscriber of everything,
+                    // snapshots included: clamped into the range an interest may ask.
                     let cap = entries
                         .iter()
                         .filter(|e| e.ssrc == relay)
-                        .map(|e| e.bitrate_bps)
+                        .map(|e| e.bitrate_bps.clamp(BITRATE.0, BITRATE.1))
                         .min();
                     if let (Some(s), Some(cap)) = (self.sessions.get_mut(&from), cap) {
                         s.tmmbr_bps = Some(cap);
@@ -92,20 +105,34 @@ impl Relay {
     }
 
     /// A FIR entry: answered once per FIR command sequence number (RFC 5104 §4.3.1.2).
+    /// Only entries naming a stream of the room (or the relay) are remembered, so the
+    /// map cannot grow with made-up SSRCs.
     fn on_fir(&mut self, now: Instant, from: SessionId, e: FirEntry) {
+        let relay = self.relay_ssrc;
         let Some(s) = self.sessions.get_mut(&from) else {
             return;
         };
-        if s.firs.insert(e.ssrc, e.sequence_number) == Some(e.sequence_number) {
+        let known = e.ssrc == relay
+            || self
+                .rooms
+                .get(&s.room)
+                .is_some_and(|r| r.streams.contains_key(&e.ssrc));
+        if !known {
+            self.suppress("unknown_stream");
+            return;
+        }
+        if !s.feedback.fir_is_new(e.ssrc, e.sequence_number) {
+            self.suppress("fir_repeat");
             return;
         }
         self.refresh(now, from, e.ssrc);
     }
 
     /// Sends `to` the cached state of stream `media`, or of every stream when `media` is
-    /// the relay's own SSRC. A stream with no cached state has the request passed on to
-    /// its sender.
+    /// the relay's own SSRC, within its feedback budget. A stream with no cached state has
+    /// the request passed on to its sender.
     fn refresh(&mut self, now: Instant, to: SessionId, media: u32) {
+        let interval = self.cfg.snapshot_interval;
         let Some(s) = self.sessions.get(&to).filter(|s| s.subscribe) else {
             return;
         };
@@ -121,26 +148,63 @@ impl Relay {
                 .filter(|s| *s == media)
                 .collect()
         };
+        if targets.is_empty() {
+            self.suppress("unknown_stream");
+        }
         targets.sort_unstable();
         for ssrc in targets {
-            if !self.snapshot(to, ssrc) {
+            if !self.has_state(to, ssrc) {
                 self.forward_fir(now, ssrc);
+                continue;
+            }
+            let Some(sub) = self.sessions.get_mut(&to) else {
+                return;
+            };
+            match sub.feedback.ask_snapshot(ssrc, now, interval) {
+                Verdict::Now => self.queue_snapshot(now, to, ssrc),
+                // Built when the interval ends: drain_session schedules the wake-up.
+                Verdict::Later(_) => self.suppress("snapshot_interval"),
             }
         }
+        self.drain_session(now, to);
     }
 
-    /// Snapshot of one stream for one subscriber, filtered by its interest (area
-    /// included); false when no state is cached.
-    fn snapshot(&mut self, to: SessionId, ssrc: u32) -> bool {
+    /// Whether stream `ssrc` in `to`'s room has cached state.
+    fn has_state(&self, to: SessionId, ssrc: u32) -> bool {
+        self.sessions
+            .get(&to)
+            .and_then(|s| self.rooms.get(&s.room))
+            .and_then(|r| r.streams.get(&ssrc))
+            .is_some_and(|st| !st.store.is_empty())
+    }
+
+    /// Builds the snapshots deferred by the feedback budget whose interval has ended.
+    pub(super) fn deferred_snapshots(&mut self, now: Instant, to: SessionId) {
+        let mut due = std::mem::take(&mut self.due_streams);
+        if let Some(s) = self.sessions.get_mut(&to) {
+            s.feedback.take_due(now, &mut due);
+        }
+        for &ssrc in &due {
+            if let Some(s) = self.sessions.get_mut(&to) {
+                let _ = s
+                    .feedback
+                    .ask_snapshot(ssrc, now, self.cfg.snapshot_interval);
+            }
+            self.queue_snapshot(now, to, ssrc);
+        }
+        self.due_streams = due;
+    }
+
+    /// Queues a snapshot of one stream for one subscriber, filtered by its interest (area
+    /// included): each admitted object becomes a pending update, sent by the pacer with
+    /// the newest state as the budget allows.
+    fn queue_snapshot(&mut self, now: Instant, to: SessionId, ssrc: u32) {
         let Some(room) = self.sessions.get(&to).and_then(|s| self.rooms.get(&s.room)) else {
-            return true;
+            return;
         };
         let Some(stream) = room.streams.get(&ssrc) else {
-            return true;
+            return;
         };
-        if stream.store.is_empty() {
-            return false;
-        }
         let from = self
             .sessions
             .get(&stream.owner)
@@ -151,38 +215,32 @@ impl Relay {
             .get(&to)
             .and_then(|s| relevance::center(room, s));
         let Some(sub) = self.sessions.get_mut(&to) else {
-            return true;
+            return;
         };
         if !sub.interest.admits_stream(ssrc, stream.owner == to) {
-            return true;
+            return;
         }
         let Session {
-            id,
-            subs,
             interest,
             dialect,
             inside,
+            pacing,
             ..
         } = sub;
-        let state = subscription(subs, ssrc, stream);
-        let packets = pack_entries(
-            &mut self.out,
-            *id,
-            state,
-            ssrc,
-            stream,
-            self.cfg.payload_budget,
-            stream.store.iter(),
-            |eid, e| {
-                entry_relevance(
-                    inside, interest, *dialect, from, center, stream, ssrc, eid, e,
-                )
-                .is_some_and(|(is_inside, _)| is_inside)
-            },
-        );
-        self.metrics.snapshots.inc();
-        self.metrics.snapshot_packets.inc_by(packets);
-        true
+        let mut queued = 0u64;
+        for (eid, e) in stream.store.iter() {
+            let wanted = entry_relevance(
+                inside, interest, *dialect, from, center, stream, ssrc, eid, e,
+            )
+            .is_some_and(|(is_inside, _)| is_inside);
+            if wanted {
+                pacing.defer((ssrc, eid), now, now);
+                queued += 1;
+            }
+        }
+        if queued > 0 {
+            self.metrics.snapshots.inc();
+        }
     }
 
     /// Asks a stream's sender for a full refresh, at most once per `fir_forward_interval`.
@@ -224,9 +282,14 @@ impl Relay {
     }
 
     /// Answers a NACK: each lost output packet is sent again under its own sequence number,
-    /// carrying the *current* state of the objects it carried (stale state would be wrong).
-    fn repair(&mut self, to: SessionId, media: u32, lost: &[u16]) {
-        let Some(sub) = self.sessions.get(&to) else {
+    /// carrying the *current* state of the objects it carried (stale state would be wrong)
+    /// that the subscriber still lacks: objects no later forwarded packet carried and not
+    /// repaired within the interval. A repair the budget cannot pay becomes pending
+    /// updates instead (the newest state, under fresh sequence numbers).
+    fn repair(&mut self, now: Instant, to: SessionId, media: u32, lost: &[u16]) {
+        let interval = self.cfg.snapshot_interval;
+        let payload_budget = self.cfg.payload_budget;
+        let Some(sub) = self.sessions.get_mut(&to) else {
             return;
         };
         let Some(stream) = self
@@ -234,9 +297,7 @@ impl Relay {
             .get(&sub.room)
             .and_then(|r| r.streams.get(&media))
         else {
-            return;
-        };
-        let Some(state) = sub.subs.get(&media) else {
+            self.metrics.suppress("unknown_stream");
             return;
         };
         let from = self
@@ -244,7 +305,25 @@ impl Relay {
             .get(&stream.owner)
             .map(|s| s.dialect)
             .unwrap_or_default();
-        for &out_seq in lost {
+        let Some(sub) = self.sessions.get_mut(&to) else {
+            return;
+        };
+        let Session {
+            subs,
+            interest,
+            dialect,
+            feedback,
+            pacing,
+            ..
+        } = sub;
+        let Some(state) = subs.get(&media) else {
+            return;
+        };
+        let mut deferred = false;
+        for (i, &out_seq) in lost.iter().enumerate() {
+            if lost[..i].contains(&out_seq) {
+                continue;
+            }
             let Some(ids) = state
                 .source_of(out_seq)
                 .and_then(|src| stream.history.ids(src))
@@ -267,25 +346,52 @@ impl Relay {
                 continue;
             }
             let header_len = buf.len() - start;
-            for (i, id) in ids.iter().enumerate() {
-                let first = ids.iter().position(|x| x == id) == Some(i);
-                let Some(e) = stream.store.get(*id).filter(|_| first) else {
+            for (j, id) in ids.iter().enumerate() {
+                let Some(e) = stream.store.get(*id).filter(|_| !ids[..j].contains(id)) else {
                     continue;
                 };
                 let used = self.out.buffered() - start - header_len;
-                if admits_entry(&sub.interest, sub.dialect, from, e)
-                    && used + e.bytes.len() <= self.cfg.payload_budget
+                if !admits_entry(interest, *dialect, from, e)
+                    || used + e.bytes.len() > payload_budget
+                    || carried_later(state, stream, out_seq, *id)
                 {
-                    self.out.extend(&e.bytes);
+                    continue;
                 }
+                if !feedback.may_repair((media, *id), now, interval) {
+                    self.metrics.suppress("nack_repeat");
+                    continue;
+                }
+                self.out.extend(&e.bytes);
             }
-            if self.out.buffered() - start == header_len {
+            let bytes = self.out.buffered() - start;
+            if bytes == header_len {
                 self.out.abandon(start);
-            } else {
+            } else if pacing.budget().take(bytes, now) {
                 self.out.commit(to, PacketClass::Rtp, start);
                 self.metrics.repairs.inc();
+            } else {
+                // Over budget: the objects wait as pending updates instead.
+                self.out.abandon(start);
+                self.metrics.suppress("nack_budget");
+                for id in ids {
+                    if stream
+                        .store
+                        .get(*id)
+                        .is_some_and(|e| admits_entry(interest, *dialect, from, e))
+                    {
+                        pacing.defer((media, *id), now, now);
+                        deferred = true;
+                    }
+                }
             }
         }
+        if deferred {
+            self.drain_session(now, to);
+        }
+    }
+
+    fn suppress(&self, reason: &str) {
+        self.metrics.suppress(reason);
     }
 
     /// Ends a stream: drops its state and sends an RTCP BYE for it to the room's
@@ -308,8 +414,7 @@ impl Relay {
             let Some(s) = self.sessions.get_mut(&member) else {
                 continue;
             };
-            s.subs.remove(&ssrc);
-            s.firs.remove(&ssrc);
+            s.forget_stream(ssrc);
             if member == stream.owner || !s.subscribe {
                 continue;
             }
@@ -321,4 +426,12 @@ impl Relay {
             }
         }
     }
+}
+
+/// Whether an output packet sent after `out_seq` carried object `id` (so the subscriber
+/// has newer state of it than the lost packet held).
+fn carried_later(state: &Subscription, stream: &Stream, out_seq: u16, id: u64) -> bool {
+    state
+        .sent_after(out_seq)
+        .any(|src| stream.history.ids(src).is_some_and(|ids| ids.contains(&id)))
 }

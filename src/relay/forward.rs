@@ -34,6 +34,9 @@ pub struct Scratch {
     audience: Vec<SessionId>,
     /// Cells the packet's objects just left: their subscribers must see them leave.
     pub moved_from: Vec<grid::Cell>,
+    /// Subscribers that got relay-made sends queued (objects following an entered one):
+    /// the core drains their pacing once the fan-out is done.
+    pub to_drain: Vec<SessionId>,
 }
 
 /// What is being forwarded.
@@ -51,7 +54,8 @@ pub struct Packet<'a, 'p> {
 }
 
 /// Sends `p` to every other subscriber of the room. Returns the earliest time a paced
-/// subscriber has a deferred update due.
+/// subscriber has a deferred update due; subscribers with relay-made sends queued are
+/// left in `scratch.to_drain`.
 pub fn fan_out(
     room: &Room,
     sessions: &mut HashMap<SessionId, Session>,
@@ -59,8 +63,8 @@ pub fn fan_out(
     scratch: &mut Scratch,
     p: &Packet<'_, '_>,
     now: Instant,
-    budget: usize,
 ) -> Option<Instant> {
+    scratch.to_drain.clear();
     let (ssrc, seq) = (p.rtp.ssrc(), p.rtp.sequence_number());
     let stream = room.streams.get(&ssrc)?;
     let mut next_due: Option<Instant> = None;
@@ -120,8 +124,18 @@ pub fn fan_out(
         if sub.interest.prediction.is_some() {
             remember_sent(sub, ssrc, p, scratch, now);
         }
-        if !scratch.entered.is_empty() {
-            send_followers(out, sub, ssrc, stream, p, &scratch.entered, budget);
+        if !sub.paced() && !sub.pacing.pending.is_empty() {
+            // A snapshot in progress need not send again what just went live.
+            for (r, _) in p.refs.iter().zip(&scratch.mask).filter(|(_, w)| **w) {
+                if let Some(id) = r.id {
+                    sub.pacing.pending.remove(&(ssrc, id));
+                }
+            }
+        }
+        if !scratch.entered.is_empty()
+            && queue_followers(sub, ssrc, stream, p, &scratch.entered, now)
+        {
+            scratch.to_drain.push(*member);
         }
     }
     scratch.audience = audience;
@@ -272,7 +286,7 @@ fn remember_sent(
 }
 
 /// RTP header bytes, charged against a bandwidth cap with the payload.
-const RTP_HEADER: usize = 12;
+pub const RTP_HEADER: usize = 12;
 
 /// Sends a paced subscriber's due pending updates, highest priority first, while its
 /// budget lasts; each is read from the store, so it carries the newest state. Returns
@@ -326,9 +340,8 @@ pub fn drain_pending(
     let mut blocked = None;
     for (_, key, bytes) in due {
         let cost = bytes + RTP_HEADER;
-        if let Some(b) = sub.pacing.bucket.as_mut()
-            && !b.take(cost, now)
-        {
+        let b = sub.pacing.budget();
+        if !b.take(cost, now) {
             blocked = Some(b.ready_at(cost));
             break;
         }
@@ -393,51 +406,46 @@ fn select(
 }
 
 /// Objects that follow an object which just entered the area (its children, position-less
-/// objects following the stream's avatar) and were not in the packet: sent from the store
-/// at once, so that everything entering arrives in full.
-fn send_followers(
-    out: &mut Outbox,
+/// objects following the stream's avatar) and were not in the packet: queued as pending
+/// updates from the store, so that everything entering arrives in full, within the
+/// subscriber's budget. Returns whether anything was queued.
+fn queue_followers(
     sub: &mut Session,
     ssrc: u32,
     stream: &Stream,
     p: &Packet<'_, '_>,
     entered: &[u64],
-    budget: usize,
-) {
+    now: Instant,
+) -> bool {
     let Session {
-        id,
-        subs,
         interest,
         dialect,
+        pacing,
         ..
     } = sub;
-    let state = subscription(subs, ssrc, stream);
     let in_packet = |id: u64| p.refs.iter().any(|r| r.id == Some(id));
-    pack_entries(
-        out,
-        *id,
-        state,
-        ssrc,
-        stream,
-        budget,
-        stream.store.iter(),
-        |eid, e| {
-            !in_packet(eid)
-                && follows(stream, eid, e, entered)
-                && admits_entry(interest, *dialect, p.dialect, e)
-        },
-    );
+    let mut queued = false;
+    for (eid, e) in stream.store.iter() {
+        if !in_packet(eid)
+            && follows(stream, eid, e, entered)
+            && admits_entry(interest, *dialect, p.dialect, e)
+        {
+            pacing.defer((ssrc, eid), now, now);
+            queued = true;
+        }
+    }
+    queued
 }
 
 /// After a subscriber's own avatar moved: objects now inside its area that it has not got
-/// are sent from the store at once (with the objects that follow them); objects now
-/// beyond the exit size leave. Only the grid cells around the area are visited.
+/// are queued from the store at once (with the objects that follow them) for the pacer;
+/// objects now beyond the exit size leave. Only the grid cells around the area are
+/// visited.
 pub fn rescan_area(
     room: &mut Room,
     sessions: &mut HashMap<SessionId, Session>,
-    out: &mut Outbox,
     who: SessionId,
-    budget: usize,
+    now: Instant,
 ) {
     let Some(sub) = sessions.get(&who) else {
         return;
@@ -483,11 +491,10 @@ pub fn rescan_area(
         }
         let from = owners.get(&ssrc).copied().unwrap_or_default();
         let Session {
-            id,
-            subs,
             interest,
             dialect,
             inside,
+            pacing,
             ..
         } = &mut *sub;
         let mut entered = Vec::new();
@@ -514,23 +521,15 @@ pub fn rescan_area(
         if entered.is_empty() {
             continue;
         }
-        let state = subscription(subs, ssrc, stream);
         // The entered objects, and the objects located through them (children, objects
         // following the stream's avatar).
-        pack_entries(
-            out,
-            *id,
-            state,
-            ssrc,
-            stream,
-            budget,
-            stream.store.iter(),
-            |eid, e| {
-                entered.contains(&eid)
-                    || (follows(stream, eid, e, &entered)
-                        && admits_entry(interest, *dialect, from, e))
-            },
-        );
+        for (eid, e) in stream.store.iter() {
+            if entered.contains(&eid)
+                || (follows(stream, eid, e, &entered) && admits_entry(interest, *dialect, from, e))
+            {
+                pacing.defer((ssrc, eid), now, now);
+            }
+        }
     }
     if let Some(sub) = sessions.get_mut(&who) {
         sub.last_scan = Some(center);

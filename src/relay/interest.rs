@@ -2,6 +2,7 @@
 //! `PUT /v1/sessions/{id}/interest`; every field is validated with a message naming it.
 
 use super::area::Area;
+use super::limits::BITRATE;
 use super::pacing::{PredictionGate, RateTier, validate_tiers};
 use crate::wire::ObjectKind;
 use serde::{Deserialize, Serialize};
@@ -86,8 +87,13 @@ impl Interest {
         if let Some(g) = &self.prediction {
             g.validate()?;
         }
-        if self.max_bitrate_bps == Some(0) {
-            return Err("interest.max_bitrate_bps: must be positive".into());
+        if let Some(bps) = self.max_bitrate_bps
+            && !(BITRATE.0..=BITRATE.1).contains(&bps)
+        {
+            return Err(format!(
+                "interest.max_bitrate_bps: must be between {} and {}",
+                BITRATE.0, BITRATE.1
+            ));
         }
         for (field, n) in [
             (

@@ -9,12 +9,14 @@
 
 mod api;
 pub mod area;
+mod budget;
 mod config;
 mod core;
 mod feedback;
 mod forward;
 mod grid;
 pub mod interest;
+pub mod limits;
 mod outbox;
 pub mod pacing;
 mod relevance;
@@ -29,5 +31,5 @@ pub use api::{
 pub use config::RelayConfig;
 pub use core::Relay;
 pub use interest::Interest;
-pub use outbox::Transmit;
+pub use outbox::{OutboxMark, Transmit};
 pub use session::Session;

@@ -24,14 +24,54 @@ struct Pending {
     end: usize,
 }
 
-/// The output queue.
+/// How far the outbox was filled: what [`Outbox::rewind`] goes back to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboxMark {
+    queued: usize,
+    bytes: usize,
+}
+
+/// The output queue, with a ceiling on the bytes it holds.
 #[derive(Debug, Default)]
 pub struct Outbox {
     buf: Vec<u8>,
     queue: VecDeque<Pending>,
+    /// Bytes it may hold; 0 means no ceiling.
+    limit: usize,
+    /// Packets refused at the ceiling since the last [`Outbox::take_overflowed`].
+    overflowed: u64,
 }
 
 impl Outbox {
+    /// An outbox holding at most `limit` bytes.
+    pub fn with_limit(limit: usize) -> Self {
+        Self {
+            limit,
+            ..Self::default()
+        }
+    }
+
+    /// The current fill, to rewind to if the input being handled must be undone.
+    pub fn mark(&self) -> OutboxMark {
+        OutboxMark {
+            queued: self.queue.len(),
+            bytes: self.buf.len(),
+        }
+    }
+
+    /// Drops what was queued since `mark` (nothing if it was sent meanwhile).
+    pub fn rewind(&mut self, mark: OutboxMark) {
+        if self.queue.len() >= mark.queued && self.buf.len() >= mark.bytes {
+            self.queue.truncate(mark.queued);
+            self.buf.truncate(mark.bytes);
+        }
+    }
+
+    /// Packets refused at the ceiling since the last call.
+    pub fn take_overflowed(&mut self) -> u64 {
+        std::mem::take(&mut self.overflowed)
+    }
+
     /// Starts a packet: returns the buffer to append it to and where it starts.
     pub fn begin(&mut self) -> (&mut Vec<u8>, usize) {
         if self.queue.is_empty() {
@@ -44,6 +84,11 @@ impl Outbox {
     /// Queues the bytes appended since `start`.
     pub fn commit(&mut self, to: SessionId, class: PacketClass, start: usize) {
         let end = self.buf.len();
+        if self.limit > 0 && end > self.limit {
+            self.buf.truncate(start);
+            self.overflowed += 1;
+            return;
+        }
         if end > start {
             self.queue.push_back(Pending {
                 to,

@@ -5,6 +5,10 @@
 //! Pending objects are sent by priority (type and distance weight × time waited), so
 //! every relevant object is eventually sent and none starves.
 
+use super::limits::{
+    HZ, MAX_ROTATION_DEG, MAX_SIZE, MAX_TIERS, MAX_TOLERANCE, MAX_TOLERANCE_PER_METER, in_range,
+    positive_up_to,
+};
 use crate::wire::ObjectKind;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -24,17 +28,22 @@ pub struct RateTier {
     pub max_hz: Option<f32>,
 }
 
-/// Checks rate tiers, naming the offending field.
+/// Checks rate tiers, naming the offending field and its allowed range.
 pub fn validate_tiers(tiers: &[RateTier]) -> Result<(), String> {
+    if tiers.len() > MAX_TIERS {
+        return Err(format!("interest.rates: at most {MAX_TIERS} tiers"));
+    }
     let mut last = 0.0f32;
     for (i, t) in tiers.iter().enumerate() {
         match t.within {
-            Some(w) if !(w.is_finite() && w > last) => {
-                return Err(format!(
-                    "interest.rates[{i}].within: must be finite and increase"
-                ));
+            Some(w) => {
+                let field = format!("interest.rates[{i}].within");
+                positive_up_to(&field, w, MAX_SIZE)?;
+                if w <= last {
+                    return Err(format!("{field}: must increase from tier to tier"));
+                }
+                last = w;
             }
-            Some(w) => last = w,
             None if i + 1 != tiers.len() => {
                 return Err(format!(
                     "interest.rates[{i}].within: only the last tier may omit it"
@@ -42,23 +51,27 @@ pub fn validate_tiers(tiers: &[RateTier]) -> Result<(), String> {
             }
             None => {}
         }
-        if t.max_hz.is_some_and(|hz| !(hz.is_finite() && hz > 0.0)) {
-            return Err(format!(
-                "interest.rates[{i}].max_hz: must be a positive number"
-            ));
+        if let Some(hz) = t.max_hz {
+            in_range(&format!("interest.rates[{i}].max_hz"), hz, HZ.0, HZ.1)?;
         }
     }
     Ok(())
 }
 
 /// The minimum interval between sends at `distance`, if the tiers set one. Beyond the
-/// last bounded tier with no open tier, the last tier applies.
+/// last bounded tier with no open tier, the last tier applies. A rate outside the
+/// validated range is clamped into it, so no input can overflow the interval.
 pub fn min_interval(tiers: &[RateTier], distance: f32) -> Option<Duration> {
     let tier = tiers
         .iter()
         .find(|t| t.within.is_none_or(|w| distance <= w))
         .or(tiers.last())?;
-    tier.max_hz.map(|hz| Duration::from_secs_f32(1.0 / hz))
+    tier.max_hz.map(period)
+}
+
+/// `1 / hz` seconds, with `hz` clamped into the validated range (NaN counts as the lowest).
+pub fn period(hz: f32) -> Duration {
+    Duration::from_secs_f32(1.0 / hz.clamp(HZ.0, HZ.1).max(HZ.0))
 }
 
 /// How much an object matters when bandwidth is short: players' heads and hands first,
@@ -71,40 +84,52 @@ pub fn weight(kind: ObjectKind, distance: f32) -> f32 {
     kind / (1.0 + distance.max(0.0) / 10.0)
 }
 
-/// A byte budget refilled at `rate_bps`, holding at most 100 ms worth (and at least one
-/// MTU, so a single large packet can always go eventually).
+/// The longest a bucket ever makes anything wait.
+const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// A byte budget refilled at `rate_bps`, holding at most `burst` bytes.
 #[derive(Debug, Clone)]
 pub struct ByteBucket {
     rate_bps: u64,
+    burst: f64,
     tokens: f64,
     at: Instant,
 }
 
 impl ByteBucket {
-    fn capacity(&self) -> f64 {
-        (self.rate_bps as f64 / 8.0 * 0.1).max(1500.0)
+    /// A full bucket holding 100 ms worth (and at least one MTU, so a single large packet
+    /// can always go eventually): a subscriber's bandwidth cap.
+    pub fn new(rate_bps: u64, now: Instant) -> Self {
+        let burst = cap_burst(rate_bps);
+        Self {
+            rate_bps,
+            burst,
+            tokens: burst,
+            at: now,
+        }
     }
 
-    /// A full bucket.
-    pub fn new(rate_bps: u64, now: Instant) -> Self {
-        let mut b = Self {
+    /// A full bucket holding at most `burst` bytes (at least one MTU).
+    pub fn with_burst(rate_bps: u64, burst: usize, now: Instant) -> Self {
+        let burst = (burst as f64).max(MTU);
+        Self {
             rate_bps,
-            tokens: 0.0,
+            burst,
+            tokens: burst,
             at: now,
-        };
-        b.tokens = b.capacity();
-        b
+        }
     }
 
     /// Changes the rate, keeping the tokens.
     pub fn set_rate(&mut self, rate_bps: u64) {
         self.rate_bps = rate_bps;
+        self.burst = cap_burst(rate_bps);
     }
 
     fn refill(&mut self, now: Instant) {
         let dt = now.saturating_duration_since(self.at).as_secs_f64();
         self.at = self.at.max(now);
-        self.tokens = (self.tokens + dt * self.rate_bps as f64 / 8.0).min(self.capacity());
+        self.tokens = (self.tokens + dt * self.rate_bps as f64 / 8.0).min(self.burst);
     }
 
     /// Takes `bytes` if the budget has them.
@@ -121,8 +146,21 @@ impl ByteBucket {
     /// When `bytes` will be available.
     pub fn ready_at(&self, bytes: usize) -> Instant {
         let missing = (bytes as f64 - self.tokens).max(0.0);
-        self.at + Duration::from_secs_f64(missing * 8.0 / self.rate_bps.max(1) as f64)
+        // Saturates rather than panics: the rate is validated, but the bucket must not be
+        // the place a bad rate turns into a crash.
+        let wait = Duration::try_from_secs_f64(missing * 8.0 / self.rate_bps.max(1) as f64)
+            .unwrap_or(MAX_WAIT)
+            .min(MAX_WAIT);
+        self.at.checked_add(wait).unwrap_or(self.at)
     }
+}
+
+/// The largest datagram a bucket must always be able to pass.
+const MTU: f64 = 1500.0;
+
+/// A bandwidth cap's burst: 100 ms worth, at least one MTU.
+fn cap_burst(rate_bps: u64) -> f64 {
+    (rate_bps as f64 / 8.0 * 0.1).max(MTU)
 }
 
 /// An update waiting to be sent.
@@ -134,8 +172,10 @@ pub struct Pending {
     pub due: Instant,
 }
 
-/// One subscriber's pacing state; empty (and free) unless it has tiers or a cap.
-#[derive(Debug, Default)]
+/// One subscriber's pacing state: rate tiers, bandwidth cap, and the budget of what the
+/// relay itself sends it. The maps stay empty unless it has tiers, a cap, or relay-made
+/// sends waiting.
+#[derive(Debug)]
 pub struct Pacing {
     /// Last time each (stream, objectID) was sent.
     pub last_sent: HashMap<(u32, u64), Instant>,
@@ -143,9 +183,43 @@ pub struct Pacing {
     pub pending: HashMap<(u32, u64), Pending>,
     /// Bandwidth cap, when one applies.
     pub bucket: Option<ByteBucket>,
+    /// Budget of relay-made sends when no cap applies (with a cap they count against it).
+    own: ByteBucket,
 }
 
 impl Pacing {
+    /// Pacing with no cap, whose relay-made sends are held to `rate_bps` in bursts of at
+    /// most `burst` bytes.
+    pub fn new(rate_bps: u64, burst: usize, now: Instant) -> Self {
+        Self {
+            last_sent: HashMap::new(),
+            pending: HashMap::new(),
+            bucket: None,
+            own: ByteBucket::with_burst(rate_bps, burst, now),
+        }
+    }
+
+    /// The budget pending sends (deferred updates and relay-made sends) draw from: the
+    /// cap when one applies, else the relay-made budget.
+    pub fn budget(&mut self) -> &mut ByteBucket {
+        match self.bucket {
+            Some(ref mut b) => b,
+            None => &mut self.own,
+        }
+    }
+
+    /// Forgets every object of a stream that ended.
+    pub fn forget_stream(&mut self, ssrc: u32) {
+        self.last_sent.retain(|k, _| k.0 != ssrc);
+        self.pending.retain(|k, _| k.0 != ssrc);
+    }
+
+    /// Forgets one object that expired.
+    pub fn forget_object(&mut self, key: (u32, u64)) {
+        self.last_sent.remove(&key);
+        self.pending.remove(&key);
+    }
+
     /// Makes `key` pending (keeping when it started waiting, and the earliest due time).
     pub fn defer(&mut self, key: (u32, u64), now: Instant, due: Instant) {
         self.pending
@@ -197,23 +271,29 @@ impl Default for PredictionGate {
 }
 
 impl PredictionGate {
-    /// Checks the gate, naming the offending field.
+    /// Checks the gate, naming the offending field and its allowed range.
     pub fn validate(&self) -> Result<(), String> {
-        for (field, v) in [
-            ("tolerance", self.tolerance),
-            ("tolerance_per_meter", self.tolerance_per_meter),
-            ("rotation_tolerance_deg", self.rotation_tolerance_deg),
+        for (field, v, hi) in [
+            ("tolerance", self.tolerance, MAX_TOLERANCE),
+            (
+                "tolerance_per_meter",
+                self.tolerance_per_meter,
+                MAX_TOLERANCE_PER_METER,
+            ),
+            (
+                "rotation_tolerance_deg",
+                self.rotation_tolerance_deg,
+                MAX_ROTATION_DEG,
+            ),
         ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!(
-                    "interest.prediction.{field}: must be a non-negative number"
-                ));
-            }
+            in_range(&format!("interest.prediction.{field}"), v, 0.0, hi)?;
         }
-        if !(self.heartbeat_hz.is_finite() && self.heartbeat_hz > 0.0) {
-            return Err("interest.prediction.heartbeat_hz: must be a positive number".into());
-        }
-        Ok(())
+        in_range(
+            "interest.prediction.heartbeat_hz",
+            self.heartbeat_hz,
+            HZ.0,
+            HZ.1,
+        )
     }
 
     /// Whether `now_state` is close enough to what `last` (sent `dt` seconds ago)

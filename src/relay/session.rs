@@ -2,6 +2,7 @@
 //! sequence rewriting and what was sent (for NACK).
 
 use super::api::SessionId;
+use super::budget::FeedbackBudget;
 use super::interest::Interest;
 use super::pacing::Pacing;
 use crate::rtp::SeqRewriter;
@@ -35,8 +36,8 @@ pub struct Session {
     pub interest: Interest,
     /// Forwarding state per stream it receives.
     pub subs: HashMap<u32, Subscription>,
-    /// Latest FIR sequence number seen per media SSRC, to answer each FIR once.
-    pub firs: HashMap<u32, u8>,
+    /// How often its requests for state are answered.
+    pub feedback: FeedbackBudget,
     /// Rate cap from RTCP TMMBR, in bits per second.
     pub tmmbr_bps: Option<u64>,
     /// Packet-rate limiter.
@@ -82,6 +83,16 @@ impl Subscription {
             *slot = (out, src);
         }
         self.next = self.next.wrapping_add(1);
+    }
+
+    /// The source packets of remembered outputs sent after output `out` (by sequence
+    /// number, modulo wrap-around).
+    pub fn sent_after(&self, out: u16) -> impl Iterator<Item = u16> + '_ {
+        let recorded = self.next.min(SENT_RING);
+        self.sent[..recorded]
+            .iter()
+            .filter(move |(o, _)| o.wrapping_sub(out).wrapping_sub(1) < 0x7fff)
+            .map(|(_, s)| *s)
     }
 
     /// The source packet an output sequence number carried, if remembered.
@@ -139,6 +150,33 @@ impl Session {
     /// Whether updates to it are paced (rate tiers or a bandwidth cap).
     pub fn paced(&self) -> bool {
         !self.interest.rates.is_empty() || self.pacing.bucket.is_some()
+    }
+
+    /// Forgets everything it holds about a stream that ended.
+    pub fn forget_stream(&mut self, ssrc: u32) {
+        self.subs.remove(&ssrc);
+        self.feedback.forget_stream(ssrc);
+        self.pacing.forget_stream(ssrc);
+        self.inside.retain(|k| k.0 != ssrc);
+        self.predicted.retain(|k, _| k.0 != ssrc);
+    }
+
+    /// Forgets everything it holds about an object that expired.
+    pub fn forget_object(&mut self, key: (u32, u64)) {
+        self.feedback.forget_object(key);
+        self.pacing.forget_object(key);
+        self.inside.remove(&key);
+        self.predicted.remove(&key);
+    }
+
+    /// Entries in its per-stream and per-object maps (for bounded-state tests).
+    pub fn state_entries(&self) -> usize {
+        self.subs.len()
+            + self.feedback.entries()
+            + self.pacing.last_sent.len()
+            + self.pacing.pending.len()
+            + self.inside.len()
+            + self.predicted.len()
     }
 
     /// Whether the session has been silent for `timeout`.

@@ -60,6 +60,10 @@ pub enum CommandError {
     /// The relay task has stopped.
     #[error("the relay is not running")]
     Stopped,
+    /// A defect in the relay while carrying out the command (counted and logged; the
+    /// room concerned was dropped).
+    #[error("internal error in the relay; the room concerned was closed")]
+    Internal,
 }
 
 /// One operation for the relay task, with the channel its answer goes back on.
@@ -97,6 +101,11 @@ impl RelayHandle {
     pub fn channel(depth: usize) -> (Self, mpsc::Receiver<Command>) {
         let (tx, rx) = mpsc::channel(depth);
         (Self { tx }, rx)
+    }
+
+    /// Whether the relay task has stopped (its end of the channel is gone).
+    pub fn is_stopped(&self) -> bool {
+        self.tx.is_closed()
     }
 
     async fn call<T>(

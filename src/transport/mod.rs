@@ -2,8 +2,10 @@
 //! outputs into sends, and never decide what to forward.
 //!
 //! - [`command`]: the channel through which the control plane drives the relay task.
+//! - [`guard`]: fault isolation every shell puts around its inputs to the core.
 //! - [`udp`]: RTP/RTCP over UDP (rtcp-mux) with SRTP.
 
 pub mod batch;
 pub mod command;
+pub mod guard;
 pub mod udp;

@@ -33,6 +33,7 @@ use super::batch::SendBatch;
 use super::command::{
     Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner, SrtpKeys,
 };
+use super::guard::guarded;
 use crate::metrics::Metrics;
 use crate::relay::{Relay, SessionId};
 use crate::rtp::{KeyMaterial, PacketClass, SrtpError, SrtpProfile, SrtpSession, classify};
@@ -217,6 +218,7 @@ impl Shell {
             }
         }
         self.flush().await;
+        self.forget_closed();
         let latency = now.elapsed().as_secs_f64();
         for _ in 0..accepted {
             self.counters.latency.observe(latency);
@@ -268,10 +270,15 @@ impl Shell {
             tracing::debug!(session = id, addr = %from, "session latched");
             peer.addr = Some(from);
         }
-        match class {
-            PacketClass::Rtp => self.relay.handle_rtp(now, id, plain),
-            _ => self.relay.handle_rtcp(now, id, plain),
-        }
+        let rtp = class == PacketClass::Rtp;
+        let place = if rtp { "rtp" } else { "rtcp" };
+        guarded(&mut self.relay, &self.metrics, place, now, |r| {
+            if rtp {
+                r.handle_rtp(now, id, plain);
+            } else {
+                r.handle_rtcp(now, id, plain);
+            }
+        });
         Ok(())
     }
 
@@ -327,29 +334,47 @@ impl Shell {
 
     /// Runs the core's timers, sends what they produce and forgets removed sessions.
     async fn timeout(&mut self) {
-        self.relay.handle_timeout(Instant::now());
+        let now = Instant::now();
+        guarded(&mut self.relay, &self.metrics, "timeout", now, |r| {
+            r.handle_timeout(now);
+        });
         self.flush().await;
+        self.forget_closed();
+    }
+
+    /// Forgets the transport state of sessions the core removed by itself.
+    fn forget_closed(&mut self) {
         while let Some(id) = self.relay.poll_closed() {
             self.peers.remove(&id);
         }
     }
 
     async fn command(&mut self, cmd: Command) {
+        let now = Instant::now();
+        let metrics = self.metrics.clone();
+        let fault = || CommandError::Internal;
         match cmd {
             Command::Join(join, reply) => {
                 let answer = self.join(join);
                 let _ = reply.send(answer);
             }
             Command::Leave(id, reply) => {
-                let result = self.relay.leave(id).map_err(CommandError::from);
+                let result = guarded(&mut self.relay, &metrics, "command", now, |r| r.leave(id))
+                    .ok_or_else(fault)
+                    .and_then(|r| r.map_err(CommandError::from));
                 self.peers.remove(&id);
                 // The BYEs for its stream go to the others now, not at the next input.
                 self.flush().await;
                 let _ = reply.send(result);
             }
             Command::SetInterest(id, interest, reply) => {
-                let result = self.relay.set_interest(Instant::now(), id, interest);
-                let _ = reply.send(result.map_err(CommandError::from));
+                let result = guarded(&mut self.relay, &metrics, "command", now, |r| {
+                    r.set_interest(now, id, interest)
+                })
+                .ok_or_else(fault)
+                .and_then(|r| r.map_err(CommandError::from));
+                self.flush().await;
+                let _ = reply.send(result);
             }
             Command::SessionOwner(id, reply) => {
                 let owner = self.relay.session(id).map(|s| SessionOwner {
@@ -392,7 +417,11 @@ impl Shell {
                 (sec, Some(keys))
             }
         };
-        let joined = self.relay.join(Instant::now(), cmd.request)?;
+        let now = Instant::now();
+        let joined = guarded(&mut self.relay, &self.metrics, "command", now, |r| {
+            r.join(now, cmd.request)
+        })
+        .ok_or(CommandError::Internal)??;
         self.peers.insert(joined.session, Peer { sec, addr: None });
         Ok(JoinAnswer {
             joined,
