@@ -27,11 +27,6 @@ use std::time::{Duration, Instant};
 
 /// RTP fixed header, written before every payload the relay builds.
 const RTP_HEADER: usize = 12;
-/// One FIR entry: the fewest bytes an RTCP datagram spends to ask for a snapshot.
-const FIR_ENTRY: usize = 8;
-/// One NACK FCI word (4 bytes) names up to 17 lost packets: its PID and 16 BLP bits.
-const NACK_FCI: usize = 4;
-const NACK_PER_FCI: usize = 17;
 /// An RTCP BYE for one SSRC.
 const BYE: usize = 8;
 /// Rooms the sessions are spread over.
@@ -42,23 +37,21 @@ const ROOMS: [&str; 2] = ["r0", "r1"];
 /// A room's state is at most `max_sessions_per_room` streams of `max_objects_per_stream`
 /// objects, each object at most one datagram's payload and at worst alone in a packet with
 /// its own RTP header: `room_state`. In one step a subscriber is sent at most:
-/// - in answer to one feedback datagram: there is no per-subscriber feedback budget yet,
-///   so every request in it is answered: up to `max_packet_bytes / FIR_ENTRY` snapshots
-///   of the whole room, plus `max_packet_bytes / NACK_FCI × NACK_PER_FCI` repairs of at
-///   most one payload budget each;
-/// - otherwise: one forwarded packet, the room's state once (objects entering its area,
-///   followers, paced updates falling due) and a BYE per stream that ends.
-///
-/// The sum of both is the bound. When the feedback budget lands, the feedback term
-/// becomes that budget and this bound tightens to it.
+/// - one forwarded packet (the input was a packet from another session);
+/// - what the relay makes itself (snapshot objects, repairs, objects entering its area and
+///   their followers). The feedback budget (docs/relay.md, "Feedback budget") answers a
+///   stream's snapshot once per `snapshot_interval` and repairs an object once per
+///   interval, whatever one datagram asks, and pending updates are coalesced per object:
+///   so at most the room's state once as pending updates and once as repairs. (Before the
+///   budget the bound was `max_packet_bytes / 8` snapshots of the room: one per FIR entry.)
+///   The relay-made pacer would cap this further at its burst, but a subscriber's own
+///   bandwidth cap may allow bursts larger than the room;
+/// - a BYE per stream that ends.
 fn max_bytes_per_subscriber_per_step(cfg: &RelayConfig) -> usize {
     let streams = cfg.max_sessions_per_room;
     let room_state = streams * cfg.max_objects_per_stream * (RTP_HEADER + cfg.max_packet_bytes);
-    let snapshots = cfg.max_packet_bytes / FIR_ENTRY * room_state;
-    let repairs =
-        cfg.max_packet_bytes / NACK_FCI * NACK_PER_FCI * (RTP_HEADER + cfg.payload_budget);
-    let other = RTP_HEADER + cfg.max_packet_bytes + room_state + streams * BYE;
-    snapshots + repairs + other
+    let forwarded = RTP_HEADER + cfg.max_packet_bytes;
+    forwarded + 2 * room_state + streams * BYE
 }
 
 /// The relay's configuration, small enough that limits are reached.
@@ -172,16 +165,47 @@ struct FuzzInterest {
 /// One object of a published payload.
 #[derive(Debug, Arbitrary)]
 enum Obj {
-    Head { id: u8, at: [F; 3], v: [F; 3], ipd: Option<F> },
-    Hand { id: u8, left: bool, at: [F; 3] },
-    Object1 { id: u8, at: [F; 3], parent: Option<u8>, active: bool },
-    Object2 { id: u8, at: [F; 3], parent: Option<u8> },
-    SixDof { id: u8, at: [F; 3], rot: [F; 3] },
-    Control { id: u8, buttons: i64 },
+    Head {
+        id: u8,
+        at: [F; 3],
+        v: [F; 3],
+        ipd: Option<F>,
+    },
+    Hand {
+        id: u8,
+        left: bool,
+        at: [F; 3],
+    },
+    Object1 {
+        id: u8,
+        at: [F; 3],
+        parent: Option<u8>,
+        active: bool,
+    },
+    Object2 {
+        id: u8,
+        at: [F; 3],
+        parent: Option<u8>,
+    },
+    SixDof {
+        id: u8,
+        at: [F; 3],
+        rot: [F; 3],
+    },
+    Control {
+        id: u8,
+        buttons: i64,
+    },
     Ipd(F),
-    Unknown { tag: u16, data: Vec<u8> },
+    Unknown {
+        tag: u16,
+        data: Vec<u8>,
+    },
     /// An objectID far from the small ones the others use.
-    FarId { id: u64, at: [F; 3] },
+    FarId {
+        id: u64,
+        at: [F; 3],
+    },
 }
 
 /// How a packet's sequence number follows the sender's last one.
@@ -294,7 +318,8 @@ fuzz_target!(|data: &[u8]| {
 
 impl World {
     fn member(&self, who: u8) -> Option<&Member> {
-        self.members.get(usize::from(who) % self.members.len().max(1))
+        self.members
+            .get(usize::from(who) % self.members.len().max(1))
     }
 
     fn ssrc(&self, s: Ssrc) -> u32 {

@@ -12,7 +12,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(items) = rtcp::parse_compound(data) else {
         return;
     };
-    assert!(!items.is_empty(), "a parsed compound has at least one packet");
+    assert!(
+        !items.is_empty(),
+        "a parsed compound has at least one packet"
+    );
     for item in items {
         let Some(written) = rewrite(&item) else {
             continue;

@@ -7,9 +7,7 @@
 #![no_main]
 
 use gsrelay::rtp::packet::append_padding;
-use gsrelay::rtp::{
-    ExtensionElement, PacketClass, RtpHeader, RtpPacket, WriteExtension, classify,
-};
+use gsrelay::rtp::{ExtensionElement, PacketClass, RtpHeader, RtpPacket, WriteExtension, classify};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -35,7 +33,9 @@ fuzz_target!(|data: &[u8]| {
         extension: ext.map(WriteExtension::from),
     };
     let mut rebuilt = Vec::new();
-    let len = header.append_to(&mut rebuilt).expect("a parsed header re-writes");
+    let len = header
+        .append_to(&mut rebuilt)
+        .expect("a parsed header re-writes");
     assert_eq!(len, p.header_len());
     rebuilt.extend_from_slice(p.payload());
     if p.has_padding() {
@@ -58,7 +58,9 @@ fuzz_target!(|data: &[u8]| {
         ..header
     };
     let mut again = Vec::new();
-    header.append_to(&mut again).expect("parsed elements re-write");
+    header
+        .append_to(&mut again)
+        .expect("parsed elements re-write");
     let reparsed = RtpPacket::parse(&again).expect("re-written elements parse");
     let ext = reparsed.extension().expect("has the extension");
     assert_eq!(ext.elements().collect::<Vec<_>>(), elements);

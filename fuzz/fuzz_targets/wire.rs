@@ -37,7 +37,11 @@ fuzz_target!(|data: &[u8]| {
     let again = wire::encode(&objects, d).expect("a decoded payload re-encodes");
     let reread = wire::decode(&again, d).expect("a re-encoded payload decodes");
     assert_eq!(json(&reread), json(&objects));
-    assert_eq!(wire::encode(&reread, d).expect("re-encodes"), again, "canonical");
+    assert_eq!(
+        wire::encode(&reread, d).expect("re-encodes"),
+        again,
+        "canonical"
+    );
 });
 
 /// Objects as JSON: NaN-safe equality (NaN != NaN for the structs' PartialEq).

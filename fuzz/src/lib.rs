@@ -49,10 +49,18 @@ fn key(profile: SrtpProfile, seed: u8) -> KeyMaterial {
     KeyMaterial::from_bytes(profile, &bytes).expect("fixed key has the profile's length")
 }
 
-/// The relay's and the client's sides of one session with the fixed keys.
-pub fn srtp_pair(profile: SrtpProfile) -> (SrtpSession, SrtpSession) {
-    let (client, relay) = (key(profile, 0x10), key(profile, 0x80));
-    let relay_side = SrtpSession::for_relay(profile, &client, &relay).expect("fixed keys");
-    let client_side = SrtpSession::for_client(profile, &client, &relay).expect("fixed keys");
-    (relay_side, client_side)
+/// The relay's side of a session with the fixed keys: unprotects what the client sends.
+pub fn srtp_relay(profile: SrtpProfile) -> SrtpSession {
+    SrtpSession::for_relay(profile, &key(profile, CLIENT), &key(profile, RELAY))
+        .expect("fixed keys")
 }
+
+/// The client's side of the same session: protects what the relay's side unprotects.
+pub fn srtp_client(profile: SrtpProfile) -> SrtpSession {
+    SrtpSession::for_client(profile, &key(profile, CLIENT), &key(profile, RELAY))
+        .expect("fixed keys")
+}
+
+/// Seeds of the fixed client and relay keys.
+const CLIENT: u8 = 0x10;
+const RELAY: u8 = 0x80;

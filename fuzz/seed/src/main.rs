@@ -17,7 +17,7 @@ use gsrelay::rtp::rtcp::{self, FirEntry, ReceptionReport, SenderInfo, TmmbEntry}
 use gsrelay::rtp::{ExtensionElement, ExtensionForm, RtpHeader, SrtpProfile, WriteExtension};
 use gsrelay::wire::json::Hex;
 use gsrelay::wire::{self, Dialect, Object};
-use gsrelay_fuzz::{dialect_selector, srtp_flags, srtp_pair};
+use gsrelay_fuzz::{dialect_selector, srtp_client, srtp_flags};
 use std::path::{Path, PathBuf};
 use std::{env, fs};
 
@@ -241,6 +241,9 @@ fn rtp_packets(payloads: &[(Dialect, Vec<u8>)]) -> Vec<Vec<u8>> {
     out
 }
 
+/// Appends one RTCP packet.
+type Writer<'a> = Box<dyn Fn(&mut Vec<u8>) -> Result<usize, rtcp::RtcpWriteError> + 'a>;
+
 /// A packet from every RTCP writer, and their compound.
 fn rtcp_packets() -> Vec<Vec<u8>> {
     let reports = [ReceptionReport {
@@ -267,7 +270,7 @@ fn rtcp_packets() -> Vec<Vec<u8>> {
         ssrc: 9,
         sequence_number: 4,
     }];
-    let writers: Vec<Box<dyn Fn(&mut Vec<u8>) -> Result<usize, rtcp::RtcpWriteError>>> = vec![
+    let writers: Vec<Writer> = vec![
         Box::new(|o| rtcp::write_sr(o, 1, info, &reports)),
         Box::new(|o| rtcp::write_rr(o, 1, &reports)),
         Box::new(|o| rtcp::write_sdes_cname(o, 1, b"player@example")),
@@ -301,7 +304,7 @@ fn srtp_seeds(out: &Corpus, rtp: &[Vec<u8>], rtcp: &[Vec<u8>]) -> Result<(), Str
         };
         for (packets, class) in [(rtp, 0), (rtcp, srtp_flags::RTCP)] {
             // One client session per profile and class, so indexes advance like a stream's.
-            let (_, mut client) = srtp_pair(profile);
+            let mut client = srtp_client(profile);
             for p in packets {
                 let protected = if class == 0 {
                     client.protect_rtp(p)
