@@ -403,9 +403,13 @@ impl SrtpSession {
     /// length from its own parse, which for a malformed header extension (an element running
     /// past the extension) can exceed the packet, and then slices out of bounds (found by
     /// fuzzing, `tests/fuzz_regressions.rs`).
+    ///
     /// Allocates the returned buffer (see the module docs).
     pub fn protect_rtp(&mut self, packet: &[u8]) -> Result<BytesMut, SrtpError> {
-        RtpPacket::parse(packet).map_err(SrtpError::MalformedRtp)?;
+        RtpPacket::parse(packet).map_err(|e| match e {
+            RtpError::TooShort(_) => SrtpError::TooShort,
+            e => SrtpError::MalformedRtp(e),
+        })?;
         Ok(self.outbound.encrypt_rtp(packet)?)
     }
 
