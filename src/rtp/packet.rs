@@ -31,8 +31,9 @@ pub enum RtpError {
     /// The header extension runs past the end of the packet.
     #[error("RTP header extension truncated")]
     TruncatedExtension,
-    /// An RFC 8285 extension element runs past the end of the extension.
-    #[error("RTP header extension element truncated")]
+    /// An RFC 8285 extension element runs past the end of the extension, or is not one
+    /// (ID 15, or a nonzero octet with ID 0 where padding belongs).
+    #[error("RTP header extension element truncated or invalid")]
     BadExtensionElement,
     /// The padding count is zero or larger than the payload it pads.
     #[error("RTP padding count invalid")]
@@ -266,7 +267,8 @@ impl<'a> HeaderExtension<'a> {
 
     /// The RFC 8285 elements; empty for a profile that is not RFC 8285.
     ///
-    /// Padding octets are skipped. A one-byte element with ID 15 ends the list (RFC 8285 §4.2).
+    /// Padding octets are skipped. A one-byte element with ID 15 ends the list (RFC 8285 §4.2;
+    /// [`RtpPacket::parse`] refuses it).
     pub fn elements(&self) -> ExtensionElements<'a> {
         ExtensionElements {
             form: self.form(),
@@ -313,9 +315,13 @@ impl<'a> ExtensionElements<'a> {
             let (id, len, rest) = match form {
                 ExtensionForm::OneByte => {
                     let id = first >> 4;
-                    if id == 15 {
-                        self.data = &[];
-                        return Ok(None);
+                    // ID 15 "MUST NOT be used" and padding octets are zero (RFC 8285 §4.2).
+                    // Both are refused, not read leniently: the SRTP library re-derives the
+                    // header length its own way (ID 15 ends it early, a nonzero ID-0 octet
+                    // is an element to it), so it would encrypt (AES-CM) or authenticate
+                    // (GCM) a forwarded packet from another offset than the receiver.
+                    if id == 15 || (id == 0 && first != 0) {
+                        return Err(RtpError::BadExtensionElement);
                     }
                     (id, usize::from(first & 0x0f) + 1, rest)
                 }

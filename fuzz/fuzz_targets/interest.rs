@@ -1,0 +1,30 @@
+//! A subscriber's interest as the HTTP API receives it: `serde_json::from_slice` into
+//! `relay::Interest`, then `validate()`; a valid interest then answers the questions the
+//! relay asks of it (streams, object types, rate tiers at sampled distances).
+//!
+//! Checks: no panic; a valid interest survives a JSON round trip unchanged.
+#![no_main]
+
+use gsrelay::relay::{Interest, pacing};
+use gsrelay::wire::ObjectKind;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(interest) = serde_json::from_slice::<Interest>(data) else {
+        return;
+    };
+    if interest.validate().is_err() {
+        return;
+    }
+    let text = serde_json::to_string(&interest).expect("an interest serializes");
+    let back: Interest = serde_json::from_str(&text).expect("its JSON parses back");
+    assert_eq!(back, interest, "JSON round trip: {text}");
+    for kind in ObjectKind::ALL {
+        interest.admits_object(1, kind);
+    }
+    interest.admits_stream(1, false);
+    interest.admits_all_objects();
+    for distance in [0.0, 1.0, 1e3, 1e30, f32::MAX, f32::INFINITY] {
+        pacing::min_interval(&interest.rates, distance);
+    }
+});
