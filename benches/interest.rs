@@ -5,7 +5,6 @@
 //! Run with `cargo bench --bench interest`; `docs/benchmarks.md` records the results.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gsrelay::metrics::Metrics;
 use gsrelay::relay::{Interest, JoinRequest, Joined, Relay, RelayConfig};
 use gsrelay::rtp::RtpHeader;
 use gsrelay::wire::{self, Dialect, Head1, Loc2, Object};
@@ -69,7 +68,7 @@ fn room(area: bool) -> (Relay, Joined, u16) {
         max_packets_per_sec: u32::MAX,
         ..RelayConfig::default()
     };
-    let mut r = Relay::new(cfg, 3, Metrics::new());
+    let mut r = Relay::new(cfg, 3);
     let now = Instant::now();
     let join = |r: &mut Relay, publish: bool, interest: Interest| {
         let req = JoinRequest {

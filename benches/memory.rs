@@ -7,7 +7,6 @@
 mod common;
 
 use common::update;
-use gsrelay::metrics::Metrics;
 use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
 use gsrelay::rtp::RtpHeader;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -84,7 +83,7 @@ fn main() {
         ..RelayConfig::default()
     };
     let now = Instant::now();
-    let mut relay = Relay::new(cfg, 1, Metrics::new());
+    let mut relay = Relay::new(cfg, 1);
     let req = JoinRequest {
         room: "mem".into(),
         publish: true,

@@ -7,7 +7,6 @@ mod common;
 
 use common::update;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use gsrelay::metrics::Metrics;
 use gsrelay::relay::{JoinRequest, Joined, Relay, RelayConfig};
 use gsrelay::rtp::RtpHeader;
 use gsrelay::rtp::rtcp::{self, FirEntry};
@@ -21,7 +20,7 @@ fn relay(max_objects: usize) -> Relay {
         max_sessions_per_room: 10_000,
         ..RelayConfig::default()
     };
-    Relay::new(cfg, 1, Metrics::new())
+    Relay::new(cfg, 1)
 }
 
 fn join(r: &mut Relay, now: Instant, publish: bool, subscribe: bool) -> Joined {

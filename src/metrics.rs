@@ -4,6 +4,7 @@
 //!
 //! `docs/operations.md` lists every family with the dashboard panel and alert that read it.
 
+pub mod export;
 mod kernel;
 
 use prometheus::core::Collector;

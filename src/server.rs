@@ -111,7 +111,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
 
     let metrics = Metrics::new();
     let seed = getrandom::u64().context("seeding the relay")?;
-    let relay = Relay::new(cfg.relay.clone(), seed, metrics.clone());
+    let relay = Relay::new(cfg.relay.clone(), seed);
     let transport = udp::spawn(
         UdpConfig {
             bind: cfg.rtp_addr,

@@ -268,10 +268,14 @@ fn a_shared_view_is_built_once_and_nobody_gets_their_own_stream() {
     for (k, m) in members.iter().enumerate() {
         w.publish(m, &[head(1, k as f32)]);
     }
-    let built = w.metrics.aggregate_payloads.get();
+    let built = w.metrics().aggregate_payloads.get();
     w.advance(DELAY);
     let out = w.sent();
-    assert_eq!(w.metrics.aggregate_payloads.get(), built + 1, "built once");
+    assert_eq!(
+        w.metrics().aggregate_payloads.get(),
+        built + 1,
+        "built once"
+    );
     assert_eq!(out.len(), 3, "one packet per member");
     for m in &members {
         let mine = to(&out, m);
@@ -652,13 +656,13 @@ fn a_dense_room_sends_about_n_packets_per_tick_built_once_per_view() {
         .map(|k| join(&mut w, 0x1000_0000 + k, true, true, aggregated(None)))
         .collect();
     w.sent();
-    let built = w.metrics.aggregate_payloads.get();
+    let built = w.metrics().aggregate_payloads.get();
     for (k, p) in players.iter().enumerate() {
         w.publish(p, &[head(1, k as f32)]);
     }
     w.advance(DELAY);
     let out = w.sent();
-    let payloads = w.metrics.aggregate_payloads.get() - built;
+    let payloads = w.metrics().aggregate_payloads.get() - built;
     // Every player's head, in containers of a budget-sized packet each.
     let per_packet = RelayConfig::default().payload_budget / container_len(0x1000_0000, HEAD_BYTES);
     let packets_per_player = (N as usize).div_ceil(per_packet);
@@ -703,12 +707,12 @@ fn a_tmmbr_cap_moves_a_subscriber_to_packets_of_its_own_without_a_gap() {
         };
         rtcp::write_tmmbr(buf, capped.ssrc, &[entry]).unwrap();
     });
-    let built = w.metrics.aggregate_payloads.get();
+    let built = w.metrics().aggregate_payloads.get();
     w.publish(&a, &[head(1, 2.0)]);
     w.advance(DELAY);
     let out = w.sent();
     assert_eq!(
-        w.metrics.aggregate_payloads.get() - built,
+        w.metrics().aggregate_payloads.get() - built,
         2,
         "the capped subscriber's packet is built apart"
     );

@@ -163,7 +163,7 @@ fn a_feedback_flood_draws_a_few_snapshots_worth_per_second() {
         "flood of {sent_in} B drew {got} B; one snapshot is {snapshot} B"
     );
     assert!(
-        w.metrics
+        w.metrics()
             .feedback_suppressed
             .with_label_values(&["snapshot_interval"])
             .get()
@@ -247,7 +247,7 @@ fn a_repeated_nack_is_repaired_once_per_interval() {
     }
     assert_eq!(repairs, 1);
     assert_eq!(
-        w.metrics
+        w.metrics()
             .feedback_suppressed
             .with_label_values(&["nack_repeat"])
             .get(),
@@ -275,7 +275,7 @@ fn firs_for_made_up_streams_leave_no_state() {
     assert!(w.sent().is_empty());
     assert_eq!(w.relay.session(b.session).unwrap().state_entries(), before);
     assert_eq!(
-        w.metrics
+        w.metrics()
             .feedback_suppressed
             .with_label_values(&["unknown_stream"])
             .get(),
@@ -389,11 +389,7 @@ fn a_tmmbr_of_zero_is_clamped_not_a_stall() {
 fn a_restarted_relay_hands_out_other_session_ids() {
     // The server seeds each relay from the OS: two seeds stand for before and after.
     let first = |seed| {
-        let mut relay = gsrelay::relay::Relay::new(
-            RelayConfig::default(),
-            seed,
-            gsrelay::metrics::Metrics::new(),
-        );
+        let mut relay = gsrelay::relay::Relay::new(RelayConfig::default(), seed);
         let req = gsrelay::relay::JoinRequest {
             room: "r".into(),
             identity: "p".into(),

@@ -21,8 +21,12 @@ fn join(w: &mut World, publish: bool, subscribe: bool, interest: &str) -> Joined
     .expect("join")
 }
 
-fn deferred(w: &World, reason: &str) -> u64 {
-    w.metrics.pacing.deferred.with_label_values(&[reason]).get()
+fn deferred(w: &mut World, reason: &str) -> u64 {
+    w.metrics()
+        .pacing
+        .deferred
+        .with_label_values(&[reason])
+        .get()
 }
 
 #[test]
@@ -42,9 +46,9 @@ fn a_rate_tier_defers_updates_and_coalesces_the_ones_superseded() {
         w.advance(Duration::from_millis(50));
         w.publish(&publisher, &[head(1, x)]);
     }
-    assert_eq!(deferred(&w, "rate_tier"), 2);
-    assert_eq!(w.metrics.pacing.coalesced.get(), 1);
-    assert_eq!(deferred(&w, "bandwidth_cap"), 0);
+    assert_eq!(deferred(&mut w, "rate_tier"), 2);
+    assert_eq!(w.metrics().pacing.coalesced.get(), 1);
+    assert_eq!(deferred(&mut w, "bandwidth_cap"), 0);
 }
 
 #[test]
@@ -58,11 +62,11 @@ fn a_bandwidth_cap_defers_what_does_not_fit() {
         w.publish(&publisher, &objects);
         w.sent();
     }
-    let capped = deferred(&w, "bandwidth_cap");
+    let capped = deferred(&mut w, "bandwidth_cap");
     // 40 objects of ~40 bytes at 50 Hz is ~640 kbit/s against a 16 kbit/s cap.
     assert!(capped > 400, "{capped} objects deferred by the cap");
-    assert!(w.metrics.pacing.coalesced.get() > 0);
-    assert_eq!(deferred(&w, "rate_tier"), 0);
+    assert!(w.metrics().pacing.coalesced.get() > 0);
+    assert_eq!(deferred(&mut w, "rate_tier"), 0);
 }
 
 #[test]
@@ -77,7 +81,7 @@ fn a_snapshot_records_its_size_and_how_long_its_paced_sending_took() {
     let late = join(&mut w, false, true, r#"{"max_bitrate_bps":64000}"#);
     w.sent();
     w.fir(&late, publisher.ssrc, 1);
-    let m = &w.metrics;
+    let m = w.metrics();
     assert_eq!(m.snapshot_objects.get_sample_count(), 1);
     assert_eq!(m.snapshot_objects.get_sample_sum(), 200.0);
     let bytes = m.snapshot_bytes.get_sample_sum();
@@ -86,7 +90,7 @@ fn a_snapshot_records_its_size_and_how_long_its_paced_sending_took() {
     // At 64 kbit/s the snapshot takes about bytes * 8 / 64 000 seconds to send.
     let step = Duration::from_millis(10);
     let mut elapsed = Duration::ZERO;
-    while w.metrics.snapshot_duration.get_sample_count() == 0 {
+    while w.metrics().snapshot_duration.get_sample_count() == 0 {
         assert!(
             elapsed < Duration::from_secs(30),
             "the snapshot never completed"
@@ -95,7 +99,7 @@ fn a_snapshot_records_its_size_and_how_long_its_paced_sending_took() {
         w.sent();
         elapsed += step;
     }
-    let took = w.metrics.snapshot_duration.get_sample_sum();
+    let took = w.metrics().snapshot_duration.get_sample_sum();
     let paced = bytes * 8.0 / 64_000.0;
     assert!(
         took <= elapsed.as_secs_f64() && took >= paced * 0.5,

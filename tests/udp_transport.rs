@@ -28,7 +28,7 @@ struct Harness {
 
 async fn relay(insecure_plain_rtp: bool) -> Harness {
     let metrics = Metrics::new();
-    let relay = Relay::new(RelayConfig::default(), 7, metrics.clone());
+    let relay = Relay::new(RelayConfig::default(), 7);
     let cfg = UdpConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
         advertise: None,

@@ -13,6 +13,7 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use gsrelay::metrics::Metrics;
+use gsrelay::metrics::export::StatsExporter;
 use gsrelay::relay::area::Area;
 use gsrelay::relay::interest::{Filter, TypeSel};
 use gsrelay::relay::pacing::{PredictionGate, RateTier};
@@ -287,6 +288,7 @@ struct Member {
 struct World {
     relay: Relay,
     metrics: Metrics,
+    exporter: StatsExporter,
     cfg: RelayConfig,
     bound: usize,
     now: Instant,
@@ -302,7 +304,8 @@ fuzz_target!(|data: &[u8]| {
     let cfg = input.config.relay_config();
     let metrics = Metrics::new();
     let mut w = World {
-        relay: Relay::new(cfg.clone(), 1, metrics.clone()),
+        relay: Relay::new(cfg.clone(), 1),
+        exporter: StatsExporter::new(&metrics),
         metrics,
         bound: max_bytes_per_subscriber_per_step(&cfg),
         cfg,
@@ -597,6 +600,7 @@ impl World {
                 objects += s.objects;
             }
         }
+        self.exporter.export(&mut self.relay);
         let m = &self.metrics;
         assert_eq!(m.sessions.get(), self.relay.session_count() as i64);
         assert_eq!(m.rooms.get(), rooms);

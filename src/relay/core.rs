@@ -17,9 +17,9 @@ use super::pacing::Pacing;
 use super::relevance;
 use super::room::{Room, Stream};
 use super::session::{Session, TokenBucket};
-use crate::metrics::Metrics;
+use super::stats::{RelayStats, StatEvent};
 use crate::rtp::RtpPacket;
-use crate::wire::{self, Dialect, ObjectKind, ObjectRef, writer::varuint_len};
+use crate::wire::{self, ObjectKind, ObjectRef};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
@@ -34,7 +34,7 @@ pub struct Relay {
     pub(super) sessions: HashMap<SessionId, Session>,
     by_ssrc: HashMap<u32, SessionId>,
     pub(super) out: Outbox,
-    pub(super) metrics: Metrics,
+    pub(super) stats: RelayStats,
     /// Scratch for the objects of the packet being handled (reused: no allocation).
     refs: Vec<ObjectRef>,
     scratch: Scratch,
@@ -57,7 +57,7 @@ pub struct Relay {
 
 impl Relay {
     /// A relay with no rooms. `seed` drives SSRC allocation (deterministic in tests).
-    pub fn new(cfg: RelayConfig, seed: u64, metrics: Metrics) -> Self {
+    pub fn new(cfg: RelayConfig, seed: u64) -> Self {
         let max_outbox = cfg.max_outbox_bytes;
         let mut rng = seed | 1;
         let relay_ssrc = loop {
@@ -79,7 +79,7 @@ impl Relay {
             sessions: HashMap::new(),
             by_ssrc: HashMap::new(),
             out: Outbox::with_limit(max_outbox),
-            metrics,
+            stats: RelayStats::default(),
             refs: Vec::new(),
             scratch: Scratch::default(),
             pace_at: None,
@@ -119,6 +119,21 @@ impl Relay {
         self.sessions.len()
     }
 
+    /// Number of open rooms.
+    pub fn room_count(&self) -> usize {
+        self.rooms.len()
+    }
+
+    /// What the core has counted so far (the shell exports it).
+    pub fn stats(&self) -> &RelayStats {
+        &self.stats
+    }
+
+    /// The oldest measurement (for a histogram) the shell has not taken yet.
+    pub fn poll_stat_event(&mut self) -> Option<StatEvent> {
+        self.stats.pop_event()
+    }
+
     /// Refuses new joins from now on (graceful drain); existing rooms keep flowing.
     pub fn set_draining(&mut self, draining: bool) {
         self.draining = draining;
@@ -152,10 +167,7 @@ impl Relay {
         let id = self.next_id;
         self.next_id += 1;
         let name: Arc<str> = Arc::from(req.room);
-        let room = self.rooms.entry(name.clone()).or_insert_with(|| {
-            self.metrics.rooms.inc();
-            Room::default()
-        });
+        let room = self.rooms.entry(name.clone()).or_default();
         room.members.push(id);
         let streams = room.streams.keys().copied().collect();
         self.by_ssrc.insert(ssrc, id);
@@ -194,7 +206,6 @@ impl Relay {
             }
         }
         self.sync_delivery(id, now);
-        self.metrics.sessions.inc();
         self.next_sweep.get_or_insert(now + self.cfg.sweep_interval);
         Ok(Joined {
             session: id,
@@ -233,12 +244,10 @@ impl Relay {
         self.sessions.remove(&id);
         self.end_delivery(id);
         self.by_ssrc.remove(&ssrc);
-        self.metrics.sessions.dec();
         if let Some(room) = self.rooms.get_mut(&room_name) {
             room.members.retain(|m| *m != id);
             if room.members.is_empty() {
                 self.rooms.remove(&room_name);
-                self.metrics.rooms.dec();
             }
         }
         Ok(())
@@ -357,7 +366,7 @@ impl Relay {
                         }
                         expired.push((*ssrc, id));
                     });
-                    self.metrics.cached_objects.sub(n as i64);
+                    self.stats.objects_changed(0, n);
                 }
                 if now.saturating_duration_since(st.last_packet) >= self.cfg.stream_timeout {
                     ended.push((name.clone(), *ssrc));
@@ -427,27 +436,24 @@ impl Relay {
             forward::drain_pending(room, sub, &mut self.out, now, self.cfg.payload_budget)
         };
         if let Some(took) = sub.pacing.snapshot_done(now) {
-            self.metrics.snapshot_duration.observe(took.as_secs_f64());
+            self.stats.record(StatEvent::SnapshotSent { took });
         }
         let deferred = sub.feedback.next_deferred();
         self.pace_at = self.pace_at.into_iter().chain(due).chain(deferred).min();
     }
 
-    /// Adds what pacing did during a fan-out to the metrics.
+    /// Adds what pacing did during a fan-out to the statistics.
     fn count_paced(&mut self) {
         let c = std::mem::take(&mut self.scratch.paced);
-        if c == forward::PaceCounts::default() {
-            return;
-        }
-        let m = &self.metrics.pacing;
-        m.deferred_rate_tier.inc_by(c.rate_tier);
-        m.deferred_cap.inc_by(c.cap_deferred);
-        m.dropped_cap.inc_by(c.cap_dropped);
-        m.coalesced.inc_by(c.coalesced);
+        let p = &mut self.stats.pacing;
+        p.deferred_rate_tier += c.rate_tier;
+        p.deferred_cap += c.cap_deferred;
+        p.dropped_cap += c.cap_dropped;
+        p.coalesced += c.coalesced;
     }
 
-    pub(super) fn drop_packet(&self, reason: &str) {
-        self.metrics.drop(reason);
+    pub(super) fn drop_packet(&mut self, reason: &'static str) {
+        self.stats.drop(reason);
     }
 
     /// Handles one plaintext RTP packet from a session.
@@ -464,10 +470,7 @@ impl Relay {
     pub(super) fn count_overflow(&mut self) {
         let n = self.out.take_overflowed();
         if n > 0 {
-            self.metrics
-                .dropped
-                .with_label_values(&["outbox_full"])
-                .inc_by(n);
+            self.stats.dropped.add("outbox_full", n);
         }
     }
 
@@ -505,14 +508,12 @@ impl Relay {
         let Some(room) = self.rooms.remove(name) else {
             return;
         };
-        self.metrics.rooms.dec();
-        self.metrics.streams.sub(room.streams.len() as i64);
+        self.stats.streams = self.stats.streams.saturating_sub(room.streams.len() as u64);
         let objects: usize = room.streams.values().map(|s| s.store.len()).sum();
-        self.metrics.cached_objects.sub(objects as i64);
+        self.stats.objects_changed(0, objects);
         for id in room.members {
             if let Some(s) = self.sessions.remove(&id) {
                 self.by_ssrc.remove(&s.ssrc);
-                self.metrics.sessions.dec();
                 self.closed.push(id);
             }
             self.end_delivery(id);
@@ -566,7 +567,7 @@ impl Relay {
         let room = self.rooms.get_mut(&s.room).ok_or("unknown_session")?;
         let (seq, ts) = (pkt.sequence_number(), pkt.timestamp());
         let stream = room.streams.entry(pkt.ssrc()).or_insert_with(|| {
-            self.metrics.streams.inc();
+            self.stats.streams += 1;
             Stream::new(from, seq.wrapping_sub(1), ts, pkt.payload_type(), now)
         });
         let late = match seq.wrapping_sub(stream.last_seq) {
@@ -597,9 +598,7 @@ impl Relay {
             &self.refs,
             &mut self.scratch.moved_from,
         );
-        self.metrics
-            .cached_objects
-            .add((stream.store.len() - before) as i64);
+        self.stats.objects_changed(stream.store.len() - before, 0);
         stream.history.record(seq, &self.refs);
         if !late {
             stream.last_seq = seq;
@@ -626,7 +625,7 @@ impl Relay {
         self.pace_at = self.pace_at.into_iter().chain(due).min();
         let mut tx = Tx::new(
             &mut self.out,
-            &self.metrics,
+            &mut self.stats,
             self.relay_ssrc,
             now,
             self.cfg.payload_budget,
@@ -649,36 +648,6 @@ impl Relay {
             }
         }
         Ok(())
-    }
-}
-
-/// Whether a subscriber gets an object: its interest admits the type, and the object
-/// means the same in the subscriber's dialect (docs/relay.md, "Mixed dialects").
-pub(super) fn admits(interest: &Interest, to: Dialect, from: Dialect, r: &ObjectRef) -> bool {
-    interest.admits_object(r.tag, r.kind)
-        && portable(r.tag, r.kind, r.id, r.end - r.start, from, to)
-}
-
-/// Objects whose bytes read the same in both dialects: Hand1, a Head1 without its IPD
-/// part (the IPD tag differs), and tags neither dialect knows.
-pub(super) fn portable(
-    tag: u64,
-    kind: ObjectKind,
-    id: Option<u64>,
-    len: usize,
-    from: Dialect,
-    to: Dialect,
-) -> bool {
-    if from == to {
-        return true;
-    }
-    if to.kind_of(tag) != kind {
-        return false;
-    }
-    match kind {
-        ObjectKind::Hand1 | ObjectKind::Unknown => true,
-        ObjectKind::Head1 => id.is_some_and(|id| len == 2 + varuint_len(id) + 32),
-        _ => false,
     }
 }
 

@@ -16,6 +16,7 @@ use super::limits::BITRATE;
 use super::relevance;
 use super::room::Stream;
 use super::session::{Session, Subscription};
+use super::stats::StatEvent;
 use crate::rtp::PacketClass;
 use crate::rtp::rtcp::{self, FirEntry, RtcpItem};
 use std::time::Instant;
@@ -108,8 +109,8 @@ impl Relay {
         Ok(())
     }
 
-    fn count_feedback(&self, kind: &str) {
-        self.metrics.feedback.with_label_values(&[kind]).inc();
+    fn count_feedback(&mut self, kind: &'static str) {
+        self.stats.feedback.add(kind, 1);
     }
 
     /// A FIR entry: answered once per FIR command sequence number (RFC 5104 §4.3.1.2).
@@ -249,9 +250,11 @@ impl Relay {
         }
         if queued > 0 {
             pacing.snapshot_since.get_or_insert(now);
-            self.metrics.snapshots.inc();
-            self.metrics.snapshot_objects.observe(queued as f64);
-            self.metrics.snapshot_bytes.observe(bytes as f64);
+            self.stats.snapshots += 1;
+            self.stats.record(StatEvent::SnapshotQueued {
+                objects: queued as usize,
+                bytes,
+            });
         }
     }
 
@@ -287,7 +290,7 @@ impl Relay {
         let (buf, start) = self.out.begin();
         if rtcp::write_fir(buf, relay, &[entry]).is_ok() {
             self.out.commit(owner, PacketClass::Rtcp, start);
-            self.metrics.firs_forwarded.inc();
+            self.stats.firs_forwarded += 1;
         } else {
             self.out.abandon(start);
         }
@@ -310,7 +313,7 @@ impl Relay {
             .get(&sub.room)
             .and_then(|r| r.streams.get(&media))
         else {
-            self.metrics.suppress("unknown_stream");
+            self.stats.suppress("unknown_stream");
             return;
         };
         let from = self
@@ -341,7 +344,7 @@ impl Relay {
                 .source_of(out_seq)
                 .and_then(|src| stream.history.ids(src))
             else {
-                self.metrics.drop("nack_unknown");
+                self.stats.drop("nack_unknown");
                 continue;
             };
             let mut answered = false;
@@ -355,14 +358,14 @@ impl Relay {
                     continue;
                 }
                 if !feedback.may_repair((media, *id), now, interval) {
-                    self.metrics.suppress("nack_repeat");
+                    self.stats.suppress("nack_repeat");
                     continue;
                 }
                 pacing.defer((media, *id), now, now);
                 answered = true;
             }
             if answered {
-                self.metrics.repairs.inc();
+                self.stats.repairs += 1;
                 repaired = true;
             }
         }
@@ -371,8 +374,8 @@ impl Relay {
         }
     }
 
-    fn suppress(&self, reason: &str) {
-        self.metrics.suppress(reason);
+    fn suppress(&mut self, reason: &'static str) {
+        self.stats.suppress(reason);
     }
 
     /// Ends a stream: drops its state and sends an RTCP BYE for it to the room's
@@ -389,8 +392,8 @@ impl Relay {
                 room.objects.remove(cell, (ssrc, id));
             }
         }
-        self.metrics.streams.dec();
-        self.metrics.cached_objects.sub(stream.store.len() as i64);
+        self.stats.streams = self.stats.streams.saturating_sub(1);
+        self.stats.objects_changed(0, stream.store.len());
         self.agg.sender_left(room_name, ssrc);
         for member in room.members.clone() {
             let Some(s) = self.sessions.get_mut(&member) else {

@@ -1,8 +1,8 @@
 //! Forwarding: one accepted packet to every subscriber with only the objects its interest
 //! admits, and relay-made packets of cached state (snapshots, objects entering an area).
 
+use super::admission::{admits, portable};
 use super::api::SessionId;
-use super::core::admits;
 use super::grid;
 use super::interest::Interest;
 use super::outbox::Outbox;
@@ -699,6 +699,5 @@ pub fn subscription<'a>(
 
 /// Whether a cached entry goes to a subscriber (type filter and dialect).
 pub fn admits_entry(interest: &Interest, to: Dialect, from: Dialect, e: &Entry) -> bool {
-    interest.admits_object(e.tag, e.kind)
-        && super::core::portable(e.tag, e.kind, None, e.bytes.len(), from, to)
+    interest.admits_object(e.tag, e.kind) && portable(e.tag, e.kind, None, e.bytes.len(), from, to)
 }

@@ -7,6 +7,7 @@
 //! wake-up ([`Relay::poll_timeout`]). Time is always an argument; nothing here reads a
 //! clock, owns a socket or spawns a task, so tests drive it faster than real time.
 
+mod admission;
 mod aggregate;
 mod api;
 pub mod area;
@@ -24,6 +25,7 @@ pub mod pacing;
 mod relevance;
 mod room;
 mod session;
+pub mod stats;
 mod store;
 
 pub use api::{
@@ -37,3 +39,4 @@ pub use delivery::{Delivery, DeliveryMode};
 pub use interest::Interest;
 pub use outbox::{OutboxMark, Transmit};
 pub use session::Session;
+pub use stats::{RelayStats, StatEvent};

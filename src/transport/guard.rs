@@ -63,7 +63,7 @@ mod tests {
     #[test]
     fn a_panic_in_the_core_costs_its_room_and_the_relay_goes_on() {
         let metrics = Metrics::new();
-        let mut relay = Relay::new(RelayConfig::default(), 1, metrics.clone());
+        let mut relay = Relay::new(RelayConfig::default(), 1);
         let a = join(&mut relay, "a");
         let b = join(&mut relay, "b");
         let now = Instant::now();

@@ -39,6 +39,7 @@ use super::command::{
 };
 use super::guard::guarded;
 use crate::metrics::Metrics;
+use crate::metrics::export::StatsExporter;
 use crate::relay::{Relay, SessionId};
 use crate::rtp::{KeyMaterial, PacketClass, SrtpError, SrtpProfile, SrtpSession, classify};
 use prometheus::{Histogram, IntCounter};
@@ -98,6 +99,7 @@ pub async fn spawn(
     let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
     let shell = Shell {
         counters: Counters::new(&metrics),
+        exporter: StatsExporter::new(&metrics),
         socket,
         relay,
         metrics,
@@ -162,6 +164,8 @@ struct Shell {
     relay: Relay,
     metrics: Metrics,
     counters: Counters,
+    /// Exports the core's statistics after each input.
+    exporter: StatsExporter,
     peers: HashMap<SessionId, Peer>,
     /// What join answers advertise.
     rtp_addr: SocketAddr,
@@ -188,6 +192,7 @@ impl Shell {
                 },
                 () = sleep_until(deadline) => self.timeout().await,
             }
+            self.exporter.export(&mut self.relay);
         }
         tracing::info!("RTP/UDP transport stopped: every relay handle dropped");
     }
@@ -212,7 +217,7 @@ impl Shell {
             self.counters.bytes_in.inc_by(len as u64);
             match self.ingest(now, len, from) {
                 Ok(()) => accepted += 1,
-                Err(reason) => self.metrics.drop(reason),
+                Err(reason) => self.exporter.drop(reason),
             }
         }
         // Aggregated delivery with `max_delay_ms: 0` sends what this batch brought.
@@ -274,7 +279,7 @@ impl Shell {
             relay,
             peers,
             socket,
-            metrics,
+            exporter,
             counters,
             batch,
             ..
@@ -307,7 +312,7 @@ impl Shell {
             };
             if let Err(e) = queued {
                 tracing::debug!(error = %e, session = t.session, "SRTP protect refused");
-                metrics.drop(e.reason());
+                exporter.drop(e.reason());
             }
         }
         if !batch.is_empty() {

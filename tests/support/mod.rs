@@ -8,6 +8,7 @@ pub mod srtp;
 pub mod tools;
 
 use gsrelay::metrics::Metrics;
+use gsrelay::metrics::export::StatsExporter;
 use gsrelay::relay::{ControlError, JoinRequest, Joined, Relay, RelayConfig, SessionId};
 use gsrelay::rtp::rtcp::{self, FirEntry};
 use gsrelay::rtp::{PacketClass, RtpHeader, RtpPacket};
@@ -32,7 +33,8 @@ impl Sent {
 
 pub struct World {
     pub relay: Relay,
-    pub metrics: Metrics,
+    metrics: Metrics,
+    exporter: StatsExporter,
     pub t0: Instant,
     pub now: Instant,
     seqs: HashMap<u32, u16>,
@@ -47,7 +49,8 @@ impl World {
         let metrics = Metrics::new();
         let t0 = Instant::now();
         Self {
-            relay: Relay::new(cfg, 7, metrics.clone()),
+            relay: Relay::new(cfg, 7),
+            exporter: StatsExporter::new(&metrics),
             metrics,
             t0,
             now: t0,
@@ -140,7 +143,14 @@ impl World {
     }
 
     pub fn dropped(&self, reason: &str) -> u64 {
-        self.metrics.dropped.with_label_values(&[reason]).get()
+        self.relay.stats().dropped.get(reason)
+    }
+
+    /// The Prometheus metrics, with what the core counted so far exported into them as a
+    /// shell does after each input.
+    pub fn metrics(&mut self) -> &Metrics {
+        self.exporter.export(&mut self.relay);
+        &self.metrics
     }
 }
 

@@ -20,14 +20,15 @@ mod builder;
 mod member;
 mod repair;
 
+use super::admission::admits;
 use super::api::SessionId;
-use super::core::{Relay, admits};
+use super::core::Relay;
 use super::forward::Packet;
 use super::interest::{Filter, Interest, TypeSel};
 use super::outbox::{Diverted, Outbox};
 use super::relevance;
 use super::session::Session;
-use crate::metrics::Metrics;
+use super::stats::RelayStats;
 use crate::rtp::RtpPacket;
 use crate::wire::{self, Dialect};
 use builder::{Builder, Piece, Segment};
@@ -133,7 +134,7 @@ struct Scratch {
 /// What sending needs from the relay.
 pub(super) struct Tx<'a> {
     out: &'a mut Outbox,
-    metrics: &'a Metrics,
+    stats: &'a mut RelayStats,
     relay_ssrc: u32,
     now: Instant,
     budget: usize,
@@ -143,14 +144,14 @@ impl<'a> Tx<'a> {
     /// Borrows what sending needs.
     pub(super) fn new(
         out: &'a mut Outbox,
-        metrics: &'a Metrics,
+        stats: &'a mut RelayStats,
         relay_ssrc: u32,
         now: Instant,
         budget: usize,
     ) -> Self {
         Self {
             out,
-            metrics,
+            stats,
             relay_ssrc,
             now,
             budget,
@@ -530,14 +531,14 @@ fn flush(
         .write(&mut s.payload, &mut s.segments, &mut s.carried);
     sink.pending.clear();
     let serial = sink.history.record(&s.carried);
-    tx.metrics.aggregate_payloads.inc();
+    tx.stats.aggregate_payloads += 1;
     for id in sink.targets {
         let Some(m) = members.get_mut(id) else {
             continue;
         };
         let packet = (&s.payload[..], &s.segments[..], serial);
         if m.send(tx.out, *id, tx.relay_ssrc, tx.now, packet) {
-            tx.metrics.aggregate_packets.inc();
+            tx.stats.aggregate_packets += 1;
         }
     }
 }
@@ -553,7 +554,7 @@ impl Relay {
     /// [`Relay::poll_timeout`] / [`Relay::handle_timeout`].
     pub fn flush_aggregates(&mut self, now: Instant) {
         let budget = self.cfg.payload_budget;
-        let mut tx = Tx::new(&mut self.out, &self.metrics, self.relay_ssrc, now, budget);
+        let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now, budget);
         self.agg.flush_due(&mut tx);
     }
 
@@ -563,7 +564,7 @@ impl Relay {
         let mut d = self.out.take_diverted();
         if !d.packets.is_empty() {
             let budget = self.cfg.payload_budget;
-            let mut tx = Tx::new(&mut self.out, &self.metrics, self.relay_ssrc, now, budget);
+            let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now, budget);
             self.agg.absorb(&mut d, urgent, &mut tx);
         }
         self.out.restore_diverted(d);
@@ -591,7 +592,7 @@ impl Relay {
         }
         let room = s.room.clone();
         let budget = self.cfg.payload_budget;
-        let mut tx = Tx::new(&mut self.out, &self.metrics, self.relay_ssrc, now, budget);
+        let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now, budget);
         match want {
             Some(p) => self.agg.place(id, &room, p, &mut tx),
             None => self.agg.remove(id, Some(&mut tx)),

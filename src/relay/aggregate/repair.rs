@@ -93,15 +93,15 @@ impl Relay {
                 return false;
             }
             if !sub.feedback.may_repair(key, now, interval) {
-                self.metrics.suppress("nack_repeat");
+                self.stats.suppress("nack_repeat");
                 return false;
             }
             sub.pacing.defer(key, now, now);
             true
         });
-        self.metrics.repairs.inc_by(done.repaired);
+        self.stats.repairs += done.repaired;
         for _ in 0..done.unknown {
-            self.metrics.drop("nack_unknown");
+            self.stats.drop("nack_unknown");
         }
         if done.repaired > 0 {
             self.drain_session(now, to);
