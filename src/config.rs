@@ -42,6 +42,9 @@ pub struct ServeConfig {
     pub rtp_addr: SocketAddr,
     /// QUIC (UDP). Parsed and logged only: the QUIC transport is not implemented yet.
     pub quic_addr: SocketAddr,
+    /// Relay shards (threads, each owning its rooms, sessions and UDP socket); 0 means
+    /// one per core this process may use (its CPU affinity and cgroup quota).
+    pub shards: usize,
     /// The RTP address put in join answers instead of the bound one (NAT, Kubernetes
     /// Service).
     pub rtp_advertise_addr: Option<SocketAddr>,
@@ -69,6 +72,7 @@ impl Default for ServeConfig {
             http_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
             rtp_addr: SocketAddr::from(([0, 0, 0, 0], 5004)),
             quic_addr: SocketAddr::from(([0, 0, 0, 0], 4433)),
+            shards: 0,
             rtp_advertise_addr: None,
             token_secret: None,
             token_max_ttl_secs: DEFAULT_MAX_TTL_SECS,
@@ -89,6 +93,7 @@ impl fmt::Debug for ServeConfig {
             .field("http_addr", &self.http_addr)
             .field("rtp_addr", &self.rtp_addr)
             .field("quic_addr", &self.quic_addr)
+            .field("shards", &self.shards)
             .field("rtp_advertise_addr", &self.rtp_advertise_addr)
             .field(
                 "token_secret",
@@ -118,6 +123,15 @@ impl ServeConfig {
         Ok(toml::from_str(text)?)
     }
 
+    /// How many shards to run: `shards`, or when 0 the cores this process may use
+    /// (`available_parallelism` honours CPU affinity and the cgroup CPU quota).
+    pub fn shard_count(&self) -> usize {
+        match self.shards {
+            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            n => n,
+        }
+    }
+
     /// The drain grace period.
     pub fn drain_grace(&self) -> Duration {
         Duration::from_secs(self.drain_grace_secs)
@@ -142,6 +156,10 @@ pub struct ServeArgs {
     /// later addition, the value is only checked and logged.
     #[arg(long, env = "GSRELAY_QUIC_ADDR", value_name = "ADDR")]
     pub quic_addr: Option<SocketAddr>,
+    /// Relay shards, one thread each; shard k binds the RTP port plus k [default: 0, one
+    /// per core this process may use].
+    #[arg(long, env = "GSRELAY_SHARDS", value_name = "N")]
+    pub shards: Option<usize>,
     /// RTP address told to clients instead of the bound one (behind NAT or a Service).
     #[arg(long, env = "GSRELAY_RTP_ADVERTISE_ADDR", value_name = "ADDR")]
     pub rtp_advertise_addr: Option<SocketAddr>,
@@ -284,6 +302,7 @@ impl ServeArgs {
         set(&mut cfg.http_addr, &self.http_addr);
         set(&mut cfg.rtp_addr, &self.rtp_addr);
         set(&mut cfg.quic_addr, &self.quic_addr);
+        set(&mut cfg.shards, &self.shards);
         if self.rtp_advertise_addr.is_some() {
             cfg.rtp_advertise_addr = self.rtp_advertise_addr;
         }

@@ -1,5 +1,6 @@
-//! A whole relay in one process: metrics, the relay task behind the UDP transport, and
-//! the HTTP API, started from a [`ServeConfig`] and stopped with a graceful drain.
+//! A whole relay in one process: metrics, the relay shards (each a thread running one
+//! relay task: a core, its UDP socket and its sessions), and the HTTP API, started from a
+//! [`ServeConfig`] and stopped with a graceful drain.
 //!
 //! Every address may use port 0; the bound addresses are on [`Server`], so tests run many
 //! servers side by side.
@@ -11,9 +12,11 @@ use crate::control::token::{self, Tokens};
 use crate::metrics::Metrics;
 use crate::relay::Relay;
 use crate::transport::command::RelayHandle;
-use crate::transport::udp::{self, UdpConfig};
+use crate::transport::shards::{self, RoomDirectory, ShardThread, Shards};
+use crate::transport::udp::UdpConfig;
 use anyhow::Context;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -29,17 +32,16 @@ pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often the event-loop lag of the relay task is probed.
 const LAG_PROBE_EVERY: Duration = Duration::from_millis(250);
 
-/// The relay task's shard label: one task today (see `docs/operations.md`).
-const SHARD: &str = "0";
-
 /// A running relay.
 pub struct Server {
     /// Where the HTTP API listens (the real port when bound to port 0).
     pub http_addr: SocketAddr,
-    /// Where the RTP/UDP socket is bound (the real port when bound to port 0).
+    /// Where shard 0's RTP/UDP socket is bound (the real port when bound to port 0).
     pub rtp_addr: SocketAddr,
-    /// Handle on the relay task.
-    pub handle: RelayHandle,
+    /// Where each shard's RTP/UDP socket is bound, shard `k` at index `k`.
+    pub rtp_addrs: Vec<SocketAddr>,
+    /// Routes control operations to the shards.
+    pub handle: Shards,
     /// The relay's metrics.
     pub metrics: Metrics,
     /// The random token secret generated because none was configured; `None` when the
@@ -49,8 +51,8 @@ pub struct Server {
     grace: Duration,
     stop_http: oneshot::Sender<()>,
     http_task: JoinHandle<()>,
-    relay_task: JoinHandle<()>,
-    lag_probe: AbortOnDrop,
+    shard_threads: Vec<std::thread::JoinHandle<()>>,
+    lag_probes: Vec<AbortOnDrop>,
 }
 
 /// Aborts a background task when dropped: the lag probe holds a relay handle, and the
@@ -66,8 +68,10 @@ impl Drop for AbortOnDrop {
 /// Measures the relay task's event-loop lag: how long a no-op command (a lookup of
 /// session 0, which is never allocated) waits before the task answers it. A busy or
 /// blocked task shows here before it shows anywhere else.
-async fn probe_lag(handle: RelayHandle, metrics: Metrics) {
-    let lag = metrics.event_loop_lag.with_label_values(&[SHARD]);
+async fn probe_lag(handle: RelayHandle, shard: usize, metrics: Metrics) {
+    let lag = metrics
+        .event_loop_lag
+        .with_label_values(&[&shard.to_string()]);
     let mut every = tokio::time::interval(LAG_PROBE_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -110,23 +114,25 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
     let http_addr = listener.local_addr()?;
 
     let metrics = Metrics::new();
-    let seed = getrandom::u64().context("seeding the relay")?;
-    let relay = Relay::new(cfg.relay.clone(), seed);
-    let transport = udp::spawn(
-        UdpConfig {
-            bind: cfg.rtp_addr,
-            advertise: cfg.rtp_advertise_addr,
-            insecure_plain_rtp: cfg.insecure_plain_rtp,
-            default_profile: cfg.srtp_profile,
-        },
-        relay,
-        metrics.clone(),
-    )
-    .await
-    .with_context(|| format!("binding the RTP address {}", cfg.rtp_addr))?;
+    let count = cfg.shard_count();
+    let directory = Arc::new(RoomDirectory::new(
+        count,
+        cfg.relay.max_rooms,
+        cfg.relay.max_sessions,
+    ));
+    let mut started: Vec<ShardThread> = Vec::with_capacity(count);
+    for k in 0..count {
+        let shard = start_shard(k, &cfg, &directory, &metrics)
+            .await
+            .with_context(|| format!("starting shard {k} (RTP address {})", cfg.rtp_addr))?;
+        started.push(shard);
+    }
+    let rtp_addrs: Vec<SocketAddr> = started.iter().map(|s| s.addr).collect();
+    let handles: Vec<RelayHandle> = started.iter().map(|s| s.handle.clone()).collect();
+    let router = Shards::new(handles.clone(), directory);
 
     let api = ApiState::new(
-        transport.handle.clone(),
+        router.clone(),
         tokens,
         metrics.clone(),
         cfg.srtp_profile,
@@ -150,14 +156,16 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         },
     ));
 
-    let lag_probe = AbortOnDrop(tokio::spawn(probe_lag(
-        transport.handle.clone(),
-        metrics.clone(),
-    )));
+    let lag_probes = handles
+        .into_iter()
+        .enumerate()
+        .map(|(k, h)| AbortOnDrop(tokio::spawn(probe_lag(h, k, metrics.clone()))))
+        .collect();
 
     tracing::info!(
         http = %http_addr,
-        rtp = %transport.local_addr,
+        rtp = ?rtp_addrs,
+        shards = count,
         rtp_advertised = ?cfg.rtp_advertise_addr,
         srtp_profile = %cfg.srtp_profile,
         "gsrelay listening"
@@ -169,17 +177,53 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
 
     Ok(Server {
         http_addr,
-        rtp_addr: transport.local_addr,
-        handle: transport.handle,
+        rtp_addr: rtp_addrs[0],
+        rtp_addrs,
+        handle: router,
         metrics,
         dev_secret,
         api,
         grace: cfg.drain_grace(),
         stop_http,
         http_task,
-        relay_task: transport.task,
-        lag_probe,
+        shard_threads: started.into_iter().map(|s| s.thread).collect(),
+        lag_probes,
     })
+}
+
+/// Starts shard `k`: its core (the relay-wide caps are the directory's), and its UDP socket on
+/// the configured port plus `k` (a free one for port 0), advertised likewise.
+async fn start_shard(
+    k: usize,
+    cfg: &ServeConfig,
+    directory: &Arc<RoomDirectory>,
+    metrics: &Metrics,
+) -> anyhow::Result<ShardThread> {
+    let count = directory.shards();
+    let seed = getrandom::u64().context("seeding the relay")?;
+    let relay = Relay::new(cfg.relay.clone(), seed).in_shard(k as u64, count as u64);
+    let udp = UdpConfig {
+        bind: port_plus(cfg.rtp_addr, k)?,
+        advertise: cfg
+            .rtp_advertise_addr
+            .map(|a| port_plus(a, k))
+            .transpose()?,
+        insecure_plain_rtp: cfg.insecure_plain_rtp,
+        default_profile: cfg.srtp_profile,
+        directory: Some(directory.clone()),
+    };
+    shards::start(k, udp, relay, metrics).await
+}
+
+/// `addr` with its port moved up by `k` (port 0 stays 0: each shard gets a free port).
+fn port_plus(addr: SocketAddr, k: usize) -> anyhow::Result<SocketAddr> {
+    if addr.port() == 0 {
+        return Ok(addr);
+    }
+    let port = u16::try_from(usize::from(addr.port()) + k)
+        .ok()
+        .context("the shards' RTP ports run past 65535")?;
+    Ok(SocketAddr::new(addr.ip(), port))
 }
 
 impl Server {
@@ -215,17 +259,19 @@ impl Server {
             }
         }
 
-        // The relay task ends once every handle is gone; the router's went with it.
-        drop(self.lag_probe);
+        // Each shard ends once every handle on it is gone; the router's went with it.
+        drop(self.lag_probes);
         drop(self.handle);
         drop(self.api);
-        let mut relay_task = self.relay_task;
-        match tokio::time::timeout(STOP_TIMEOUT, &mut relay_task).await {
-            Ok(joined) => joined.context("relay task")?,
-            Err(_) => {
-                tracing::warn!("relay task still has handles; aborting it");
-                relay_task.abort();
-            }
+        let threads = self.shard_threads;
+        let joined = tokio::task::spawn_blocking(move || {
+            threads.into_iter().filter_map(|t| t.join().err()).count()
+        });
+        match tokio::time::timeout(STOP_TIMEOUT, joined).await {
+            Ok(Ok(0)) => {}
+            Ok(_) => anyhow::bail!("a relay shard thread panicked"),
+            // A thread cannot be aborted; the process exit takes it.
+            Err(_) => tracing::warn!("relay shards still have handles; leaving them"),
         }
         tracing::info!("stopped");
         Ok(())

@@ -277,10 +277,20 @@ async fn manifests_match_what_serve_uses() {
         );
         assert_eq!((rtp, rtp_proto), (cfg.rtp_addr.port(), "UDP"), "{overlay}");
         assert!(cfg.http_addr.ip().is_unspecified() && cfg.rtp_addr.ip().is_unspecified());
+        // Shard k binds the RTP port + k: each has its container port.
+        let shards = cfg.shards;
+        assert!(shards >= 1, "{overlay}: an explicit shard count");
+        for k in 1..shards {
+            let name = format!("rtp-{k}");
+            let port = r
+                .port(&name)
+                .unwrap_or_else(|| panic!("{overlay}: port {name}"));
+            assert_eq!(port, (rtp + k as u16, "UDP"), "{overlay}: {name}");
+        }
         assert_eq!(
             c["ports"].as_array().unwrap().len(),
-            2,
-            "{overlay}: only http and rtp"
+            1 + shards,
+            "{overlay}: only http and one rtp port per shard"
         );
 
         // Each pod advertises its own address and the port it binds.

@@ -6,18 +6,14 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions, Received};
-use gsrelay::control::http::{self, ApiState};
-use gsrelay::control::limits::HttpLimits;
-use gsrelay::control::token::Tokens;
-use gsrelay::metrics::Metrics;
-use gsrelay::rtp::SrtpProfile;
 use gsrelay::server::Server;
 use gsrelay::transport::command::RelayHandle;
+use gsrelay::transport::shards::Shards;
 use gsrelay::wire::{Dialect, Object};
 use serde_json::json;
 use std::time::Duration;
 use support::head;
-use support::server::{PUBLISH, SECRET, SUBSCRIBE, base, start, token};
+use support::server::{PUBLISH, SUBSCRIBE, base, serve_api, start, token};
 
 /// How long to listen after the last packet before calling a burst over.
 const QUIET: Duration = Duration::from_millis(700);
@@ -147,21 +143,9 @@ async fn a_late_joiner_with_a_default_receive_buffer_gets_a_10000_object_snapsho
 async fn a_stopped_relay_fails_both_probes() {
     let (handle, commands) = RelayHandle::channel(1);
     drop(commands);
-    let state = ApiState::new(
-        handle,
-        Tokens::new(SECRET.as_bytes()).unwrap(),
-        Metrics::new(),
-        SrtpProfile::default(),
-        HttpLimits::default(),
-    )
-    .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, http::router(state)).await });
+    let url = serve_api(Shards::single(handle)).await;
     for probe in ["healthz", "readyz"] {
-        let resp = reqwest::get(format!("http://{addr}/{probe}"))
-            .await
-            .unwrap();
+        let resp = reqwest::get(format!("{url}/{probe}")).await.unwrap();
         assert_eq!(resp.status(), 503, "{probe}");
         let body: serde_json::Value = resp.json().await.unwrap();
         assert_eq!(body["error"]["code"], "relay_stopped");

@@ -34,6 +34,7 @@ async fn relay(insecure_plain_rtp: bool) -> Harness {
         advertise: None,
         insecure_plain_rtp,
         default_profile: SrtpProfile::default(),
+        directory: None,
     };
     let t = udp::spawn(cfg, relay, metrics.clone()).await.unwrap();
     Harness { t, metrics }

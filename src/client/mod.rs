@@ -365,6 +365,11 @@ impl Client {
         self.socket.local_addr()
     }
 
+    /// The relay address this session sends to (its shard's RTP address).
+    pub fn relay_addr(&self) -> std::io::Result<SocketAddr> {
+        self.socket.peer_addr()
+    }
+
     /// Asks the kernel for a receive buffer of `bytes` (capped by `net.core.rmem_max`):
     /// a snapshot of thousands of objects arrives as one burst of packets.
     pub fn set_recv_buffer(&self, bytes: usize) -> std::io::Result<()> {

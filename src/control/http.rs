@@ -2,7 +2,7 @@
 //! `/readyz`.
 //!
 //! Handlers never touch relay state: they check the bearer token, parse the body and
-//! send a command to the relay task through a [`RelayHandle`]. Every error is
+//! send a command to the shard owning the room or session through [`Shards`]. Every error is
 //! `{"error":{"code","message"}}` with the status the contract names; the codes are
 //! listed in `docs/api.md`.
 //!
@@ -16,7 +16,8 @@ use super::token::{self, AuthzError, Claims, NameError, Right, TokenError, Token
 use crate::metrics::Metrics;
 use crate::relay::{ControlError, Interest, JoinRequest, format_session_id, parse_session_id};
 use crate::rtp::SrtpProfile;
-use crate::transport::command::{CommandError, JoinCommand, RelayHandle, SrtpKeys};
+use crate::transport::command::{CommandError, JoinCommand, SrtpKeys};
+use crate::transport::shards::Shards;
 use crate::wire::Dialect;
 use axum::Json;
 use axum::Router;
@@ -213,7 +214,7 @@ fn draining() -> ApiError {
 
 /// What the handlers share.
 struct Shared {
-    relay: RelayHandle,
+    relay: Shards,
     tokens: Tokens,
     metrics: Metrics,
     default_profile: SrtpProfile,
@@ -231,7 +232,7 @@ impl ApiState {
     /// State for a router driving `relay` under `limits`; joins naming no profile get
     /// `default_profile`. Fails if `limits` are invalid.
     pub fn new(
-        relay: RelayHandle,
+        relay: Shards,
         tokens: Tokens,
         metrics: Metrics,
         default_profile: SrtpProfile,
@@ -703,10 +704,11 @@ struct Status {
     status: &'static str,
 }
 
-/// Alive while the relay task runs: a relay whose task has stopped serves nothing, so the
-/// orchestrator should restart it.
+/// Alive while a shard runs: a relay whose every shard has stopped serves nothing, so the
+/// orchestrator should restart it. One stopped shard costs only its rooms (readiness
+/// fails, so no new clients come; the others' sessions go on).
 async fn healthz(State(state): State<ApiState>) -> Result<Json<Status>, ApiError> {
-    if state.0.relay.is_stopped() {
+    if state.0.relay.all_stopped() {
         return Err(relay_stopped());
     }
     Ok(Json(Status { status: "ok" }))
@@ -717,9 +719,9 @@ async fn readyz(State(state): State<ApiState>) -> Result<Json<Status>, ApiError>
     Ok(Json(Status { status: "ready" }))
 }
 
-/// Ready while the relay task runs and no drain has started.
+/// Ready while every shard runs and no drain has started.
 fn readiness(state: &ApiState) -> Result<(), ApiError> {
-    if state.0.relay.is_stopped() {
+    if state.0.relay.any_stopped() {
         return Err(relay_stopped());
     }
     if state.is_draining() {

@@ -30,6 +30,9 @@ pub struct Relay {
     pub(super) relay_ssrc: u32,
     rng: u64,
     next_id: SessionId,
+    /// Step between session ids: the number of shards, so that a shard's ids are exactly
+    /// those `≡ shard (mod shards)` and any session id names its shard.
+    id_step: SessionId,
     pub(super) rooms: HashMap<Arc<str>, Room>,
     pub(super) sessions: HashMap<SessionId, Session>,
     by_ssrc: HashMap<u32, SessionId>,
@@ -75,6 +78,7 @@ impl Relay {
             relay_ssrc,
             rng,
             next_id: first_id,
+            id_step: 1,
             rooms: HashMap::new(),
             sessions: HashMap::new(),
             by_ssrc: HashMap::new(),
@@ -92,6 +96,21 @@ impl Relay {
             expired: Vec::new(),
             busy: None,
         }
+    }
+
+    /// Makes this core shard `shard` of `shards`: its session ids are those with
+    /// `id % shards == shard` (see [`shard_of`]), so the control plane routes a session's
+    /// commands without a lookup. Call before the first join.
+    pub fn in_shard(mut self, shard: u64, shards: u64) -> Self {
+        let shards = shards.max(1);
+        let base = self.next_id - self.next_id % shards;
+        self.next_id = base + shard % shards;
+        if self.next_id == 0 {
+            // Session 0 is never handed out (the lag probe asks for it).
+            self.next_id = shards;
+        }
+        self.id_step = shards;
+        self
     }
 
     /// The relay's own SSRC.
@@ -165,7 +184,7 @@ impl Relay {
             _ => self.fresh_ssrc(),
         };
         let id = self.next_id;
-        self.next_id += 1;
+        self.next_id += self.id_step;
         let name: Arc<str> = Arc::from(req.room);
         let room = self.rooms.entry(name.clone()).or_default();
         room.members.push(id);
@@ -676,6 +695,11 @@ fn index_objects(
             e.cell = cell;
         }
     }
+}
+
+/// The shard of `shards` that owns session `id` (see [`Relay::in_shard`]).
+pub fn shard_of(id: SessionId, shards: u64) -> usize {
+    (id % shards.max(1)) as usize
 }
 
 pub(super) fn xorshift(s: &mut u64) -> u64 {

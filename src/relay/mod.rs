@@ -34,7 +34,7 @@ pub use api::{
 };
 pub use config::RelayConfig;
 pub(crate) use config::secs as serde_secs;
-pub use core::Relay;
+pub use core::{Relay, shard_of};
 pub use delivery::{Delivery, DeliveryMode};
 pub use interest::Interest;
 pub use outbox::{OutboxMark, Transmit};

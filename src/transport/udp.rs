@@ -38,6 +38,7 @@ use super::command::{
     Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner, SrtpKeys,
 };
 use super::guard::guarded;
+use super::shards::RoomDirectory;
 use crate::metrics::Metrics;
 use crate::metrics::export::StatsExporter;
 use crate::relay::{Relay, SessionId};
@@ -46,6 +47,7 @@ use prometheus::{Histogram, IntCounter};
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
@@ -76,6 +78,8 @@ pub struct UdpConfig {
     /// [`JoinCommand::profile`] (where `None` means plain RTP); the control plane applies
     /// this default before sending the command.
     pub default_profile: SrtpProfile,
+    /// The room directory of a sharded relay: told of every session this task forgets.
+    pub directory: Option<Arc<RoomDirectory>>,
 }
 
 /// A running UDP transport.
@@ -106,6 +110,7 @@ pub async fn spawn(
         peers: HashMap::new(),
         rtp_addr: cfg.advertise.unwrap_or(local_addr),
         insecure_plain_rtp: cfg.insecure_plain_rtp,
+        directory: cfg.directory,
         buf: vec![0; RECV_BUFFER],
         batch: SendBatch::default(),
     };
@@ -123,6 +128,8 @@ struct Peer {
     /// Where its packets come from and where the relay sends; set by its first
     /// authenticated packet.
     addr: Option<SocketAddr>,
+    /// Its room, for the directory.
+    room: Arc<str>,
 }
 
 /// How a session's packets are protected.
@@ -170,6 +177,7 @@ struct Shell {
     /// What join answers advertise.
     rtp_addr: SocketAddr,
     insecure_plain_rtp: bool,
+    directory: Option<Arc<RoomDirectory>>,
     /// The receive buffer, reused for every datagram.
     buf: Vec<u8>,
     /// Outgoing datagrams, sent together.
@@ -335,7 +343,14 @@ impl Shell {
     /// Forgets the transport state of sessions the core removed by itself.
     fn forget_closed(&mut self) {
         while let Some(id) = self.relay.poll_closed() {
-            self.peers.remove(&id);
+            self.forget(id);
+        }
+    }
+
+    /// Drops a session's transport state and tells the directory.
+    fn forget(&mut self, id: SessionId) {
+        if let (Some(peer), Some(dir)) = (self.peers.remove(&id), &self.directory) {
+            dir.release(&peer.room);
         }
     }
 
@@ -352,7 +367,9 @@ impl Shell {
                 let result = guarded(&mut self.relay, &metrics, "command", now, |r| r.leave(id))
                     .ok_or_else(fault)
                     .and_then(|r| r.map_err(CommandError::from));
-                self.peers.remove(&id);
+                if result.is_ok() {
+                    self.forget(id);
+                }
                 // The BYEs for its stream go to the others now, not at the next input.
                 self.flush().await;
                 let _ = reply.send(result);
@@ -398,11 +415,17 @@ impl Shell {
             }
         };
         let now = Instant::now();
+        let room: Arc<str> = Arc::from(cmd.request.room.as_str());
         let joined = guarded(&mut self.relay, &self.metrics, "command", now, |r| {
             r.join(now, cmd.request)
         })
         .ok_or(CommandError::Internal)??;
-        self.peers.insert(joined.session, Peer { sec, addr: None });
+        let peer = Peer {
+            sec,
+            addr: None,
+            room,
+        };
+        self.peers.insert(joined.session, peer);
         Ok(JoinAnswer {
             joined,
             rtp_addr: self.rtp_addr,

@@ -84,3 +84,21 @@ pub fn token_as(room: &str, identity: &str, rights: Rights, iat: u64, ttl: u64) 
         .issue(room, identity, rights, ttl, iat)
         .unwrap()
 }
+
+/// Serves the HTTP API alone, in front of `shards`, on a loopback port; returns its base
+/// URL.
+pub async fn serve_api(shards: gsrelay::transport::shards::Shards) -> String {
+    use gsrelay::control::http::{self, ApiState};
+    let state = ApiState::new(
+        shards,
+        Tokens::new(SECRET.as_bytes()).unwrap(),
+        gsrelay::metrics::Metrics::new(),
+        gsrelay::rtp::SrtpProfile::default(),
+        gsrelay::control::limits::HttpLimits::default(),
+    )
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, http::router(state)).await });
+    format!("http://{addr}")
+}
