@@ -32,6 +32,9 @@ pub enum LogFormat {
     Json,
 }
 
+/// Socket buffer asked for by default: a few milliseconds of a busy shard's traffic.
+const DEFAULT_UDP_BUFFER: usize = 4 << 20;
+
 /// Everything `gsrelay serve` needs, fully resolved.
 #[derive(Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -45,6 +48,12 @@ pub struct ServeConfig {
     /// Relay shards (threads, each owning its rooms, sessions and UDP socket); 0 means
     /// one per core this process may use (its CPU affinity and cgroup quota).
     pub shards: usize,
+    /// Receive buffer of each shard's UDP socket, bytes (0: the kernel's default); the
+    /// kernel caps it at `net.core.rmem_max`.
+    pub udp_recv_buffer_bytes: usize,
+    /// Send buffer of each shard's UDP socket, bytes (0: the kernel's default); the kernel
+    /// caps it at `net.core.wmem_max`.
+    pub udp_send_buffer_bytes: usize,
     /// The RTP address put in join answers instead of the bound one (NAT, Kubernetes
     /// Service).
     pub rtp_advertise_addr: Option<SocketAddr>,
@@ -73,6 +82,8 @@ impl Default for ServeConfig {
             rtp_addr: SocketAddr::from(([0, 0, 0, 0], 5004)),
             quic_addr: SocketAddr::from(([0, 0, 0, 0], 4433)),
             shards: 0,
+            udp_recv_buffer_bytes: DEFAULT_UDP_BUFFER,
+            udp_send_buffer_bytes: DEFAULT_UDP_BUFFER,
             rtp_advertise_addr: None,
             token_secret: None,
             token_max_ttl_secs: DEFAULT_MAX_TTL_SECS,
@@ -94,6 +105,8 @@ impl fmt::Debug for ServeConfig {
             .field("rtp_addr", &self.rtp_addr)
             .field("quic_addr", &self.quic_addr)
             .field("shards", &self.shards)
+            .field("udp_recv_buffer_bytes", &self.udp_recv_buffer_bytes)
+            .field("udp_send_buffer_bytes", &self.udp_send_buffer_bytes)
             .field("rtp_advertise_addr", &self.rtp_advertise_addr)
             .field(
                 "token_secret",
@@ -160,6 +173,14 @@ pub struct ServeArgs {
     /// per core this process may use].
     #[arg(long, env = "GSRELAY_SHARDS", value_name = "N")]
     pub shards: Option<usize>,
+    /// UDP receive buffer per shard, bytes; 0 keeps the kernel's default, which caps it
+    /// at net.core.rmem_max [default: 4194304].
+    #[arg(long, env = "GSRELAY_UDP_RECV_BUFFER_BYTES", value_name = "BYTES")]
+    pub udp_recv_buffer_bytes: Option<usize>,
+    /// UDP send buffer per shard, bytes; 0 keeps the kernel's default, which caps it at
+    /// net.core.wmem_max [default: 4194304].
+    #[arg(long, env = "GSRELAY_UDP_SEND_BUFFER_BYTES", value_name = "BYTES")]
+    pub udp_send_buffer_bytes: Option<usize>,
     /// RTP address told to clients instead of the bound one (behind NAT or a Service).
     #[arg(long, env = "GSRELAY_RTP_ADVERTISE_ADDR", value_name = "ADDR")]
     pub rtp_advertise_addr: Option<SocketAddr>,
@@ -303,6 +324,8 @@ impl ServeArgs {
         set(&mut cfg.rtp_addr, &self.rtp_addr);
         set(&mut cfg.quic_addr, &self.quic_addr);
         set(&mut cfg.shards, &self.shards);
+        set(&mut cfg.udp_recv_buffer_bytes, &self.udp_recv_buffer_bytes);
+        set(&mut cfg.udp_send_buffer_bytes, &self.udp_send_buffer_bytes);
         if self.rtp_advertise_addr.is_some() {
             cfg.rtp_advertise_addr = self.rtp_advertise_addr;
         }

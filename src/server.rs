@@ -211,6 +211,8 @@ async fn start_shard(
         insecure_plain_rtp: cfg.insecure_plain_rtp,
         default_profile: cfg.srtp_profile,
         directory: Some(directory.clone()),
+        recv_buffer: (cfg.udp_recv_buffer_bytes > 0).then_some(cfg.udp_recv_buffer_bytes),
+        send_buffer: (cfg.udp_send_buffer_bytes > 0).then_some(cfg.udp_send_buffer_bytes),
     };
     shards::start(k, udp, relay, metrics).await
 }

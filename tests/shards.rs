@@ -104,6 +104,8 @@ async fn one_shard_stopped() -> (String, udp::UdpTransport) {
             insecure_plain_rtp: false,
             default_profile: SrtpProfile::default(),
             directory: None,
+            recv_buffer: None,
+            send_buffer: None,
         },
         Relay::new(RelayConfig::default(), 3).in_shard(0, 2),
         Metrics::new(),

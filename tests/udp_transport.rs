@@ -35,6 +35,8 @@ async fn relay(insecure_plain_rtp: bool) -> Harness {
         insecure_plain_rtp,
         default_profile: SrtpProfile::default(),
         directory: None,
+        recv_buffer: None,
+        send_buffer: None,
     };
     let t = udp::spawn(cfg, relay, metrics.clone()).await.unwrap();
     Harness { t, metrics }

@@ -87,6 +87,8 @@ pub struct RunOptions {
     pub target: Target,
     /// Impairment between clients and target, with its text for the report.
     pub impair: Option<(String, Impairment)>,
+    /// Shards of the in-process relay (0: one per core).
+    pub shards: usize,
     /// Draw a progress bar on stderr.
     pub progress: bool,
 }
@@ -113,7 +115,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
                 None => None,
             };
             let secret = crate::control::token::dev_secret()?;
-            let cfg = relay_config(scenario, &secret, &proxy_listener)?;
+            let cfg = relay_config(scenario, &secret, &proxy_listener, opts.shards)?;
             let server = relay_rt.block_on(server::start(cfg))?;
             let proxy = match (proxy_listener, &opts.impair) {
                 (Some(l), Some((_, i))) => {
@@ -203,6 +205,7 @@ fn relay_config(
     s: &Scenario,
     secret: &str,
     proxy: &Option<ProxyListener>,
+    shards: usize,
 ) -> anyhow::Result<ServeConfig> {
     let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
     let per_room = s.publishers + s.subscribers + s.late_joiners + s.slow_subscribers + 8;
@@ -213,6 +216,7 @@ fn relay_config(
         token_secret: Some(secret.to_owned()),
         insecure_plain_rtp: s.security == Security::Plain,
         drain_grace_secs: 0,
+        shards,
         relay: RelayConfig {
             max_packets_per_sec: 1_000_000,
             max_sessions_per_room: per_room,
@@ -933,7 +937,12 @@ async fn watch_window(
     relay_threads: Option<&str>,
 ) -> (Option<f64>, f64) {
     let bar = progress_bar(opts.progress, s);
-    let cpu_threads = |name: Option<&str>| name.map(sys::threads_cpu_s);
+    // The relay's runtime (HTTP) and its shard threads (the data path).
+    let cpu_threads = |name: Option<&str>| {
+        name.map(|n| {
+            sys::threads_cpu_s(n) + sys::threads_cpu_s(crate::transport::shards::SHARD_THREADS)
+        })
+    };
     tokio::time::sleep_until(t.clock.at(t.clock.w0).into()).await;
     let (relay0, proc0) = (cpu_threads(relay_threads), sys::process_cpu_s());
     let mut last = (Instant::now(), 0u64);

@@ -187,6 +187,10 @@ struct ScenarioArgs {
     /// Impairment between clients and target, e.g. `loss=5%,delay=20ms,jitter=5ms,reorder=1%`.
     #[arg(long, value_name = "SPEC")]
     impair: Option<String>,
+    /// Shards of the in-process relay [default: one per core; 1 with --impair, whose proxy
+    /// stands for one RTP address].
+    #[arg(long, value_name = "N")]
+    shards: Option<usize>,
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -340,9 +344,17 @@ impl ScenarioArgs {
             Some(spec) => Some((spec.clone(), spec.parse::<Impairment>()?)),
             None => None,
         };
+        let shards = match (self.shards, &impair) {
+            (Some(n), Some(_)) if n > 1 => {
+                anyhow::bail!("--impair proxies one RTP address: use --shards 1 with it")
+            }
+            (_, Some(_)) => 1,
+            (n, None) => n.unwrap_or(0),
+        };
         Ok(RunOptions {
             target,
             impair,
+            shards,
             progress: !self.no_progress && std::io::stderr().is_terminal(),
         })
     }

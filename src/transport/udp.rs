@@ -19,10 +19,13 @@
 //! in the receive buffer. Plain-RTP sessions (`--insecure-plain-rtp`) latch on their first
 //! packet. Drops are counted in `gsrelay_dropped_packets_total` by reason.
 //!
-//! Readable datagrams are read in batches of up to [`RECV_BATCH`] with one clock reading
-//! per batch (the core never reads the clock). Syscalls are not batched yet (one
-//! `recvfrom`/`sendto` per datagram); `recvmmsg`/GRO through `quinn-udp` is a follow-up to
-//! be measured against this.
+//! Readable datagrams are read with `recvmmsg`, up to [`RECV_BATCH`] per syscall, with one
+//! clock reading per batch (the core never reads the clock), and what a batch produced is
+//! sent with `sendmmsg`. A datagram larger than a receive slot (the largest packet the
+//! relay accepts plus SRTP's overhead) is dropped as `oversized`. The socket buffers are
+//! sized at start ([`UdpConfig::recv_buffer`], [`UdpConfig::send_buffer`]; the kernel caps
+//! them at `net.core.rmem_max`/`wmem_max`, and the effective sizes are logged); what the
+//! kernel still drops shows in `gsrelay_udp_receive_buffer_errors_total`.
 //!
 //! # Send path
 //!
@@ -38,6 +41,7 @@ use super::command::{
     Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner, SrtpKeys,
 };
 use super::guard::guarded;
+use super::recv::{Datagram, RecvBatch};
 use super::shards::RoomDirectory;
 use crate::metrics::Metrics;
 use crate::metrics::export::StatsExporter;
@@ -59,8 +63,9 @@ pub const RECV_BATCH: usize = 64;
 /// Commands that may wait in the channel before senders block.
 const COMMAND_DEPTH: usize = 256;
 
-/// Receive buffer: the largest UDP payload, so no datagram is ever truncated.
-const RECV_BUFFER: usize = 65_535;
+/// Room in a receive slot beyond the relay's packet limit: SRTP's tag and MKI, and
+/// enough that a datagram just over the limit is seen whole and refused by size.
+const RECV_SLOT_SPARE: usize = 64;
 
 /// Transport label in metrics.
 const TRANSPORT: &str = "udp";
@@ -80,6 +85,10 @@ pub struct UdpConfig {
     pub default_profile: SrtpProfile,
     /// The room directory of a sharded relay: told of every session this task forgets.
     pub directory: Option<Arc<RoomDirectory>>,
+    /// Socket receive buffer to ask for, bytes (`None`: the kernel's default).
+    pub recv_buffer: Option<usize>,
+    /// Socket send buffer to ask for, bytes (`None`: the kernel's default).
+    pub send_buffer: Option<usize>,
 }
 
 /// A running UDP transport.
@@ -99,7 +108,9 @@ pub async fn spawn(
     metrics: Metrics,
 ) -> std::io::Result<UdpTransport> {
     let socket = UdpSocket::bind(cfg.bind).await?;
+    size_buffers(&socket, cfg.recv_buffer, cfg.send_buffer)?;
     let local_addr = socket.local_addr()?;
+    let slot = relay.config().max_packet_bytes + RECV_SLOT_SPARE;
     let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
     let shell = Shell {
         counters: Counters::new(&metrics),
@@ -111,7 +122,7 @@ pub async fn spawn(
         rtp_addr: cfg.advertise.unwrap_or(local_addr),
         insecure_plain_rtp: cfg.insecure_plain_rtp,
         directory: cfg.directory,
-        buf: vec![0; RECV_BUFFER],
+        recv: RecvBatch::new(RECV_BATCH, slot),
         batch: SendBatch::default(),
     };
     let task = tokio::spawn(shell.run(commands));
@@ -178,8 +189,8 @@ struct Shell {
     rtp_addr: SocketAddr,
     insecure_plain_rtp: bool,
     directory: Option<Arc<RoomDirectory>>,
-    /// The receive buffer, reused for every datagram.
-    buf: Vec<u8>,
+    /// Receive slots, reused for every batch.
+    recv: RecvBatch,
     /// Outgoing datagrams, sent together.
     batch: SendBatch,
 }
@@ -211,23 +222,34 @@ impl Shell {
     async fn receive_batch(&mut self) {
         let now = Instant::now();
         let mut accepted = 0u32;
-        for _ in 0..RECV_BATCH {
-            let (len, from) = match self.socket.try_recv_from(&mut self.buf) {
-                Ok(got) => got,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => {
-                    // ICMP errors surfaced by some platforms; nothing to do for one datagram.
-                    tracing::debug!(error = %e, "UDP receive error");
-                    break;
+        let mut recv = std::mem::replace(&mut self.recv, RecvBatch::new(0, 0));
+        let n = match recv.recv(&self.socket) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            Err(e) => {
+                // ICMP errors surfaced by some platforms; nothing to do for one datagram.
+                tracing::debug!(error = %e, "UDP receive error");
+                0
+            }
+        };
+        for i in 0..n {
+            let verdict = match recv.datagram(i) {
+                Datagram::Whole(datagram, from) => {
+                    self.counters.packets_in.inc();
+                    self.counters.bytes_in.inc_by(datagram.len() as u64);
+                    self.ingest(now, datagram, from)
+                }
+                Datagram::Unusable => {
+                    self.counters.packets_in.inc();
+                    Err("oversized")
                 }
             };
-            self.counters.packets_in.inc();
-            self.counters.bytes_in.inc_by(len as u64);
-            match self.ingest(now, len, from) {
+            match verdict {
                 Ok(()) => accepted += 1,
                 Err(reason) => self.exporter.drop(reason),
             }
         }
+        self.recv = recv;
         // Aggregated delivery with `max_delay_ms: 0` sends what this batch brought.
         guarded(&mut self.relay, &self.metrics, "aggregate", now, |r| {
             r.flush_aggregates(now)
@@ -242,8 +264,12 @@ impl Shell {
 
     /// Authenticates one datagram, latches its session's address and hands the plaintext
     /// to the core; or says why it was dropped.
-    fn ingest(&mut self, now: Instant, len: usize, from: SocketAddr) -> Result<(), &'static str> {
-        let datagram = self.buf.get_mut(..len).ok_or("oversized")?;
+    fn ingest(
+        &mut self,
+        now: Instant,
+        datagram: &mut [u8],
+        from: SocketAddr,
+    ) -> Result<(), &'static str> {
         let class = classify(datagram);
         let ssrc_at = match class {
             PacketClass::Rtp => 8,
@@ -446,6 +472,23 @@ fn new_session(profile: SrtpProfile) -> Result<(SrtpSession, SrtpKeys), SrtpErro
         relay_key: relay.to_base64(),
     };
     Ok((srtp, keys))
+}
+
+/// Asks for the configured socket buffers and logs what the kernel granted.
+fn size_buffers(socket: &UdpSocket, recv: Option<usize>, send: Option<usize>) -> io::Result<()> {
+    let s = socket2::SockRef::from(socket);
+    if let Some(bytes) = recv {
+        s.set_recv_buffer_size(bytes)?;
+    }
+    if let Some(bytes) = send {
+        s.set_send_buffer_size(bytes)?;
+    }
+    tracing::debug!(
+        recv = s.recv_buffer_size()?,
+        send = s.send_buffer_size()?,
+        "UDP socket buffers (bytes, as the kernel reports them)"
+    );
+    Ok(())
 }
 
 /// Sleeps until `deadline`, or forever when there is none.
