@@ -380,7 +380,7 @@ impl Relay {
             for (ssrc, st) in streams {
                 if let Some(cutoff) = object_cutoff {
                     let n = st.store.expire(cutoff, |id, e| {
-                        if let Some(cell) = e.cell {
+                        if let Some(cell) = e.cell() {
                             objects.remove(cell, (*ssrc, id));
                         }
                         expired.push((*ssrc, id));
@@ -683,16 +683,16 @@ fn index_objects(
         let Some(e) = stream.store.get_mut(id) else {
             continue;
         };
-        let cell = e.position.and_then(grid::cell_of);
-        if cell != e.cell {
-            if let Some(old) = e.cell {
+        let cell = e.position().and_then(grid::cell_of);
+        if cell != e.cell() {
+            if let Some(old) = e.cell() {
                 grid.remove(old, (ssrc, id));
                 moved_from.push(old);
             }
             if let Some(new) = cell {
                 grid.insert(new, (ssrc, id));
             }
-            e.cell = cell;
+            e.set_cell(cell);
         }
     }
 }

@@ -388,7 +388,7 @@ impl Relay {
             return;
         };
         for (id, e) in stream.store.iter() {
-            if let Some(cell) = e.cell {
+            if let Some(cell) = e.cell() {
                 room.objects.remove(cell, (ssrc, id));
             }
         }

@@ -342,7 +342,7 @@ pub fn drain_pending(
             continue;
         };
         let (stream, e) = e;
-        let located = relevance::locate(stream, Some(key.1), e.position, e.parent);
+        let located = relevance::locate(stream, Some(key.1), e.position(), e.parent());
         let distance = match (located, center) {
             (Some((_, pos)), Some(c)) => dist2(pos, c).sqrt(),
             _ => 0.0,
@@ -591,7 +591,7 @@ fn candidates_near(room: &Room, center: [f32; 3], reach: [f32; 3]) -> Vec<(u32, 
 /// Whether an entry is located through one of the `entered` objects (a child of one, or a
 /// position-less object following its stream's avatar).
 fn follows(stream: &Stream, id: u64, e: &Entry, entered: &[u64]) -> bool {
-    relevance::locate(stream, Some(id), e.position, e.parent)
+    relevance::locate(stream, Some(id), e.position(), e.parent())
         .is_some_and(|(k, _)| k.is_some_and(|k| k != id && entered.contains(&k)))
 }
 
@@ -677,7 +677,7 @@ pub fn entry_relevance(
     }
     match (
         interest.area.as_ref(),
-        relevance::locate(stream, Some(id), e.position, e.parent),
+        relevance::locate(stream, Some(id), e.position(), e.parent()),
     ) {
         (Some(area), Some((key, pos))) => {
             Some(relevance::evaluate(inside, area, center, ssrc, key, pos))

@@ -36,7 +36,8 @@ pub fn locate(
     parent: Option<u64>,
 ) -> Option<(Option<u64>, [f32; 3])> {
     let parent = parent.filter(|p| Some(*p) != id);
-    if let Some((pid, Some(p))) = parent.and_then(|p| stream.store.get(p).map(|e| (p, e.position)))
+    if let Some((pid, Some(p))) =
+        parent.and_then(|p| stream.store.get(p).map(|e| (p, e.position())))
     {
         return Some((Some(pid), p));
     }

@@ -50,7 +50,7 @@ impl Stream {
     pub fn new(owner: SessionId, seq: u16, ts: u32, payload_type: u8, now: Instant) -> Self {
         Self {
             owner,
-            store: Store::default(),
+            store: Store::new(now),
             history: History::default(),
             last_seq: seq,
             last_ts: ts,
