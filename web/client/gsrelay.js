@@ -1575,14 +1575,14 @@ export class WebRtcConnection {
 export class Session {
   static async connect({ baseUrl = location.origin, room, token, dialect = "draft01", interest,
     roomState, transport = hasWebTransport() ? "webtransport" : "webrtc" } = {}) {
+    if (transport !== "webtransport") await WebRtcConnection.open(); // pending: rejects before joining
     const request = { transport, dialect };
     if (interest) request.interest = interest;
     const startedMs = performance.now();
     const answer = await join({ baseUrl, room, token, request });
     const s = new Session({ baseUrl, token, answer, dialect, startedMs, roomState });
     try {
-      const open = transport === "webtransport" ? WebTransportConnection.open : WebRtcConnection.open;
-      s.conn = await open(answer, { onpacket: (p) => s.onPacket(p) });
+      s.conn = await WebTransportConnection.open(answer, { onpacket: (p) => s.onPacket(p) });
     } catch (e) {
       await leave({ baseUrl, sessionId: answer.session_id, token }).catch(() => {});
       throw e;

@@ -84,8 +84,12 @@ async function pollInfo(token, room) {
 // ---------------------------------------------------------------------------------------
 // Map
 
+/** A colour per stream: the SSRC's bits mixed (murmur3's finaliser) into a hue. */
 function colour(ssrc, alpha = 1) {
-  const hue = (Math.imul(ssrc >>> 0, 2654435761) >>> 0) % 360;
+  let h = ssrc >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  const hue = ((h ^ (h >>> 16)) >>> 0) % 360;
   return `hsla(${hue}, 75%, 62%, ${alpha})`;
 }
 
