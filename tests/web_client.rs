@@ -1,9 +1,10 @@
 //! The JavaScript client's codec (`web/client/gsrelay.js`), run by Node: against the
 //! reference implementation's interop vectors, against garbage, and against the Rust codec
 //! in both directions (Rust encodes → JS decodes and re-encodes; JS encodes → Rust and
-//! `gsrelay decode` read them alike). Needs `node` (scripts/test.sh installs it).
+//! `gsrelay decode` read them alike), and prediction against `src/wire/predict.rs`; the
+//! room state and transport framing (`web/test/state.mjs`). Needs `node` (scripts/test.sh installs it).
 
-use gsrelay::wire::{self, Dialect, Object};
+use gsrelay::wire::{self, Dialect, Object, predict};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -126,6 +127,46 @@ fn rust_corpus(d: Dialect) -> Vec<Vec<Object>> {
     payloads
 }
 
+/// What `src/wire/predict.rs` makes of `o` a quarter second, a second and a half, and a
+/// tenth of a second before its Time1 (wrapping), for JS to reproduce.
+fn predictions(o: &Object) -> Value {
+    let time = match o {
+        Object::Head1(h) => h.time,
+        Object::Hand1(h) => h.time,
+        Object::Object2(o) => o.time,
+        Object::SixDof1(s) => s.time,
+        Object::ThreeDof1(t) => t.time,
+        _ => 0,
+    };
+    [250u16, 1500, 65436]
+        .iter()
+        .map(|dt| {
+            let now = time.wrapping_add(*dt);
+            let p = predict::predict(o, now);
+            json!({"now": now, "position": p.position, "rotation": p.rotation, "scale": p.scale})
+        })
+        .collect()
+}
+
+/// Asserts that JS's prediction matches Rust's within `tolerance` (Rust computes in f32,
+/// JS in f64; slerp extrapolated past Rot2's one second amplifies f32 rounding to ~1e-4).
+fn assert_close(rust: &Value, js: &Value, tolerance: f64, what: &str) {
+    match (rust, js) {
+        (Value::Array(r), Value::Array(j)) => {
+            assert_eq!(r.len(), j.len(), "{what}");
+            for (r, j) in r.iter().zip(j) {
+                assert_close(r, j, tolerance, what);
+            }
+        }
+        (Value::Number(r), Value::Number(j)) => {
+            let (r, j) = (r.as_f64().unwrap(), j.as_f64().unwrap());
+            let bound = tolerance * r.abs().max(1.0);
+            assert!((r - j).abs() <= bound, "{what}: Rust {r}, JS {j}");
+        }
+        (r, j) => assert_eq!(r, j, "{what}"),
+    }
+}
+
 fn dialect(name: &str) -> Dialect {
     name.parse().unwrap()
 }
@@ -142,7 +183,8 @@ fn js_and_rust_codecs_agree_in_both_directions() {
         for objects in rust_corpus(d) {
             let bytes = wire::encode(&objects, d).unwrap();
             cases.push(json!({"dialect": d.to_string(), "hex": hex::encode(&bytes),
-                              "json": serde_json::to_string(&objects).unwrap()}));
+                              "json": serde_json::to_string(&objects).unwrap(),
+                              "predict": predictions(&objects[0])}));
         }
     }
     let out = node("cross.mjs", &[], &json!({ "cases": cases }).to_string());
@@ -153,6 +195,7 @@ fn js_and_rust_codecs_agree_in_both_directions() {
     // from them and from Rust's JSON form.
     let decoded = answer["decoded"].as_array().unwrap();
     assert_eq!(decoded.len(), cases.len());
+    let mut predicted = 0;
     for (case, js) in cases.iter().zip(decoded) {
         let hex = case["hex"].as_str().unwrap();
         assert!(js.get("error").is_none(), "{hex}: JS refused it: {js}");
@@ -166,8 +209,27 @@ fn js_and_rust_codecs_agree_in_both_directions() {
             "{hex}: decoded objects"
         );
         assert_eq!(js["hex"], hex, "JS decode → encode");
+        predicted += case["predict"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["position"].is_array() || r["rotation"].is_array())
+            .count();
+        for (r, j) in case["predict"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(js["predict"].as_array().unwrap())
+        {
+            for (part, tolerance) in [("position", 1e-6), ("rotation", 1e-3), ("scale", 1e-6)] {
+                let what = format!("{hex}: {part} at {}", r["now"]);
+                assert_close(&r[part], &j[part], tolerance, &what);
+            }
+        }
         assert_eq!(js["from_json_hex"], hex, "JS encode of Rust's JSON form");
     }
+
+    assert!(predicted >= 30, "only {predicted} predictions compared");
 
     // JS → Rust: Rust writes the same bytes from the objects JS built, and reads JS's
     // bytes to the objects JS reads from them (Float16 fields rounded alike).
@@ -227,4 +289,12 @@ fn js_and_rust_codecs_agree_in_both_directions() {
         let read: Vec<Object> = serde_json::from_str(p["decoded_json"].as_str().unwrap()).unwrap();
         assert_eq!(json_form(&printed), json_form(&read));
     }
+}
+
+#[test]
+fn js_room_state_and_framing() {
+    let out = node("state.mjs", &[], "");
+    let (passed, failed) = tally(&out);
+    assert_eq!(failed, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(out.status.success() && passed >= 37, "{passed} checks");
 }

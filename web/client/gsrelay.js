@@ -1297,17 +1297,25 @@ export function objectKey(o) {
 
 const RATE_WINDOW_MS = 2000;
 
+/** True when 16-bit sequence number `a` is `b` or comes after it (RFC 3550 wrap-around). */
+function seqAtLeast(a, b) {
+  return ((a - b) & 0xffff) < 0x8000;
+}
+
 /**
  * What a subscriber knows of a room: per stream (sender SSRC) the latest state of each
  * object, update rates, and removal on BYE. Feed it with `ingest(packet)` (RTP or RTCP, as
  * a RoQ datagram or stream carries them); `onchange` is called after each change.
+ * Datagrams may arrive out of order: an object is replaced only by one from a packet of
+ * the same RTP stream with a later sequence number (the relay numbers each subscriber's
+ * packets in sending order, snapshots and repairs included), else counted `stale`.
  */
 export class RoomState {
   constructor({ dialect = "draft01", now = () => performance.now() } = {}) {
     this.dialect = checkDialect(dialect);
     this.now = now;
     this.streams = new Map();
-    this.errors = { rtp: 0, rtcp: 0, payload: 0 };
+    this.dropped = { rtp: 0, rtcp: 0, payload: 0, stale: 0 };
     this.onchange = null;
   }
 
@@ -1315,30 +1323,37 @@ export class RoomState {
   ingest(packet) {
     if (isRtcp(packet)) {
       const r = parseRtcp(packet);
-      if (!r.ok) { this.errors.rtcp++; return "dropped:rtcp"; }
+      if (!r.ok) { this.dropped.rtcp++; return "dropped:rtcp"; }
       for (const item of r.items) if (item.type === "bye") item.ssrcs.forEach((s) => this.remove(s));
       return "rtcp";
     }
     const p = parseRtp(packet);
-    if (!p.ok) { this.errors.rtp++; return "dropped:rtp"; }
+    if (!p.ok) { this.dropped.rtp++; return "dropped:rtp"; }
     const d = decode(p.packet.payload, this.dialect);
-    if (!d.ok) { this.errors.payload++; return "dropped:payload"; }
-    const at = this.now();
+    if (!d.ok) { this.dropped.payload++; return "dropped:payload"; }
+    const from = { stream: p.packet.ssrc, seq: p.packet.sequenceNumber, at: this.now() };
     for (const o of d.objects) {
-      if (o.type === "Container") o.objects.forEach((inner) => this.apply(o.ssrc, inner, at));
-      else this.apply(p.packet.ssrc, o, at);
+      if (o.type === "Container") o.objects.forEach((inner) => this.apply(o.ssrc, inner, from));
+      else this.apply(p.packet.ssrc, o, from);
     }
     this.changed();
     return "rtp";
   }
 
-  apply(ssrc, o, at) {
+  /** Stores `o` as sender `ssrc`'s latest state, unless a later packet already updated it. */
+  apply(ssrc, o, { stream, seq, at }) {
     let s = this.streams.get(ssrc);
     if (!s) {
       s = { ssrc, objects: new Map(), updates: 0, arrivals: [], firstSeenMs: at };
       this.streams.set(ssrc, s);
     }
-    s.objects.set(objectKey(o), { object: o, receivedMs: at });
+    const key = objectKey(o);
+    const prev = s.objects.get(key);
+    if (prev && prev.stream === stream && !seqAtLeast(seq, prev.seq)) {
+      this.dropped.stale++;
+      return;
+    }
+    s.objects.set(key, { object: o, receivedMs: at, stream, seq });
     s.updates++;
     s.arrivals.push(at);
     while (s.arrivals.length && s.arrivals[0] < at - RATE_WINDOW_MS) s.arrivals.shift();

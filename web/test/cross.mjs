@@ -1,6 +1,7 @@
 // The JS codec against the Rust one, both directions (driven by tests/web_client.rs).
-// stdin: {"cases":[{"dialect","hex","json"}]}, payloads the Rust codec encoded and the JSON
-// form it printed. stdout: one JSON line {"decoded":[{"json","hex","from_json_hex"}],
+// stdin: {"cases":[{"dialect","hex","json","predict"}]}, payloads the Rust codec encoded,
+// the JSON form it printed and the Time1 values to predict the first object at. stdout:
+// one JSON line {"decoded":[{"json","hex","from_json_hex","predict"}],
 // "produced":[{"dialect","hex","json","decoded_json"}]}: what JS made of each case, and payloads JS
 // encoded from objects it built itself, for Rust to decode.
 import { readFileSync } from "node:fs";
@@ -11,14 +12,21 @@ const stringifyJson = gs.stringify;
 
 const input = parseJson(readFileSync(0, "utf8"));
 
-const decoded = input.cases.map(({ dialect, hex, json }) => {
+const decoded = input.cases.map(({ dialect, hex, json, predict }) => {
   const d = gs.decode(gs.fromHex(hex), dialect);
   if (!d.ok) return { error: d.error.message };
   const fromJson = parseJson(json).map(gs.objectFromJson);
+  // `now` is a Time1 value: as epoch ms it is its own low 16 bits.
+  const nullable = (v) => v ?? null;
+  const predicted = predict.map(({ now }) => {
+    const p = gs.predict(d.objects[0], now);
+    return { position: nullable(p.position), rotation: nullable(p.rotation), scale: nullable(p.scale) };
+  });
   return {
     json: stringifyJson(d.objects.map(gs.objectToJson)),
     hex: gs.toHex(gs.encode(d.objects, dialect)),
     from_json_hex: gs.toHex(gs.encode(fromJson, dialect)),
+    predict: predicted,
   };
 });
 
