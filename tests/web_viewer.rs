@@ -76,6 +76,11 @@ fn viewer_shows_a_live_room_in_chromium() {
     };
     let viewer_token = relay.token("dev", "viewer", all);
     let publisher_token = relay.token("dev", "publisher", all);
+    let subscribe_only = Rights {
+        subscribe: true,
+        ..Rights::default()
+    };
+    let subscriber_token = relay.token("dev", "subscriber", subscribe_only);
 
     // A publisher over UDP/SRTP, sending its avatar every 50 ms until the page is done.
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -104,6 +109,7 @@ fn viewer_shows_a_live_room_in_chromium() {
     cmd.arg(root().join("web/test/viewer.mjs"))
         .env("GSRELAY_BASE", &relay.base)
         .env("GSRELAY_TOKEN", &viewer_token)
+        .env("GSRELAY_SUBSCRIBE_TOKEN", &subscriber_token)
         .env("GSRELAY_PUBLISHER_SSRC", ssrc.to_string())
         .env("GSRELAY_PUBLISHER_IDENTITY", "publisher")
         .env("GSRELAY_CHROMIUM", &chromium)

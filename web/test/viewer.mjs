@@ -1,6 +1,6 @@
 // The viewer and the client module in headless Chromium, against a real relay (driven by
 // tests/web_viewer.rs). Environment: GSRELAY_BASE (relay HTTP base), GSRELAY_TOKEN (room
-// "dev", subscribe + admin), GSRELAY_PUBLISHER_SSRC and GSRELAY_PUBLISHER_IDENTITY (a Rust
+// "dev", subscribe + admin), GSRELAY_SUBSCRIBE_TOKEN (subscribe only), GSRELAY_PUBLISHER_SSRC and GSRELAY_PUBLISHER_IDENTITY (a Rust
 // client publishing three objects over UDP/SRTP), GSRELAY_CHROMIUM (the browser),
 // GSRELAY_NODE_TOOLS (where playwright-core is installed), GSRELAY_ARTIFACTS (screenshot
 // directory), GSRELAY_DOCS_SCREENSHOT (optional: also write the screenshot there).
@@ -155,4 +155,19 @@ async function run(page) {
   await page.waitForFunction(() => Number(document.getElementById("map").dataset.drawn) <= 1, null, WAIT)
     .then(() => t.check(true), (e) => t.check(false, `BYE clears the map: ${e.message}`));
   t.check(pageErrors.length === 0, `uncaught errors in the page: ${pageErrors}`);
+
+  // Without the admin right the page still opens: no inspection table, no error shown.
+  await page.goto("about:blank"); // else the new fragment is a same-document navigation
+  await page.goto(`${base}/viewer#token=${env.GSRELAY_SUBSCRIBE_TOKEN}&room=dev`);
+  await page.waitForFunction(() => /not offered|WebTransport, session/.test(document.getElementById("transport").textContent), null, WAIT)
+    .then(() => t.check(true), (e) => t.check(false, `subscriber's transport status: ${e.message}`));
+  await page.waitForFunction(() => window.gsrelayViewer.info?.error?.status === 403, null, WAIT);
+  const renders = await page.evaluate(() => window.gsrelayViewer.renders);
+  await page.waitForFunction((n) => window.gsrelayViewer.renders > n, renders, WAIT);
+  const sub = await page.evaluate(() => ({
+    status: document.getElementById("status").className,
+    rows: document.querySelectorAll("#streams tbody tr").length,
+    forbidden: window.gsrelayViewer.info?.error?.status,
+  }));
+  t.check(sub.status !== "error" && sub.rows === 0 && sub.forbidden === 403, `subscribe-only page: ${JSON.stringify(sub)}`);
 }

@@ -15,6 +15,7 @@ const viewer = {
   session: null,
   info: null,
   drawn: [],
+  renders: 0,
   view: null,
   timers: [],
   /** Applies one RTP or RTCP packet, as a transport delivers it. */
@@ -73,11 +74,17 @@ async function stop() {
   $("stop").disabled = true;
 }
 
+/** Room inspection: 404 is an empty room; 403 (no admin right) stops asking. */
 async function pollInfo(token, room) {
   try {
     viewer.info = await gs.roomInfo({ room, token });
   } catch (e) {
-    viewer.info = { error: e };
+    const empty = e instanceof gs.ApiError && e.status === 404;
+    viewer.info = empty ? { room, sessions: [], streams: [] } : { error: e };
+    if (e instanceof gs.ApiError && e.status === 403) {
+      viewer.timers.forEach(clearInterval);
+      viewer.timers = [];
+    }
   }
 }
 
@@ -222,6 +229,7 @@ function cell(text, swatch) {
 }
 
 function renderTable() {
+  viewer.renders++;
   const info = viewer.info && !viewer.info.error ? viewer.info : null;
   const rows = new Map();
   for (const s of info?.streams ?? []) rows.set(s.ssrc, { ssrc: s.ssrc, objects: s.objects, bytes: s.bytes });
@@ -248,7 +256,8 @@ function renderTable() {
   const s = viewer.session;
   $("snapshot").textContent = s && s.firstStateMs !== null
     ? `${s.firstStateMs.toFixed(0)} ms to first state` : "—";
-  if (viewer.info?.error) setStatus(`room info: ${viewer.info.error.message}`, "error");
+  const infoError = viewer.info?.error;
+  if (infoError && infoError.status !== 403) setStatus(`room info: ${infoError.message}`, "error");
   const rooms = $("rooms");
   if (info && ![...rooms.options].some((o) => o.value === info.room)) rooms.append(new Option(info.room));
 }
