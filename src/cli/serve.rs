@@ -104,7 +104,8 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     })
 }
 
-/// Prints the generated secret and a ready-to-use token, so a laptop run needs no setup.
+/// Prints the generated secret, a ready-to-use token and the viewer's address with it, so a
+/// laptop run needs no setup.
 fn print_dev_credentials(secret: &str, http_addr: SocketAddr) -> anyhow::Result<()> {
     tracing::warn!(
         "no token secret configured: generated a random dev secret for this run only \
@@ -134,6 +135,8 @@ fn print_dev_credentials(secret: &str, http_addr: SocketAddr) -> anyhow::Result<
     println!(
         "try: curl -X POST http://{shown}/v1/rooms/{EXAMPLE_ROOM}/sessions -H 'Authorization: Bearer {token}' -d '{{\"transport\":\"rtp\"}}'"
     );
+    // The token rides in the fragment, which browsers never send to the server.
+    println!("viewer: http://{shown}/viewer#token={token}&room={EXAMPLE_ROOM}");
     Ok(())
 }
 

@@ -6,8 +6,10 @@
 //!   and drives the relay task through its command channel.
 //! - [`conn`] accepts the TCP connections and closes those that stall (slowloris, idle).
 //! - [`limits`] holds the HTTP limits' configuration and the per-identity rate limit.
+//! - [`web`] serves the embedded JavaScript client and the live room viewer.
 
 pub mod conn;
 pub mod http;
 pub mod limits;
 pub mod token;
+pub mod web;

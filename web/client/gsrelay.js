@@ -1,0 +1,1649 @@
+// gsrelay browser client: one ES module, no build step, no dependencies.
+//
+// - the game-state codec of draft-jennings-dispatch-game-state-over-rtp-01 in both wire
+//   dialects of the relay ("draft01" and "gse", docs/wire-format.md), including the
+//   relay's aggregated container; unknown tags are kept as raw bytes and re-encoded as is;
+// - RTP header parse/build and the RTCP the client needs (FIR, PLI, BYE, RR);
+// - RoQ framing (RFC 9695): QUIC varint flow id + one RTP/RTCP packet per datagram, and
+//   flow id then (varint length, packet)* on a unidirectional stream;
+// - room state keyed by (SSRC, objectID), prediction (Loc2/Rot2 extrapolation);
+// - the HTTP join, and a WebTransport connection (a WebRTC one is pending the server).
+//
+// Objects are plain JS objects shaped like the JSON that `gsrelay decode` prints
+// (`{"type":"Head1","id":1,...}`), except that byte fields (`extra`, `data`) are
+// Uint8Array; `objectToJson`/`objectFromJson` convert to and from that JSON form exactly.
+// Integers beyond 2^53 − 1 (objectIDs, tags, VarInts) are BigInt. Float fields are numbers;
+// a NaN other than the default quiet one is the string "NaN:0x<f32 bits>" ("-NaN" for the
+// negative quiet one) so that decode → encode reproduces the bytes.
+// Reference: docs/api.md, "JavaScript client".
+
+/** Module version, shown by the viewer. */
+export const VERSION = "0.1.0";
+
+/** The two wire dialects. */
+export const DIALECTS = Object.freeze(["draft01", "gse"]);
+
+/** Tag of the relay's container object (0x4753, "GS"). */
+export const CONTAINER_TAG = 0x4753;
+const PARENT1_TAG = 4;
+const SIXDOF_POINTER1_TAG = 136;
+const LOC1 = 12;
+const LOC2 = 18;
+const ROT2 = 12;
+const TRANSFORM1 = 6;
+const MESH2_FIXED = LOC2 + ROT2 + LOC2;
+
+const TAGS = {
+  draft01: { Head1: 1, Hand1: 2, Object1: 3, Mesh1: 128, Hand2: 129, HeadIPD1: 130, Object2: 131,
+    Mesh2: 132, GameControl1: 133, ThreeDOF1: 134, SixDOF1: 135, Container: CONTAINER_TAG },
+  gse: { Head1: 1, Hand1: 2, Object1: 3, Mesh1: 0x8000, Hand2: 0x8001, HeadIPD1: 0x8002,
+    Container: CONTAINER_TAG },
+};
+const KINDS = Object.fromEntries(
+  Object.entries(TAGS).map(([d, t]) => [d, new Map(Object.entries(t).map(([k, v]) => [v, k]))]),
+);
+
+/** The object type `tag` names in `dialect` ("Unknown" if none). */
+export function kindOf(tag, dialect = "draft01") {
+  return KINDS[checkDialect(dialect)].get(Number(tag)) ?? "Unknown";
+}
+
+/** The tag `dialect` writes for an object type, or undefined. */
+export function tagOf(type, dialect = "draft01") {
+  return TAGS[checkDialect(dialect)][type];
+}
+
+function checkDialect(d) {
+  if (d !== "draft01" && d !== "gse") throw new TypeError(`unknown dialect ${JSON.stringify(d)}`);
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors
+
+/** A payload that does not parse: where, and why. */
+export class DecodeError extends Error {
+  constructor(offset, kind, message) {
+    super(`at byte ${offset}: ${message}`);
+    this.name = "DecodeError";
+    this.offset = offset;
+    this.kind = kind;
+  }
+}
+
+/** An object that cannot be written in a dialect. */
+export class EncodeError extends Error {
+  constructor(object, message) {
+    super(`${object}: ${message}`);
+    this.name = "EncodeError";
+    this.object = object;
+  }
+}
+
+/** An HTTP API refusal: the relay's `{"error":{"code","message"}}` and the status. */
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(`${status} ${code}: ${message}`);
+    this.name = "ApiError";
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** Runs `f`, turning any exception into `{ok:false,error}`; the decoders never throw. */
+function attempt(f) {
+  try {
+    return { ok: true, ...f() };
+  } catch (e) {
+    if (e instanceof DecodeError) return { ok: false, error: e };
+    return { ok: false, error: new DecodeError(0, "internal", String(e && e.message || e)) };
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Floats: Float32 bits and Float16 (IEEE binary16, round to nearest even, NaN payload kept)
+
+const f32buf = new DataView(new ArrayBuffer(4));
+
+function f32FromBits(bits) {
+  bits >>>= 0;
+  if ((bits & 0x7f800000) === 0x7f800000 && (bits & 0x7fffff) !== 0) {
+    if (bits === 0x7fc00000) return NaN;
+    if (bits === 0xffc00000) return "-NaN";
+    return `NaN:0x${bits.toString(16).padStart(8, "0")}`;
+  }
+  f32buf.setUint32(0, bits);
+  return f32buf.getFloat32(0);
+}
+
+function f32ToBits(v) {
+  if (typeof v === "string") {
+    if (v === "NaN") return 0x7fc00000;
+    if (v === "-NaN") return 0xffc00000;
+    if (v === "Infinity") return 0x7f800000;
+    if (v === "-Infinity") return 0xff800000;
+    const m = /^NaN:0x([0-9a-fA-F]{8})$/.exec(v);
+    const bits = m ? parseInt(m[1], 16) >>> 0 : 0;
+    if (!m || (bits & 0x7f800000) !== 0x7f800000 || (bits & 0x7fffff) === 0) {
+      throw new EncodeError("float", `not a float: ${JSON.stringify(v)}`);
+    }
+    return bits;
+  }
+  if (typeof v !== "number") throw new EncodeError("float", `not a number: ${String(v)}`);
+  if (Number.isNaN(v)) return 0x7fc00000;
+  f32buf.setFloat32(0, v);
+  return f32buf.getUint32(0);
+}
+
+/** Float16 bits → f32 value (exact; NaN payloads shifted across as the Rust codec does). */
+export function f16ToF32(h) {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >> 10) & 0x1f;
+  const man = h & 0x3ff;
+  if (exp === 0x1f) {
+    if (man === 0) return sign * Infinity;
+    return f32FromBits(((h & 0x8000) << 16) | 0x7f800000 | (man << 13));
+  }
+  if (exp === 0) return sign * man * 2 ** -24;
+  return sign * (1 + man / 1024) * 2 ** (exp - 15);
+}
+
+/** A value (number or NaN string) → Float16 bits, via f32, rounding to nearest even. */
+export function f32ToF16(v) {
+  const x = f32ToBits(v);
+  const sign = (x >>> 16) & 0x8000;
+  const exp = (x >>> 23) & 0xff;
+  const man = x & 0x7fffff;
+  if (exp === 0xff) {
+    if (man === 0) return sign | 0x7c00;
+    const payload = (man >>> 13) & 0x3ff;
+    return sign | 0x7c00 | (payload === 0 ? 0x200 : payload);
+  }
+  const e = exp - 127;
+  if (e >= 16) return sign | 0x7c00;
+  if (e >= -14) {
+    const half = sign | ((e + 15) << 10) | (man >>> 13);
+    const rest = man & 0x1fff;
+    return rest > 0x1000 || (rest === 0x1000 && half & 1) ? half + 1 : half;
+  }
+  if (e < -25) return sign;
+  const m = man | 0x800000;
+  const s = -e - 1;
+  const half = m >>> s;
+  const rest = m & ((1 << s) - 1);
+  const mid = 1 << (s - 1);
+  return sign | (rest > mid || (rest === mid && half & 1) ? half + 1 : half);
+}
+
+// ---------------------------------------------------------------------------------------
+// Reader: bounds-checked reads of the draft's primitives
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+const utf8enc = new TextEncoder();
+
+function narrow(b) {
+  return b <= MAX_SAFE && b >= -MAX_SAFE ? Number(b) : b;
+}
+
+class Reader {
+  constructor(buf, start = 0, end = buf.length) {
+    this.buf = buf;
+    this.pos = start;
+    this.end = end;
+    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  }
+  get remaining() { return this.end - this.pos; }
+  get empty() { return this.pos === this.end; }
+  clone() { return new Reader(this.buf, this.pos, this.end); }
+  fail(kind, message, at = this.pos) { return new DecodeError(at, kind, message); }
+  need(n) {
+    if (n > this.remaining) {
+      throw this.fail("truncated", `needs ${n} bytes, ${this.remaining} left`);
+    }
+  }
+  take(n) {
+    this.need(n);
+    const s = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return s;
+  }
+  sub(n) {
+    this.need(n);
+    const r = new Reader(this.buf, this.pos, this.pos + n);
+    this.pos += n;
+    return r;
+  }
+  takeRest() { return this.take(this.remaining); }
+  rest() { return this.buf.subarray(this.pos, this.end); }
+  u8() { this.need(1); return this.buf[this.pos++]; }
+  u16() { this.need(2); const v = this.view.getUint16(this.pos); this.pos += 2; return v; }
+  u32() { this.need(4); const v = this.view.getUint32(this.pos); this.pos += 4; return v; }
+  u64() { this.need(8); const v = this.view.getBigUint64(this.pos); this.pos += 8; return v; }
+  i64() { this.need(8); const v = this.view.getBigInt64(this.pos); this.pos += 8; return v; }
+  f16() { return f16ToF32(this.u16()); }
+  f32() { return f32FromBits(this.u32()); }
+  boolean(strict) {
+    const at = this.pos;
+    const b = this.u8();
+    if (b > 1 && strict) throw this.fail("invalid_boolean", `Boolean byte 0x${hex2(b)}`, at);
+    return b !== 0;
+  }
+  varuint() {
+    const at = this.pos;
+    const b0 = this.u8();
+    if (b0 < 0x80) return b0;
+    if (b0 < 0xc0) return ((b0 & 0x3f) << 8) | this.u8();
+    if (b0 < 0xe0) return (b0 & 0x1f) * 65536 + this.u16();
+    if (b0 === 0xe1) return this.u32();
+    if (b0 === 0xe2) return narrow(this.u64());
+    throw this.fail("invalid_var_prefix", `invalid VarUInt prefix 0x${hex2(b0)}`, at);
+  }
+  varint() {
+    const at = this.pos;
+    const b0 = this.u8();
+    const ext = (v, bits) => (v >= 2 ** (bits - 1) ? v - 2 ** bits : v);
+    if (b0 < 0x80) return ext(b0, 7);
+    if (b0 < 0xc0) return ext(((b0 & 0x3f) << 8) | this.u8(), 14);
+    if (b0 < 0xe0) return ext((b0 & 0x1f) * 65536 + this.u16(), 21);
+    if (b0 === 0xe1) return this.u32() | 0;
+    if (b0 === 0xe2) return narrow(this.i64());
+    throw this.fail("invalid_var_prefix", `invalid VarInt prefix 0x${hex2(b0)}`, at);
+  }
+  length() {
+    const at = this.pos;
+    const n = this.varuint();
+    if (typeof n !== "number") throw this.fail("length_overflow", `length ${n} too large`, at);
+    return n;
+  }
+  blob() { return this.take(this.length()); }
+  string() {
+    const at = this.pos;
+    const bytes = this.blob();
+    try {
+      return utf8.decode(bytes);
+    } catch {
+      throw this.fail("invalid_utf8", "string is not UTF-8", at);
+    }
+  }
+}
+
+function hex2(b) { return b.toString(16).padStart(2, "0"); }
+
+/** Bytes → lowercase hex. */
+export function toHex(bytes) {
+  let s = "";
+  for (const b of bytes) s += hex2(b);
+  return s;
+}
+
+/** Hex (whitespace and colons allowed) → bytes; throws TypeError on bad input. */
+export function fromHex(text) {
+  const h = String(text).replace(/[\s:]/g, "");
+  if (h.length % 2 || /[^0-9a-fA-F]/.test(h)) throw new TypeError("not hex");
+  const out = new Uint8Array(h.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(h.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Writer: the draft's primitives, minimal forms
+
+class Writer {
+  constructor(size = 64) {
+    this.buf = new Uint8Array(size);
+    this.len = 0;
+  }
+  grow(n) {
+    if (this.len + n <= this.buf.length) return;
+    const next = new Uint8Array(Math.max(this.buf.length * 2, this.len + n));
+    next.set(this.buf.subarray(0, this.len));
+    this.buf = next;
+  }
+  bytes(b) { this.grow(b.length); this.buf.set(b, this.len); this.len += b.length; }
+  u8(v) { this.grow(1); this.buf[this.len++] = v & 0xff; }
+  u16(v) { this.u8(v >>> 8); this.u8(v); }
+  u32(v) { this.u16((v >>> 16) & 0xffff); this.u16(v & 0xffff); }
+  u64(b) {
+    const v = BigInt.asUintN(64, BigInt(b));
+    this.u32(Number(v >> 32n)); this.u32(Number(v & 0xffffffffn));
+  }
+  f16(v) { this.u16(f32ToF16(v)); }
+  f32(v) { this.u32(f32ToBits(v)); }
+  bool(v) { this.u8(v ? 1 : 0); }
+  varuint(v) {
+    const n = toUint(v);
+    if (n < 0x80n) this.u8(Number(n));
+    else if (n < 0x4000n) this.u16(0x8000 | Number(n));
+    else if (n < 0x200000n) { this.u8(0xc0 | Number(n >> 16n)); this.u16(Number(n & 0xffffn)); }
+    else if (n < 0x100000000n) { this.u8(0xe1); this.u32(Number(n)); }
+    else { this.u8(0xe2); this.u64(n); }
+  }
+  varint(v) {
+    const n = toInt(v);
+    const u = BigInt.asUintN(64, n);
+    if (n >= -64n && n <= 63n) this.u8(Number(u & 0x7fn));
+    else if (n >= -8192n && n <= 8191n) this.u16(0x8000 | Number(u & 0x3fffn));
+    else if (n >= -1048576n && n <= 1048575n) {
+      this.u8(0xc0 | Number((u >> 16n) & 0x1fn)); this.u16(Number(u & 0xffffn));
+    } else if (n >= -2147483648n && n <= 2147483647n) { this.u8(0xe1); this.u32(Number(u & 0xffffffffn)); }
+    else { this.u8(0xe2); this.u64(u); }
+  }
+  blob(b) { this.varuint(b.length); this.bytes(b); }
+  finish() { return this.buf.slice(0, this.len); }
+}
+
+function toUint(v) {
+  const n = toInt(v);
+  if (n < 0n || n > 0xffffffffffffffffn) throw new EncodeError("VarUInt", `${v} out of range`);
+  return n;
+}
+
+function toInt(v) {
+  if (typeof v === "bigint") return v;
+  if (typeof v === "number" && Number.isInteger(v)) return BigInt(v);
+  if (typeof v === "string" && /^-?\d+$/.test(v)) return BigInt(v);
+  throw new EncodeError("integer", `not an integer: ${String(v)}`);
+}
+
+function bytesOf(v) {
+  if (v === undefined || v === null) return new Uint8Array(0);
+  if (v instanceof Uint8Array) return v;
+  if (typeof v === "string") return fromHex(v);
+  if (Array.isArray(v)) return Uint8Array.from(v);
+  throw new EncodeError("bytes", "expected a Uint8Array or hex string");
+}
+
+// ---------------------------------------------------------------------------------------
+// Layout: the structure shared by decode (what follows each objectID)
+
+const FIXED = {
+  Head1: { size: 2 + LOC2 + ROT2 },
+  Hand1: { size: 3 + LOC2 + ROT2, boolAt: 2 },
+  Hand2: { size: 3 + LOC2 + ROT2 + 25 * TRANSFORM1, boolAt: 2 },
+  Object1: { draft01: { size: 2 + LOC1 + 6 + 2 + 1, boolAt: 22 }, gse: { size: 2 + LOC1 + 6 + 12 + 1, boolAt: 32 } },
+  Object2: { size: 2 + LOC2 + ROT2 + LOC2 + 1, boolAt: 50 },
+  ThreeDOF1: { size: 3 + ROT2, boolAt: 2 },
+  SixDOF1: { size: 3 + LOC2 + ROT2, boolAt: 2 },
+};
+const OPTIONAL = { Head1: "ipd", Object1: "parent", Object2: "parent", Mesh2: "parent", SixDOF1: "pointer" };
+
+function fixedOf(kind, dialect) {
+  const f = FIXED[kind];
+  return f && (f.size ? f : f[dialect]);
+}
+
+function takeFixed(r, layout, dialect) {
+  const part = r.sub(layout.size);
+  if (layout.boolAt !== undefined && dialect === "draft01") {
+    const b = part.buf[part.pos + layout.boolAt];
+    if (b > 1) throw part.fail("invalid_boolean", `Boolean byte 0x${hex2(b)}`, part.pos + layout.boolAt);
+  }
+  return part;
+}
+
+function readTlv(r) {
+  const start = r.pos;
+  const tag = r.varuint();
+  if (tag === 0) throw r.fail("tag_zero", "tag 0 is tagInvalid", start);
+  const len = r.length();
+  return { start, tag, body: r.sub(len) };
+}
+
+function extensions(r) {
+  const all = r.rest();
+  while (!r.empty) readTlv(r);
+  return all;
+}
+
+function expectEnd(r) {
+  if (!r.empty) throw r.fail("trailing_bytes", `${r.remaining} trailing bytes`);
+}
+
+function nested(r, tag, size) {
+  const at = r.pos;
+  const len = r.varuint();
+  const ok = tag === PARENT1_TAG ? len >= size : len === size;
+  if (!ok) throw r.fail("optional_too_short", `optional part ${tag} has length ${len}`, at);
+  return r.sub(len);
+}
+
+function trailer(r, opt, dialect) {
+  return dialect === "draft01" ? draft01Trailer(r, opt) : gseTrailer(r, opt);
+}
+
+function draft01Trailer(r, opt) {
+  const t = { extra: new Uint8Array(0) };
+  if (r.empty) return t;
+  const peek = r.clone();
+  const tag = peek.varuint();
+  if (opt === "ipd" && tag === TAGS.draft01.HeadIPD1) {
+    t.ipd = nested(peek, tag, 2).f16();
+    r.pos = peek.pos;
+  } else if (opt === "parent" && tag === PARENT1_TAG) {
+    const v = nested(peek, tag, 1);
+    t.parent = v.varuint();
+    expectEnd(v);
+    r.pos = peek.pos;
+  } else if (opt === "pointer" && tag === SIXDOF_POINTER1_TAG) {
+    // The EBNF gives this part no Length; exactly one Loc1 left means "bare".
+    if (peek.remaining === LOC1) t.pointer = { r: peek.sub(LOC1), bare: true };
+    else t.pointer = { r: nested(peek, tag, LOC1), bare: false };
+    r.pos = peek.pos;
+  }
+  t.extra = extensions(r).slice();
+  return t;
+}
+
+function gseTrailer(r, opt) {
+  const t = { extra: new Uint8Array(0) };
+  if (r.empty) return t;
+  if (opt === "ipd") {
+    const at = r.pos;
+    const tag = r.varuint();
+    if (tag !== TAGS.gse.HeadIPD1) throw r.fail("unexpected_optional", `unexpected optional part ${tag}`, at);
+    const lenAt = r.pos;
+    const len = r.length();
+    if (len < 2) throw r.fail("optional_too_short", `optional part ${tag} has length ${len}`, lenAt);
+    t.ipd = r.sub(len).f16();
+    expectEnd(r);
+  } else if (opt === "parent") {
+    t.parent = r.varuint();
+    expectEnd(r);
+  } else {
+    t.extra = r.takeRest().slice();
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------
+// Decode
+
+/**
+ * Decodes every object of a game-state payload.
+ * Returns `{ok: true, objects}` or `{ok: false, error: DecodeError}`; never throws.
+ */
+export function decode(payload, dialect = "draft01") {
+  return attempt(() => {
+    checkDialect(dialect);
+    const r = new Reader(asBytes(payload));
+    const objects = [];
+    while (!r.empty) objects.push(decodeTlv(readTlv(r), dialect));
+    return { objects };
+  });
+}
+
+function asBytes(b) {
+  if (b instanceof Uint8Array) return b;
+  if (b instanceof ArrayBuffer) return new Uint8Array(b);
+  if (ArrayBuffer.isView(b)) return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  throw new DecodeError(0, "not_bytes", "input is not a Uint8Array or ArrayBuffer");
+}
+
+function withExtra(o, extra) {
+  if (extra.length) o.extra = extra;
+  return o;
+}
+
+function decodeTlv(tlv, d) {
+  const b = tlv.body;
+  const kind = kindOf(tlv.tag, d);
+  switch (kind) {
+    case "Unknown":
+      return { type: "Unknown", tag: tlv.tag, data: b.takeRest().slice() };
+    case "HeadIPD1": {
+      const ipd = b.f16();
+      return withExtra({ type: "HeadIPD1", ipd }, trailer(b, "none", d).extra);
+    }
+    case "Mesh1": return decodeMesh1(b, d);
+    case "Mesh2": return decodeMesh2(b);
+    case "GameControl1": return decodeGameControl1(b, d);
+    case "Container": return decodeContainer(b, d);
+    default: return decodeFixed(kind, b, d);
+  }
+}
+
+function loc2(r) {
+  return { x: r.f32(), y: r.f32(), z: r.f32(), vx: r.f16(), vy: r.f16(), vz: r.f16() };
+}
+function rot2(r) {
+  return { si: r.f16(), sj: r.f16(), sk: r.f16(), ei: r.f16(), ej: r.f16(), ek: r.f16() };
+}
+function vec3f32(r) { return { x: r.f32(), y: r.f32(), z: r.f32() }; }
+function transform(r) { return { tx: r.f16(), ty: r.f16(), tz: r.f16() }; }
+function finger(r) {
+  return { tip: transform(r), dip: transform(r), pip: transform(r), mcp: transform(r), cmc: transform(r) };
+}
+
+function decodeFixed(kind, b, d) {
+  const id = b.varuint();
+  const f = takeFixed(b, fixedOf(kind, d), d);
+  const t = trailer(b, OPTIONAL[kind] ?? "none", d);
+  const strict = d === "draft01";
+  const o = { type: kind, id, time: f.u16() };
+  switch (kind) {
+    case "Head1":
+      o.location = loc2(f);
+      o.rotation = rot2(f);
+      if (t.ipd !== undefined) o.ipd = t.ipd;
+      break;
+    case "Hand1":
+      o.left = f.boolean(strict);
+      o.location = loc2(f);
+      o.rotation = rot2(f);
+      break;
+    case "Hand2":
+      o.left = f.boolean(strict);
+      o.location = loc2(f);
+      o.rotation = rot2(f);
+      o.wrist = transform(f);
+      o.thumb = { tip: transform(f), ip: transform(f), mcp: transform(f), cmc: transform(f) };
+      o.index = finger(f);
+      o.middle = finger(f);
+      o.ring = finger(f);
+      o.pinky = finger(f);
+      break;
+    case "Object1":
+      o.position = vec3f32(f);
+      o.rotation = { i: f.f16(), j: f.f16(), k: f.f16() };
+      o.scale = d === "draft01" ? f.f16() : vec3f32(f);
+      o.active = f.boolean(strict);
+      if (t.parent !== undefined) o.parent = t.parent;
+      break;
+    case "Object2":
+      o.location = loc2(f);
+      o.rotation = rot2(f);
+      o.scale = loc2(f);
+      o.active = f.boolean(strict);
+      if (t.parent !== undefined) o.parent = t.parent;
+      break;
+    case "ThreeDOF1":
+      o.left = f.boolean(strict);
+      o.rotation = rot2(f);
+      break;
+    case "SixDOF1":
+      o.left = f.boolean(strict);
+      o.location = loc2(f);
+      o.rotation = rot2(f);
+      if (t.pointer) {
+        o.pointer = vec3f32(t.pointer.r);
+        if (t.pointer.bare) o.pointer.bare = true;
+      }
+      break;
+  }
+  return withExtra(o, t.extra);
+}
+
+function fixedArray(r, size) {
+  const at = r.pos;
+  const count = r.length();
+  if (count * size > r.remaining) throw r.fail("count_too_large", `count ${count} too large`, at);
+  return { count, r: r.sub(count * size) };
+}
+
+function varuintArray(r, per) {
+  const at = r.pos;
+  const count = r.length();
+  if (count * per > r.remaining) throw r.fail("count_too_large", `count ${count} too large`, at);
+  const start = r.pos;
+  const values = [];
+  for (let i = 0; i < count * per; i++) values.push(r.varuint());
+  return { count, values, start };
+}
+
+function decodeMesh1(b, d) {
+  const id = b.varuint();
+  if (d === "gse") return { type: "Mesh1", id, ...mesh1Arrays(b, d) };
+  // The draft gives ( TextureUrl1 | TextureRtpPT1 ) no discriminator: take the URL
+  // reading if the rest then parses, else the payload-type reading.
+  const asUrl = b.clone();
+  try {
+    const url = asUrl.string();
+    const m = mesh1Arrays(asUrl, d);
+    b.pos = asUrl.pos;
+    return { type: "Mesh1", id, texture: { url }, ...m };
+  } catch (e) {
+    if (!(e instanceof DecodeError)) throw e;
+  }
+  const rtpPT = b.u8();
+  return { type: "Mesh1", id, texture: { rtpPT }, ...mesh1Arrays(b, d) };
+}
+
+function mesh1Arrays(r, d) {
+  const v = fixedArray(r, LOC1);
+  const n = fixedArray(r, 6);
+  let textures;
+  if (d === "draft01") {
+    const uv = fixedArray(r, 8);
+    textures = Array.from({ length: uv.count }, () => ({ u: uv.r.f32(), v: uv.r.f32() }));
+  } else {
+    const uv = varuintArray(r, 2);
+    textures = Array.from({ length: uv.count }, (_, i) => ({ u: uv.values[2 * i], v: uv.values[2 * i + 1] }));
+  }
+  const triangles = varuintArray(r, 1).values;
+  const extra = trailer(r, "none", d).extra;
+  const m = {
+    vertices: Array.from({ length: v.count }, () => vec3f32(v.r)),
+    normals: Array.from({ length: n.count }, () => ({ x: n.r.f16(), y: n.r.f16(), z: n.r.f16() })),
+    textures,
+    triangles,
+  };
+  return withExtra(m, extra);
+}
+
+function decodeMesh2(b) {
+  const id = b.varuint();
+  const f = b.sub(MESH2_FIXED);
+  const meshUrl = b.string();
+  // The optional texture has no tag either. Readings, in order of preference: no texture
+  // when nothing or a Parent1 follows; a URL; a payload type; no texture with extension
+  // TLVs. The first after which the rest parses as optional TLVs wins.
+  const read = (texture, plain) => {
+    const c = b.clone();
+    let tex;
+    if (texture === 1) tex = { url: c.string() };
+    else if (texture === 2) tex = { rtpPT: c.u8() };
+    const t = trailer(c, "parent", "draft01");
+    if (plain && t.parent === undefined && t.extra.length) {
+      throw c.fail("trailing_bytes", `${t.extra.length} trailing bytes`);
+    }
+    return { c, tex, t };
+  };
+  let got;
+  let last;
+  for (const [texture, plain] of [[0, true], [1, false], [2, false], [0, false]]) {
+    try {
+      got = read(texture, plain);
+      break;
+    } catch (e) {
+      if (!(e instanceof DecodeError)) throw e;
+      last = e;
+    }
+  }
+  if (!got) throw last;
+  b.pos = got.c.pos;
+  const o = { type: "Mesh2", id, location: loc2(f), rotation: rot2(f), scale: loc2(f), meshUrl };
+  if (got.tex) o.texture = got.tex;
+  if (got.t.parent !== undefined) o.parent = got.t.parent;
+  return withExtra(o, got.t.extra);
+}
+
+function decodeGameControl1(b, d) {
+  const id = b.varuint();
+  const time = b.u16();
+  const buttons = b.varint();
+  const buttonsTime = b.u16();
+  const s = b.sub(8);
+  const t = trailer(b, "none", d);
+  const o = {
+    type: "GameControl1", id, time, buttons, buttonsTime,
+    left: { x: s.f16(), y: s.f16() }, right: { x: s.f16(), y: s.f16() },
+  };
+  return withExtra(o, t.extra);
+}
+
+function readSsrc(b) {
+  const at = b.pos;
+  const id = b.varuint();
+  if (typeof id !== "number" || id > 0xffffffff) {
+    throw b.fail("container_id", `container objectID ${id} is not an SSRC`, at);
+  }
+  return id;
+}
+
+function decodeContainer(b, d) {
+  const ssrc = readSsrc(b);
+  const objects = [];
+  while (!b.empty) {
+    const tlv = readTlv(b);
+    if (kindOf(tlv.tag, d) === "Container") {
+      throw b.fail("nested_container", "a container cannot hold a container", tlv.start);
+    }
+    objects.push(decodeTlv(tlv, d));
+  }
+  return { type: "Container", ssrc, objects };
+}
+
+// ---------------------------------------------------------------------------------------
+// Encode
+
+/** Encodes objects into one payload (Uint8Array). Throws EncodeError on a bad object. */
+export function encode(objects, dialect = "draft01") {
+  checkDialect(dialect);
+  const w = new Writer(256);
+  for (const o of Array.isArray(objects) ? objects : [objects]) encodeObject(o, dialect, w);
+  return w.finish();
+}
+
+function encodeObject(o, d, out) {
+  if (!o || typeof o !== "object") throw new EncodeError("object", "not an object");
+  let tag;
+  let body;
+  if (o.type === "Unknown") {
+    tag = unknownTag(o, d);
+    body = bytesOf(o.data);
+  } else {
+    tag = tagOf(o.type, d);
+    if (tag === undefined) throw new EncodeError(String(o.type), `not part of the ${d} dialect`);
+    const w = new Writer(64);
+    writeBody(o, d, w);
+    body = w.finish();
+  }
+  const start = out.len;
+  out.varuint(tag);
+  out.blob(body);
+  // Extension bytes must not collide with the object's own optional part.
+  if (o.extra && bytesOf(o.extra).length) {
+    const check = decode(out.buf.slice(start, out.len), d);
+    if (!check.ok) {
+      out.len = start;
+      throw new EncodeError(o.type, `\`extra\` makes the object undecodable: ${check.error.message}`);
+    }
+  }
+}
+
+function unknownTag(o, d) {
+  const tag = o.tag;
+  if (tag === 0 || tag === 0n) throw new EncodeError("Unknown", "tag 0 is tagInvalid");
+  const kind = kindOf(tag, d);
+  if (kind !== "Unknown") throw new EncodeError("Unknown", `tag ${tag} is ${kind} in the ${d} dialect`);
+  return tag;
+}
+
+function wLoc2(w, l) { for (const k of ["x", "y", "z"]) w.f32(l[k]); for (const k of ["vx", "vy", "vz"]) w.f16(l[k]); }
+function wRot2(w, r) { for (const k of ["si", "sj", "sk", "ei", "ej", "ek"]) w.f16(r[k]); }
+function wTransform(w, t) { w.f16(t.tx); w.f16(t.ty); w.f16(t.tz); }
+function wVec3f32(w, v) { w.f32(v.x); w.f32(v.y); w.f32(v.z); }
+function wTexture(w, t) {
+  if (typeof t.url === "string") w.blob(utf8enc.encode(t.url));
+  else w.u8(t.rtpPT);
+}
+function wParentTlv(w, parent) {
+  if (parent === undefined || parent === null) return;
+  const id = new Writer(9);
+  id.varuint(parent);
+  w.varuint(PARENT1_TAG);
+  w.blob(id.finish());
+}
+
+function need(o, field) {
+  if (o[field] === undefined || o[field] === null) {
+    throw new EncodeError(`${o.type}.${field}`, "missing");
+  }
+  return o[field];
+}
+
+function writeBody(o, d, w) {
+  if (o.type === "Container") return writeContainer(o, d, w);
+  if (o.type === "HeadIPD1") {
+    w.f16(need(o, "ipd"));
+    return w.bytes(bytesOf(o.extra));
+  }
+  w.varuint(need(o, "id"));
+  switch (o.type) {
+    case "Head1":
+      w.u16(need(o, "time"));
+      wLoc2(w, need(o, "location"));
+      wRot2(w, need(o, "rotation"));
+      if (o.ipd !== undefined && o.ipd !== null) {
+        w.varuint(tagOf("HeadIPD1", d)); w.varuint(2); w.f16(o.ipd);
+      }
+      break;
+    case "Hand1":
+    case "Hand2":
+      w.u16(need(o, "time"));
+      w.bool(o.left);
+      wLoc2(w, need(o, "location"));
+      wRot2(w, need(o, "rotation"));
+      if (o.type === "Hand2") {
+        const t = need(o, "thumb");
+        for (const j of [need(o, "wrist"), t.tip, t.ip, t.mcp, t.cmc]) wTransform(w, j);
+        for (const f of ["index", "middle", "ring", "pinky"].map((k) => need(o, k))) {
+          for (const j of [f.tip, f.dip, f.pip, f.mcp, f.cmc]) wTransform(w, j);
+        }
+      }
+      break;
+    case "Object1": writeObject1(o, d, w); break;
+    case "Object2":
+      w.u16(need(o, "time"));
+      wLoc2(w, need(o, "location"));
+      wRot2(w, need(o, "rotation"));
+      wLoc2(w, need(o, "scale"));
+      w.bool(o.active);
+      wParentTlv(w, o.parent);
+      break;
+    case "Mesh1": writeMesh1(o, d, w); break;
+    case "Mesh2":
+      wLoc2(w, need(o, "location"));
+      wRot2(w, need(o, "rotation"));
+      wLoc2(w, need(o, "scale"));
+      w.blob(utf8enc.encode(need(o, "meshUrl")));
+      if (o.texture) wTexture(w, o.texture);
+      wParentTlv(w, o.parent);
+      break;
+    case "GameControl1":
+      w.u16(need(o, "time"));
+      w.varint(o.buttons ?? 0);
+      w.u16(o.buttonsTime ?? 0);
+      for (const s of [need(o, "left"), need(o, "right")]) { w.f16(s.x); w.f16(s.y); }
+      break;
+    case "ThreeDOF1":
+      w.u16(need(o, "time"));
+      w.bool(o.left);
+      wRot2(w, need(o, "rotation"));
+      break;
+    case "SixDOF1":
+      w.u16(need(o, "time"));
+      w.bool(o.left);
+      wLoc2(w, need(o, "location"));
+      wRot2(w, need(o, "rotation"));
+      if (o.pointer) {
+        w.varuint(SIXDOF_POINTER1_TAG);
+        if (!o.pointer.bare) w.varuint(LOC1);
+        wVec3f32(w, o.pointer);
+      }
+      break;
+    default:
+      throw new EncodeError(String(o.type), "unknown object type");
+  }
+  w.bytes(bytesOf(o.extra));
+}
+
+function writeObject1(o, d, w) {
+  w.u16(need(o, "time"));
+  wVec3f32(w, need(o, "position"));
+  const r = need(o, "rotation");
+  w.f16(r.i); w.f16(r.j); w.f16(r.k);
+  const s = o.scale ?? 1;
+  const uniform = typeof s !== "object";
+  if (d === "draft01") {
+    if (!uniform) throw new EncodeError("Object1.scale", "draft01 has one Float16 scale, not {x,y,z}");
+    w.f16(s);
+  } else {
+    if (uniform) throw new EncodeError("Object1.scale", "gse has a {x,y,z} scale, not one number");
+    wVec3f32(w, s);
+  }
+  w.bool(o.active);
+  if (d === "draft01") wParentTlv(w, o.parent);
+  else if (o.parent !== undefined && o.parent !== null) w.varuint(o.parent);
+}
+
+function writeMesh1(o, d, w) {
+  if (d === "draft01") {
+    if (!o.texture) throw new EncodeError("Mesh1.texture", "draft01 requires a texture");
+    wTexture(w, o.texture);
+  } else if (o.texture) {
+    throw new EncodeError("Mesh1.texture", "gse Mesh1 has no texture");
+  }
+  const vertices = o.vertices ?? [];
+  w.varuint(vertices.length);
+  for (const v of vertices) wVec3f32(w, v);
+  const normals = o.normals ?? [];
+  w.varuint(normals.length);
+  for (const n of normals) { w.f16(n.x); w.f16(n.y); w.f16(n.z); }
+  const textures = o.textures ?? [];
+  w.varuint(textures.length);
+  for (const t of textures) {
+    if (d === "draft01") { w.f32(Number(t.u)); w.f32(Number(t.v)); continue; }
+    const whole = (x) => (typeof x === "bigint" || (Number.isInteger(x) && x >= 0));
+    if (!whole(t.u) || !whole(t.v)) throw new EncodeError("Mesh1.textures", "gse texture coordinates are VarUInts");
+    w.varuint(t.u); w.varuint(t.v);
+  }
+  const triangles = o.triangles ?? [];
+  w.varuint(triangles.length);
+  for (const t of triangles) w.varuint(t);
+}
+
+function writeContainer(c, d, w) {
+  w.varuint(need(c, "ssrc"));
+  for (const o of c.objects ?? []) {
+    if (o.type === "Container") throw new EncodeError("Container", "a container cannot hold a container");
+    encodeObject(o, d, w);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON form (what `gsrelay decode` prints and `gsrelay encode` reads)
+
+function mapValues(v, f) {
+  if (v instanceof Uint8Array) return f(v);
+  if (Array.isArray(v)) return v.map((x) => mapValues(x, f));
+  if (v && typeof v === "object") {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, mapValues(x, f)]));
+  }
+  return f(v);
+}
+
+/** An object in the JSON form: bytes as hex, non-finite floats as strings. */
+export function objectToJson(o) {
+  return mapValues(o, (v) => {
+    if (v instanceof Uint8Array) return toHex(v);
+    if (v === Infinity) return "Infinity";
+    if (v === -Infinity) return "-Infinity";
+    if (typeof v === "number" && Number.isNaN(v)) return "NaN";
+    return v;
+  });
+}
+
+/**
+ * JSON text of a value such as `objects.map(objectToJson)`, exactly as `gsrelay encode`
+ * reads it: BigInt written as plain integers and −0 kept (JSON.stringify drops both).
+ */
+export function stringify(value) {
+  const mark = (_, v) => {
+    if (typeof v === "bigint") return `\u0000int:${v}`;
+    if (Object.is(v, -0)) return "\u0000int:-0.0";
+    return v;
+  };
+  return JSON.stringify(value, mark).replace(/"\\u0000int:(-?[\d.]+)"/g, "$1");
+}
+
+const BYTE_FIELDS = new Set(["extra", "data"]);
+
+/** An object from the JSON form (hex strings become Uint8Array). */
+export function objectFromJson(j) {
+  const walk = (v, key) => {
+    if (BYTE_FIELDS.has(key) && typeof v === "string") return fromHex(v);
+    if (Array.isArray(v)) return v.map((x) => walk(x));
+    if (v && typeof v === "object") {
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k)]));
+    }
+    return v;
+  };
+  return walk(j);
+}
+
+// ---------------------------------------------------------------------------------------
+// RTP (RFC 3550) and the RTCP the client needs (RFC 3550, 4585, 5104)
+
+/** True when a packet on an RTP/RTCP-multiplexed flow is RTCP (RFC 5761 §4). */
+export function isRtcp(packet) {
+  return packet.length >= 2 && packet[1] >= 192 && packet[1] <= 223;
+}
+
+/**
+ * Parses an RTP packet. Returns `{ok:true, packet:{marker, payloadType, sequenceNumber,
+ * timestamp, ssrc, csrcs, extension, payload}}` or `{ok:false, error}`; never throws.
+ */
+export function parseRtp(bytes) {
+  return attempt(() => {
+    const b = asBytes(bytes);
+    const r = new Reader(b);
+    const b0 = r.u8();
+    if (b0 >> 6 !== 2) throw r.fail("rtp_version", `RTP version ${b0 >> 6}`, 0);
+    const b1 = r.u8();
+    const sequenceNumber = r.u16();
+    const timestamp = r.u32();
+    const ssrc = r.u32();
+    const csrcs = Array.from({ length: b0 & 0x0f }, () => r.u32());
+    let extension = null;
+    if (b0 & 0x10) {
+      const profile = r.u16();
+      extension = { profile, data: r.take(r.u16() * 4) };
+    }
+    let end = b.length;
+    if (b0 & 0x20) {
+      const pad = b[b.length - 1];
+      if (pad === 0 || pad > r.remaining) throw r.fail("rtp_padding", `padding ${pad}`, b.length - 1);
+      end -= pad;
+    }
+    return {
+      packet: {
+        marker: (b1 & 0x80) !== 0, payloadType: b1 & 0x7f, sequenceNumber, timestamp, ssrc,
+        csrcs, extension, payload: b.subarray(r.pos, end),
+      },
+    };
+  });
+}
+
+/** Builds an RTP packet (no CSRC, no extension, no padding). */
+export function buildRtp({ payloadType = 96, marker = false, sequenceNumber, timestamp, ssrc, payload }) {
+  const out = new Uint8Array(12 + payload.length);
+  const v = new DataView(out.buffer);
+  out[0] = 0x80;
+  out[1] = (marker ? 0x80 : 0) | (payloadType & 0x7f);
+  v.setUint16(2, sequenceNumber & 0xffff);
+  v.setUint32(4, timestamp >>> 0);
+  v.setUint32(8, ssrc >>> 0);
+  out.set(payload, 12);
+  return out;
+}
+
+const RTCP = { SR: 200, RR: 201, SDES: 202, BYE: 203, RTPFB: 205, PSFB: 206 };
+
+function rtcpHeader(count, pt, words) {
+  const out = new Uint8Array(4 * (words + 1));
+  out[0] = 0x80 | count;
+  out[1] = pt;
+  new DataView(out.buffer).setUint16(2, words);
+  return out;
+}
+
+/** RTCP FIR (RFC 5104 §4.3.1): `sender` asks `media` for a full state, `seq` 0–255. */
+export function buildFir(sender, media, seq) {
+  const p = rtcpHeader(4, RTCP.PSFB, 4);
+  const v = new DataView(p.buffer);
+  v.setUint32(4, sender >>> 0);
+  v.setUint32(8, 0);
+  v.setUint32(12, media >>> 0);
+  p[16] = seq & 0xff;
+  return p;
+}
+
+/** RTCP PLI (RFC 4585 §6.3.1). */
+export function buildPli(sender, media) {
+  const p = rtcpHeader(1, RTCP.PSFB, 2);
+  const v = new DataView(p.buffer);
+  v.setUint32(4, sender >>> 0);
+  v.setUint32(8, media >>> 0);
+  return p;
+}
+
+/** An empty RTCP RR (no report blocks) from `ssrc`. */
+export function buildRr(ssrc) {
+  const p = rtcpHeader(0, RTCP.RR, 1);
+  new DataView(p.buffer).setUint32(4, ssrc >>> 0);
+  return p;
+}
+
+/** RTCP BYE for `ssrc`. */
+export function buildBye(ssrc) {
+  const p = rtcpHeader(1, RTCP.BYE, 1);
+  new DataView(p.buffer).setUint32(4, ssrc >>> 0);
+  return p;
+}
+
+/**
+ * Parses a compound RTCP packet into items: `{type:"sr"|"rr", ssrc}`, `{type:"bye",
+ * ssrcs}`, `{type:"fir", sender, entries:[{ssrc, seq}]}`, `{type:"pli", sender, media}`,
+ * `{type:"other", pt, count}`. Returns `{ok, items}` or `{ok:false, error}`; never throws.
+ */
+export function parseRtcp(bytes) {
+  return attempt(() => {
+    const r = new Reader(asBytes(bytes));
+    const items = [];
+    while (!r.empty) {
+      const at = r.pos;
+      const b0 = r.u8();
+      if (b0 >> 6 !== 2) throw r.fail("rtcp_version", `RTCP version ${b0 >> 6}`, at);
+      const pt = r.u8();
+      const body = r.sub(r.u16() * 4);
+      items.push(rtcpItem(b0 & 0x1f, pt, body));
+    }
+    return { items };
+  });
+}
+
+function rtcpItem(count, pt, b) {
+  if (pt === RTCP.SR || pt === RTCP.RR) return { type: pt === RTCP.SR ? "sr" : "rr", ssrc: b.u32() };
+  if (pt === RTCP.BYE) return { type: "bye", ssrcs: Array.from({ length: count }, () => b.u32()) };
+  if (pt === RTCP.PSFB && count === 1) return { type: "pli", sender: b.u32(), media: b.u32() };
+  if (pt === RTCP.PSFB && count === 4) {
+    const sender = b.u32();
+    b.u32();
+    const entries = [];
+    while (b.remaining >= 8) {
+      const ssrc = b.u32();
+      const seq = b.u8();
+      b.take(3);
+      entries.push({ ssrc, seq });
+    }
+    return { type: "fir", sender, entries };
+  }
+  return { type: "other", pt, count };
+}
+
+// ---------------------------------------------------------------------------------------
+// RoQ framing (RFC 9695): QUIC variable-length integers (RFC 9000 §16)
+
+/** Writes a QUIC varint (1, 2, 4 or 8 bytes). */
+export function encodeQuicVarint(value) {
+  const v = BigInt(value);
+  if (v < 0n || v >= 1n << 62n) throw new RangeError(`QUIC varint out of range: ${value}`);
+  if (v < 64n) return Uint8Array.of(Number(v));
+  if (v < 16384n) return Uint8Array.of(0x40 | Number(v >> 8n), Number(v & 0xffn));
+  const len = v < 1n << 30n ? 4 : 8;
+  const out = new Uint8Array(len);
+  for (let i = len - 1, x = v; i >= 0; i--, x >>= 8n) out[i] = Number(x & 0xffn);
+  out[0] |= len === 4 ? 0x80 : 0xc0;
+  return out;
+}
+
+/** Reads a QUIC varint at `offset`: `{value, length}` or null if the bytes end first. */
+export function decodeQuicVarint(bytes, offset = 0) {
+  if (offset >= bytes.length) return null;
+  const length = 1 << (bytes[offset] >> 6);
+  if (offset + length > bytes.length) return null;
+  let v = BigInt(bytes[offset] & 0x3f);
+  for (let i = 1; i < length; i++) v = (v << 8n) | BigInt(bytes[offset + i]);
+  return { value: narrow(v), length };
+}
+
+/** One RoQ datagram: the flow id, then one RTP or RTCP packet. */
+export function frameDatagram(flowId, packet) {
+  const id = encodeQuicVarint(flowId);
+  const out = new Uint8Array(id.length + packet.length);
+  out.set(id);
+  out.set(packet, id.length);
+  return out;
+}
+
+/** Splits a RoQ datagram: `{ok, flowId, packet}` or `{ok:false, error}`; never throws. */
+export function parseDatagram(bytes) {
+  return attempt(() => {
+    const b = asBytes(bytes);
+    const id = decodeQuicVarint(b);
+    if (!id) throw new DecodeError(0, "roq_flow_id", "datagram ends inside its flow id");
+    if (id.length === b.length) throw new DecodeError(id.length, "roq_empty", "datagram carries no packet");
+    return { flowId: id.value, packet: b.subarray(id.length) };
+  });
+}
+
+/** The opening of a RoQ unidirectional stream: the flow id. */
+export function frameStreamHeader(flowId) {
+  return encodeQuicVarint(flowId);
+}
+
+/** One packet on a RoQ stream: its QUIC-varint length, then the packet. */
+export function frameStreamPacket(packet) {
+  return frameDatagram(packet.length, packet);
+}
+
+/**
+ * Incremental reader of a RoQ unidirectional stream: `push(chunk)` returns the complete
+ * packets so far; `flowId` is set once read. A packet longer than `maxPacket` is an error
+ * (`error` set, later input ignored): the stream is not trusted further.
+ */
+export class RoqStreamReader {
+  constructor({ maxPacket = 65535 } = {}) {
+    this.maxPacket = maxPacket;
+    this.buf = new Uint8Array(0);
+    this.flowId = undefined;
+    this.error = null;
+  }
+  push(chunk) {
+    if (this.error) return [];
+    const joined = new Uint8Array(this.buf.length + chunk.length);
+    joined.set(this.buf);
+    joined.set(chunk, this.buf.length);
+    let at = 0;
+    const packets = [];
+    if (this.flowId === undefined) {
+      const id = decodeQuicVarint(joined, at);
+      if (!id) { this.buf = joined; return packets; }
+      this.flowId = id.value;
+      at += id.length;
+    }
+    for (;;) {
+      const len = decodeQuicVarint(joined, at);
+      if (!len) break;
+      if (typeof len.value !== "number" || len.value > this.maxPacket || len.value === 0) {
+        this.error = new DecodeError(at, "roq_packet_length", `packet length ${len.value}`);
+        break;
+      }
+      if (at + len.length + len.value > joined.length) break;
+      packets.push(joined.slice(at + len.length, at + len.length + len.value));
+      at += len.length + len.value;
+    }
+    this.buf = joined.slice(at);
+    return packets;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Prediction (the draft's Appendix D/E; the same model as the relay's src/wire/predict.rs)
+
+/** Signed ms from Time1 `from` to `to` (both low 16 bits of epoch ms), within ±32.767 s. */
+export function timeDeltaMs(from, to) {
+  const d = (to - from) & 0xffff;
+  return d >= 0x8000 ? d - 0x10000 : d;
+}
+
+/** Time1 now: the low 16 bits of the epoch in ms. */
+export function time1(nowMs = Date.now()) {
+  return Math.floor(nowMs) & 0xffff;
+}
+
+/** A Loc2 (or Scale2) `dt` seconds later. */
+export function extrapolate(l, dt) {
+  return [num(l.x) + num(l.vx) * dt, num(l.y) + num(l.vy) * dt, num(l.z) + num(l.vz) * dt];
+}
+
+function num(v) { return typeof v === "number" ? v : NaN; }
+
+/** The unit quaternion [w, i, j, k] from its vector part (non-negative real part). */
+export function quatFromVector(i, j, k) {
+  const w2 = 1 - (num(i) ** 2 + num(j) ** 2 + num(k) ** 2);
+  return normalize([Math.sqrt(Math.max(w2, 0)), num(i), num(j), num(k)]);
+}
+
+function dot(a, b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]; }
+function normalize(q) {
+  const n = Math.sqrt(dot(q, q));
+  return n > 0 ? q.map((c) => c / n) : [1, 0, 0, 0];
+}
+
+/** Spherical linear interpolation along the shorter arc; `t` outside 0..1 extrapolates. */
+export function slerp(a, b, t) {
+  let d = dot(a, b);
+  if (d < 0) { d = -d; b = b.map((c) => -c); }
+  if (d > 0.9995) return normalize(a.map((c, n) => c + (b[n] - c) * t));
+  const theta = Math.acos(Math.min(d, 1));
+  const s = Math.sin(theta);
+  const wa = Math.sin((1 - t) * theta) / s;
+  const wb = Math.sin(t * theta) / s;
+  return normalize(a.map((c, n) => c * wa + b[n] * wb));
+}
+
+/** Rot2's rotation `dt` seconds after its `s`. */
+export function rot2At(r, dt) {
+  return slerp(quatFromVector(r.si, r.sj, r.sk), quatFromVector(r.ei, r.ej, r.ek), dt);
+}
+
+/** Heading (radians about +y, 0 facing −z) of a quaternion [w, i, j, k]. */
+export function yawOf(q) {
+  const [w, x, y, z] = q;
+  return Math.atan2(2 * (w * y + x * z), 1 - 2 * (y * y + x * x));
+}
+
+/**
+ * An object's predicted `{position, rotation, scale}` at `nowMs` (epoch ms), each absent
+ * when the type has none. `maxAheadMs` caps the extrapolation (a sender that stopped
+ * should not drift away forever); the relay applies no cap.
+ */
+export function predict(o, nowMs = Date.now(), { maxAheadMs = Infinity } = {}) {
+  const at = (time) => Math.min(timeDeltaMs(time, time1(nowMs)), maxAheadMs) / 1000;
+  const moving = (l, r, dt) => ({ position: extrapolate(l, dt), rotation: rot2At(r, dt) });
+  switch (o.type) {
+    case "Head1": case "Hand1": case "Hand2": case "SixDOF1":
+      return moving(o.location, o.rotation, at(o.time));
+    case "Object2":
+      return { ...moving(o.location, o.rotation, at(o.time)), scale: extrapolate(o.scale, at(o.time)) };
+    case "Mesh2":
+      return { ...moving(o.location, o.rotation, 0), scale: extrapolate(o.scale, 0) };
+    case "ThreeDOF1":
+      return { rotation: rot2At(o.rotation, at(o.time)) };
+    case "Object1": {
+      const s = o.scale;
+      return {
+        position: [num(o.position.x), num(o.position.y), num(o.position.z)],
+        rotation: quatFromVector(o.rotation.i, o.rotation.j, o.rotation.k),
+        scale: typeof s === "object" ? [num(s.x), num(s.y), num(s.z)] : [num(s), num(s), num(s)],
+      };
+    }
+    default:
+      return {};
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Room state
+
+/**
+ * The key of an object within its stream: its objectID (an unknown object's is the VarUInt
+ * its body starts with, as the relay reads it), else its type (a top-level HeadIPD1).
+ */
+export function objectKey(o) {
+  if (o.id !== undefined) return String(o.id);
+  if (o.type === "Unknown") {
+    try {
+      return String(new Reader(bytesOf(o.data)).varuint());
+    } catch {
+      return `unknown:${o.tag}`;
+    }
+  }
+  return o.type;
+}
+
+const RATE_WINDOW_MS = 2000;
+
+/** True when 16-bit sequence number `a` is `b` or comes after it (RFC 3550 wrap-around). */
+function seqAtLeast(a, b) {
+  return ((a - b) & 0xffff) < 0x8000;
+}
+
+/**
+ * What a subscriber knows of a room: per stream (sender SSRC) the latest state of each
+ * object, update rates, and removal on BYE. Feed it with `ingest(packet)` (RTP or RTCP, as
+ * a RoQ datagram or stream carries them); `onchange` is called after each change.
+ * Datagrams may arrive out of order: an object is replaced only by one from a packet of
+ * the same RTP stream with a later sequence number (the relay numbers each subscriber's
+ * packets in sending order, snapshots and repairs included), else counted `stale`.
+ */
+export class RoomState {
+  constructor({ dialect = "draft01", now = () => performance.now() } = {}) {
+    this.dialect = checkDialect(dialect);
+    this.now = now;
+    this.streams = new Map();
+    this.dropped = { rtp: 0, rtcp: 0, payload: 0, stale: 0 };
+    this.onchange = null;
+  }
+
+  /** Applies one RTP or RTCP packet; returns what it was ("rtp", "rtcp", or "dropped:<why>"). */
+  ingest(packet) {
+    if (isRtcp(packet)) {
+      const r = parseRtcp(packet);
+      if (!r.ok) { this.dropped.rtcp++; return "dropped:rtcp"; }
+      for (const item of r.items) if (item.type === "bye") item.ssrcs.forEach((s) => this.remove(s));
+      return "rtcp";
+    }
+    const p = parseRtp(packet);
+    if (!p.ok) { this.dropped.rtp++; return "dropped:rtp"; }
+    const d = decode(p.packet.payload, this.dialect);
+    if (!d.ok) { this.dropped.payload++; return "dropped:payload"; }
+    const from = { stream: p.packet.ssrc, seq: p.packet.sequenceNumber, at: this.now() };
+    for (const o of d.objects) {
+      if (o.type === "Container") o.objects.forEach((inner) => this.apply(o.ssrc, inner, from));
+      else this.apply(p.packet.ssrc, o, from);
+    }
+    this.changed();
+    return "rtp";
+  }
+
+  /** Stores `o` as sender `ssrc`'s latest state, unless a later packet already updated it. */
+  apply(ssrc, o, { stream, seq, at }) {
+    let s = this.streams.get(ssrc);
+    if (!s) {
+      s = { ssrc, objects: new Map(), updates: 0, arrivals: [], firstSeenMs: at };
+      this.streams.set(ssrc, s);
+    }
+    const key = objectKey(o);
+    const prev = s.objects.get(key);
+    if (prev && prev.stream === stream && !seqAtLeast(seq, prev.seq)) {
+      this.dropped.stale++;
+      return;
+    }
+    s.objects.set(key, { object: o, receivedMs: at, stream, seq });
+    s.updates++;
+    s.arrivals.push(at);
+    while (s.arrivals.length && s.arrivals[0] < at - RATE_WINDOW_MS) s.arrivals.shift();
+  }
+
+  /** Drops a stream and its objects (a BYE, or the sender left). */
+  remove(ssrc) {
+    if (this.streams.delete(ssrc)) this.changed();
+  }
+
+  changed() {
+    if (typeof this.onchange === "function") this.onchange(this);
+  }
+
+  /** Object updates per second of a stream over the last two seconds. */
+  rate(ssrc) {
+    const s = this.streams.get(ssrc);
+    if (!s) return 0;
+    const from = this.now() - RATE_WINDOW_MS;
+    return s.arrivals.filter((t) => t >= from).length / (RATE_WINDOW_MS / 1000);
+  }
+
+  /** Every object: `{ssrc, key, object, receivedMs}`. */
+  *objects() {
+    for (const s of this.streams.values()) {
+      for (const [key, e] of s.objects) yield { ssrc: s.ssrc, key, ...e };
+    }
+  }
+
+  /** Total objects held. */
+  get objectCount() {
+    let n = 0;
+    for (const s of this.streams.values()) n += s.objects.size;
+    return n;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// HTTP control plane (docs/api.md)
+
+async function api(baseUrl, method, path, token, body) {
+  const headers = { Authorization: `Bearer ${token}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const resp = await fetch(new URL(path, baseUrl), {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await resp.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch { /* not JSON: reported below */ }
+  if (!resp.ok) {
+    const e = json && json.error;
+    throw new ApiError(resp.status, e?.code ?? "http_error", e?.message ?? (text || resp.statusText));
+  }
+  return json;
+}
+
+/**
+ * Joins `room`: POST /v1/rooms/{room}/sessions with the bearer token. `request` is the
+ * join body (default `{"transport":"webtransport"}`). Resolves to the answer; rejects
+ * with ApiError on a refusal.
+ */
+export function join({ baseUrl = location.origin, room, token, request = {} }) {
+  const body = { transport: "webtransport", ...request };
+  return api(baseUrl, "POST", `/v1/rooms/${encodeURIComponent(room)}/sessions`, token, body);
+}
+
+/** Leaves: DELETE /v1/sessions/{id}. */
+export function leave({ baseUrl = location.origin, sessionId, token }) {
+  return api(baseUrl, "DELETE", `/v1/sessions/${encodeURIComponent(sessionId)}`, token);
+}
+
+/** Replaces the session's interest: PUT /v1/sessions/{id}/interest. */
+export function setInterest({ baseUrl = location.origin, sessionId, token, interest }) {
+  return api(baseUrl, "PUT", `/v1/sessions/${encodeURIComponent(sessionId)}/interest`, token, interest);
+}
+
+/** Inspects a room (admin token): GET /v1/rooms/{room}. */
+export function roomInfo({ baseUrl = location.origin, room, token }) {
+  return api(baseUrl, "GET", `/v1/rooms/${encodeURIComponent(room)}`, token);
+}
+
+/** The claims of a token (unverified; for display only): `{room, sub, exp, ...}`. */
+export function tokenClaims(token) {
+  try {
+    const part = String(token).split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(atob(part.padEnd(part.length + ((4 - (part.length % 4)) % 4), "=")));
+  } catch {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Transports
+
+/** Whether this browser has WebTransport. */
+export function hasWebTransport() {
+  return typeof globalThis.WebTransport === "function";
+}
+
+/**
+ * A live session over WebTransport, from a join answer's `webtransport` field
+ * `{url, cert_sha256, flow_id, session_token}`. The handshake is the QUIC transport's:
+ * a bidirectional stream carrying the session token and a newline, answered by one status
+ * line (`ok ...`, else the reason). Datagrams, both ways, are RoQ: flow id + one RTP or
+ * RTCP packet; unidirectional streams from the relay (snapshots) are flow id then
+ * (length, packet)*. Every packet goes to `onpacket(packet)`.
+ */
+export class WebTransportConnection {
+  static async open(answer, { onpacket, WebTransportImpl = globalThis.WebTransport } = {}) {
+    const info = answer && answer.webtransport;
+    if (!info || !info.url || !info.session_token || info.flow_id === undefined) {
+      throw new TypeError("the join answer has no webtransport {url, flow_id, session_token}");
+    }
+    const options = {};
+    if (info.cert_sha256) {
+      options.serverCertificateHashes = [{ algorithm: "sha-256", value: fromHex(info.cert_sha256) }];
+    }
+    const wt = new WebTransportImpl(info.url, options);
+    await wt.ready;
+    const c = new WebTransportConnection(wt, info.flow_id, onpacket);
+    try {
+      c.status = await handshake(wt, info.session_token);
+    } catch (e) {
+      wt.close();
+      throw e;
+    }
+    c.readDatagrams();
+    c.readStreams();
+    return c;
+  }
+
+  constructor(wt, flowId, onpacket) {
+    this.wt = wt;
+    this.flowId = flowId;
+    this.onpacket = onpacket ?? (() => {});
+    this.writer = wt.datagrams.writable.getWriter();
+    this.dropped = { flow: 0, framing: 0, oversize: 0 };
+    this.closed = wt.closed;
+  }
+
+  /** The largest RTP/RTCP packet a datagram can carry on this path. */
+  get maxPacketSize() {
+    return (this.wt.datagrams.maxDatagramSize ?? 1200) - encodeQuicVarint(this.flowId).length;
+  }
+
+  /** Sends one RTP or RTCP packet as a datagram; false (and counted) if it cannot fit. */
+  async send(packet) {
+    if (packet.length > this.maxPacketSize) { this.dropped.oversize++; return false; }
+    await this.writer.write(frameDatagram(this.flowId, packet));
+    return true;
+  }
+
+  async readDatagrams() {
+    const reader = this.wt.datagrams.readable.getReader();
+    for (;;) {
+      const { value, done } = await reader.read().catch(() => ({ done: true }));
+      if (done) return;
+      const d = parseDatagram(value);
+      if (!d.ok) { this.dropped.framing++; continue; }
+      if (d.flowId !== this.flowId) { this.dropped.flow++; continue; }
+      this.onpacket(d.packet);
+    }
+  }
+
+  async readStreams() {
+    const streams = this.wt.incomingUnidirectionalStreams.getReader();
+    for (;;) {
+      const { value, done } = await streams.read().catch(() => ({ done: true }));
+      if (done) return;
+      this.readStream(value);
+    }
+  }
+
+  async readStream(stream) {
+    const reader = stream.getReader();
+    const roq = new RoqStreamReader();
+    for (;;) {
+      const { value, done } = await reader.read().catch(() => ({ done: true }));
+      if (done) return;
+      for (const p of roq.push(value)) if (roq.flowId === this.flowId) this.onpacket(p);
+      if (roq.error || (roq.flowId !== undefined && roq.flowId !== this.flowId)) {
+        this.dropped[roq.error ? "framing" : "flow"]++;
+        reader.cancel().catch(() => {});
+        return;
+      }
+    }
+  }
+
+  close() {
+    this.wt.close();
+  }
+}
+
+async function handshake(wt, token) {
+  const bidi = await wt.createBidirectionalStream();
+  const w = bidi.writable.getWriter();
+  await w.write(utf8enc.encode(`${token}\n`));
+  await w.close();
+  const reader = bidi.readable.getReader();
+  let line = "";
+  const dec = new TextDecoder();
+  while (!line.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    line += dec.decode(value, { stream: true });
+    if (line.length > 1024) break;
+  }
+  reader.cancel().catch(() => {});
+  const status = line.split("\n")[0].trim();
+  if (!/^ok\b/i.test(status)) throw new Error(`session refused: ${status || "no status line"}`);
+  return status;
+}
+
+/**
+ * WebRTC data-channel transport: PENDING. The relay's WebRTC side (ICE-lite, one UDP
+ * port, WHIP-style `sdp_offer`/`sdp_answer` join) is not there yet, so this rejects with
+ * an error saying so rather than pretending to connect.
+ */
+export class WebRtcConnection {
+  static async open() {
+    throw new Error("WebRTC transport is pending the relay's server side; use WebTransport");
+  }
+}
+
+/**
+ * A session: join, connect, room state, publish, snapshot request, leave. `roomState`
+ * lets the caller supply the RoomState to fill (it must speak `dialect`).
+ *
+ *   const s = await Session.connect({baseUrl, room, token});
+ *   s.room.onchange = (room) => render(room);
+ *   await s.publish([{type: "Head1", id: 1, time: time1(), location, rotation}]);
+ *   await s.close();
+ */
+export class Session {
+  static async connect({ baseUrl = location.origin, room, token, dialect = "draft01", interest,
+    roomState, transport = hasWebTransport() ? "webtransport" : "webrtc" } = {}) {
+    if (transport !== "webtransport") await WebRtcConnection.open(); // pending: rejects before joining
+    const request = { transport, dialect };
+    if (interest) request.interest = interest;
+    const startedMs = performance.now();
+    const answer = await join({ baseUrl, room, token, request });
+    const s = new Session({ baseUrl, token, answer, dialect, startedMs, roomState });
+    try {
+      s.conn = await WebTransportConnection.open(answer, { onpacket: (p) => s.onPacket(p) });
+    } catch (e) {
+      await leave({ baseUrl, sessionId: answer.session_id, token }).catch(() => {});
+      throw e;
+    }
+    await s.requestSnapshot();
+    return s;
+  }
+
+  constructor({ baseUrl, token, answer, dialect, startedMs, roomState }) {
+    this.baseUrl = baseUrl;
+    this.token = token;
+    this.answer = answer;
+    this.room = roomState ?? new RoomState({ dialect });
+    this.startedMs = startedMs;
+    this.firstStateMs = null;
+    this.seq = Math.floor(Math.random() * 65536);
+    this.firSeq = 0;
+    this.conn = null;
+  }
+
+  onPacket(p) {
+    if (this.room.ingest(p) === "rtp" && this.firstStateMs === null) {
+      this.firstStateMs = performance.now() - this.startedMs;
+    }
+  }
+
+  /** Asks the relay for the full state of `media` (default: every stream, via relay_ssrc). */
+  requestSnapshot(media = this.answer.relay_ssrc) {
+    this.firSeq = (this.firSeq + 1) & 0xff;
+    return this.conn.send(buildFir(this.answer.ssrc, media, this.firSeq));
+  }
+
+  /** Publishes objects as one RTP packet of this session's stream. */
+  publish(objects, { payloadType = 96 } = {}) {
+    this.seq = (this.seq + 1) & 0xffff;
+    const payload = encode(objects, this.room.dialect);
+    const timestamp = Math.floor(performance.now() * 90) >>> 0;
+    return this.conn.send(buildRtp({ payloadType, sequenceNumber: this.seq, timestamp,
+      ssrc: this.answer.ssrc, payload }));
+  }
+
+  /** Closes the transport and leaves the room. */
+  async close() {
+    try { this.conn?.close(); } finally {
+      await leave({ baseUrl: this.baseUrl, sessionId: this.answer.session_id, token: this.token })
+        .catch(() => {});
+    }
+  }
+}
