@@ -73,6 +73,10 @@ pub struct Metrics {
     pub feedback_suppressed: IntCounterVec,
     /// Defects caught at the shell (a panic in the core), by where they happened.
     pub internal_errors: IntCounterVec,
+    /// `gsrelay_rtcp_reports_total{kind,direction}`.
+    pub rtcp_reports: IntCounterVec,
+    /// `gsrelay_session_rtt_seconds`.
+    pub session_rtt: Histogram,
 }
 
 /// What pacing does to object updates, each counter resolved once so the hot path does
@@ -305,6 +309,16 @@ impl Metrics {
                 "Defects caught in the relay (a panic in the core), by where; each cost one room.",
                 &["where"],
             ),
+            rtcp_reports: counter_vec(
+                "gsrelay_rtcp_reports_total",
+                "RTCP sender and receiver reports, by kind (sr, rr) and direction (in, out).",
+                &["kind", "direction"],
+            ),
+            session_rtt: histogram(
+                "gsrelay_session_rtt_seconds",
+                "Round-trip times between the relay and sessions, from their reception reports on the relay's SRs.",
+                exponential(0.000_5, 2.0, 14),
+            ),
             registry,
         };
         let collectors: Vec<Box<dyn Collector>> = vec![
@@ -338,6 +352,8 @@ impl Metrics {
             Box::new(m.http_limited.clone()),
             Box::new(m.feedback_suppressed.clone()),
             Box::new(m.internal_errors.clone()),
+            Box::new(m.rtcp_reports.clone()),
+            Box::new(m.session_rtt.clone()),
             Box::new(build_info()),
             Box::new(kernel::UdpRcvbufErrors::new()),
         ];
@@ -352,6 +368,24 @@ impl Metrics {
     /// Counts one dropped packet.
     pub fn drop(&self, reason: &str) {
         self.dropped.with_label_values(&[reason]).inc();
+    }
+
+    /// Adds the core's RTCP report counts and round-trip samples since the last call.
+    pub fn absorb_reports(&self, relay: &mut crate::relay::Relay) {
+        let s = relay.take_rtcp_stats();
+        for (kind, direction, n) in [
+            ("sr", "out", s.sender_reports_sent),
+            ("rr", "out", s.receiver_reports_sent),
+            ("sr", "in", s.sender_reports_received),
+            ("rr", "in", s.receiver_reports_received),
+        ] {
+            if n > 0 {
+                self.rtcp_reports
+                    .with_label_values(&[kind, direction])
+                    .inc_by(n);
+            }
+        }
+        relay.drain_rtt_samples(|rtt| self.session_rtt.observe(rtt.as_secs_f64()));
     }
 
     /// Counts one feedback request suppressed by the feedback budget.

@@ -15,6 +15,7 @@ use super::interest::Interest;
 use super::outbox::{Outbox, OutboxMark, Transmit};
 use super::pacing::Pacing;
 use super::relevance;
+use super::reports::{Reports, RtcpLeg};
 use super::room::{Room, Stream};
 use super::session::{Session, TokenBucket};
 use crate::metrics::Metrics;
@@ -28,7 +29,7 @@ use std::time::Instant;
 pub struct Relay {
     pub(super) cfg: RelayConfig,
     pub(super) relay_ssrc: u32,
-    rng: u64,
+    pub(super) rng: u64,
     next_id: SessionId,
     pub(super) rooms: HashMap<Arc<str>, Room>,
     pub(super) sessions: HashMap<SessionId, Session>,
@@ -53,6 +54,8 @@ pub struct Relay {
     /// The session whose input (or whose room's timers) the core is handling: the room a
     /// defect would have left inconsistent, for [`Relay::quarantine`].
     pub(super) busy: Option<SessionId>,
+    /// RTCP reports: schedule, wall clock, counts.
+    pub(super) reports: Reports,
 }
 
 impl Relay {
@@ -91,6 +94,7 @@ impl Relay {
             drain_ids: Vec::new(),
             expired: Vec::new(),
             busy: None,
+            reports: Reports::new(relay_ssrc),
         }
     }
 
@@ -184,8 +188,10 @@ impl Relay {
                 ),
                 predicted: HashMap::new(),
                 cells: None,
+                rtcp: RtcpLeg::new(now),
             },
         );
+        self.schedule_first_report(id, now);
         if let Some(s) = self.sessions.get_mut(&id) {
             s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
             if let Some(room) = self.rooms.get_mut(&s.room) {
@@ -231,6 +237,7 @@ impl Relay {
             relevance::unplace(room, s);
         }
         self.sessions.remove(&id);
+        self.out.sent.forget_session(id);
         self.end_delivery(id);
         self.by_ssrc.remove(&ssrc);
         self.metrics.sessions.dec();
@@ -286,6 +293,7 @@ impl Relay {
                 subscribe: s.subscribe,
                 dialect: s.dialect,
                 delivery: s.interest.delivery.mode,
+                rtt_ms: s.rtcp.rtt().map(|d| d.as_secs_f64() * 1e3),
             })
             .collect();
         let mut streams: Vec<StreamInfo> = room
@@ -316,6 +324,7 @@ impl Relay {
             .into_iter()
             .chain(self.pace_at)
             .chain(self.agg.due())
+            .chain(self.reports.due())
             .min()
     }
 
@@ -333,6 +342,7 @@ impl Relay {
         }
         self.mix(now, false);
         self.flush_aggregates(now);
+        self.send_due_reports(now);
         self.count_overflow();
         if self.next_sweep.is_none_or(|t| now < t) {
             return;
@@ -510,6 +520,7 @@ impl Relay {
         let objects: usize = room.streams.values().map(|s| s.store.len()).sum();
         self.metrics.cached_objects.sub(objects as i64);
         for id in room.members {
+            self.out.sent.forget_session(id);
             if let Some(s) = self.sessions.remove(&id) {
                 self.by_ssrc.remove(&s.ssrc);
                 self.metrics.sessions.dec();
@@ -546,7 +557,7 @@ impl Relay {
         packet: &[u8],
     ) -> Result<(), &'static str> {
         self.admit(now, from, packet.len())?;
-        let s = self.sessions.get(&from).ok_or("unknown_session")?;
+        let s = self.sessions.get_mut(&from).ok_or("unknown_session")?;
         let pkt = RtpPacket::parse(packet).map_err(|e| e.reason())?;
         if pkt.ssrc() != s.ssrc {
             return Err("ssrc_mismatch");
@@ -554,6 +565,7 @@ impl Relay {
         if !s.publish {
             return Err("not_publisher");
         }
+        s.rtcp.received(packet.len());
         let dialect = s.dialect;
         self.refs.clear();
         for r in wire::objects(pkt.payload(), dialect) {
@@ -567,8 +579,9 @@ impl Relay {
         let (seq, ts) = (pkt.sequence_number(), pkt.timestamp());
         let stream = room.streams.entry(pkt.ssrc()).or_insert_with(|| {
             self.metrics.streams.inc();
-            Stream::new(from, seq.wrapping_sub(1), ts, pkt.payload_type(), now)
+            Stream::new(from, seq, ts, pkt.payload_type(), now)
         });
+        stream.reception.packet(seq, ts, now);
         let late = match seq.wrapping_sub(stream.last_seq) {
             0 => return Err("duplicate"),
             d => d >= 0x8000,

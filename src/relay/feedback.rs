@@ -90,6 +90,15 @@ impl Relay {
                         self.sync_delivery(from, now);
                     }
                 }
+                RtcpItem::SenderReport {
+                    ssrc,
+                    info,
+                    reports,
+                } => self.on_sender_report(now, from, (own, ssrc), info, &reports),
+                RtcpItem::ReceiverReport { ssrc, reports } => {
+                    self.on_receiver_report(now, from, (own, ssrc), &reports);
+                }
+                RtcpItem::Sdes { chunks } => self.on_sdes(from, own, &chunks),
                 RtcpItem::Bye { ssrcs } if ssrcs.contains(&own) => {
                     self.count_feedback("bye");
                     if let Some(room) = self.sessions.get(&from).map(|s| s.room.clone()) {
@@ -397,6 +406,7 @@ impl Relay {
                 continue;
             };
             s.forget_stream(ssrc);
+            self.out.sent.forget_stream(member, ssrc);
             if member == stream.owner || !s.subscribe {
                 continue;
             }

@@ -8,7 +8,9 @@
 //! entering an area) serves both delivery modes unchanged.
 
 use super::api::SessionId;
+use super::ledger::Ledger;
 use crate::rtp::PacketClass;
+use crate::rtp::packet::ssrc_and_payload_len;
 use std::collections::{HashSet, VecDeque};
 use std::ops::Range;
 
@@ -52,6 +54,8 @@ pub struct Outbox {
     /// Sessions whose RTP is diverted to aggregation.
     mixed: HashSet<SessionId>,
     diverted: Diverted,
+    /// What each session was sent, for Sender Reports.
+    pub sent: Ledger,
 }
 
 /// Per-stream RTP packets diverted from sessions in aggregated delivery.
@@ -141,6 +145,12 @@ impl Outbox {
             return;
         }
         if end > start {
+            if class == PacketClass::Rtp
+                && let Some((ssrc, payload)) =
+                    self.buf.get(start..end).and_then(ssrc_and_payload_len)
+            {
+                self.sent.count(to, ssrc, payload);
+            }
             self.queue.push_back(Pending {
                 to,
                 class,

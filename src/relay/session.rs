@@ -5,6 +5,7 @@ use super::api::SessionId;
 use super::budget::FeedbackBudget;
 use super::interest::Interest;
 use super::pacing::Pacing;
+use super::reports::RtcpLeg;
 use crate::rtp::SeqRewriter;
 use crate::wire::Dialect;
 use crate::wire::motion::Motion;
@@ -55,6 +56,8 @@ pub struct Session {
     /// Grid cells it is registered in; `None` when in the room's `everywhere` list (or,
     /// for a session that does not subscribe, nowhere).
     pub cells: Option<Vec<super::grid::Cell>>,
+    /// Its RTCP reports: schedule, round-trip time, CNAME.
+    pub rtcp: RtcpLeg,
 }
 
 /// One stream as one subscriber receives it.

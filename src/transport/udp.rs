@@ -45,7 +45,7 @@ use prometheus::{Histogram, IntCounter};
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -95,6 +95,12 @@ pub async fn spawn(
 ) -> std::io::Result<UdpTransport> {
     let socket = UdpSocket::bind(cfg.bind).await?;
     let local_addr = socket.local_addr()?;
+    let mut relay = relay;
+    // The core's NTP time (RTCP reports) from one reading of both clocks.
+    let since_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    relay.set_wallclock(Instant::now(), since_unix);
     let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
     let shell = Shell {
         counters: Counters::new(&metrics),
@@ -279,6 +285,7 @@ impl Shell {
             batch,
             ..
         } = self;
+        metrics.absorb_reports(relay);
         while let Some(t) = relay.poll_transmit() {
             let Some(peer) = peers.get_mut(&t.session) else {
                 continue;

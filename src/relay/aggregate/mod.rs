@@ -204,6 +204,11 @@ impl Aggregator {
         self.due
     }
 
+    /// The RTP timestamp of a member's aggregated stream at `now`.
+    pub fn member_timestamp(&self, id: SessionId, now: Instant) -> Option<u32> {
+        self.members.get(&id).map(|m| m.timestamp(now))
+    }
+
     fn is_member(&self, id: SessionId) -> bool {
         self.members.contains_key(&id)
     }
