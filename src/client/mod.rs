@@ -25,7 +25,7 @@ mod state;
 pub use state::{RoomState, Update, updates};
 
 use crate::relay::{Delivery, Interest, Joined, SessionId, parse_session_id};
-use crate::rtp::rtcp::{self, FirEntry, RtcpError, RtcpWriteError};
+use crate::rtp::rtcp::{self, FirEntry, RtcpError, RtcpWriteError, SenderInfo};
 use crate::rtp::{
     KeyMaterial, PacketClass, RtcpItem, RtpError, RtpHeader, RtpPacket, RtpWriteError, SrtpError,
     SrtpProfile, SrtpSession, classify, parse_compound,
@@ -33,6 +33,7 @@ use crate::rtp::{
 use crate::transport::command::{JoinAnswer, SrtpKeys};
 use crate::wire::{self, DecodeError, Dialect, EncodeError, Object};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
@@ -201,6 +202,8 @@ pub struct Client {
     /// Receive buffer.
     buf: Vec<u8>,
     rejected: u64,
+    /// The latest SR the relay sent per SSRC.
+    sender_reports: HashMap<u32, SenderInfo>,
 }
 
 impl Client {
@@ -332,6 +335,7 @@ impl Client {
             out: Vec::with_capacity(1500),
             buf: vec![0; 65_535],
             rejected: 0,
+            sender_reports: HashMap::new(),
         })
     }
 
@@ -369,6 +373,13 @@ impl Client {
     /// a snapshot of thousands of objects arrives as one burst of packets.
     pub fn set_recv_buffer(&self, bytes: usize) -> std::io::Result<()> {
         socket2::SockRef::from(&self.socket).set_recv_buffer_size(bytes)
+    }
+
+    /// The latest Sender Report the relay sent for `ssrc` (a forwarded stream, or
+    /// `relay_ssrc` in aggregated delivery): its clock mapping and what it sent this
+    /// session.
+    pub fn sender_report(&self, ssrc: u32) -> Option<SenderInfo> {
+        self.sender_reports.get(&ssrc).copied()
     }
 
     /// Datagrams received that did not unprotect or parse, and were skipped.
@@ -459,7 +470,8 @@ impl Client {
 
     /// The next packet from the relay, or `None` when none arrives within `timeout`.
     /// Datagrams that fail to unprotect or parse are skipped and counted in
-    /// [`rejected`](Self::rejected).
+    /// [`rejected`](Self::rejected). The relay's periodic reports (compounds of SR, RR and
+    /// SDES only) are consumed here: see [`sender_report`](Self::sender_report).
     pub async fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, ClientError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -470,6 +482,13 @@ impl Client {
             };
             let datagram = self.buf.get_mut(..len).unwrap_or_default();
             match open(&mut self.srtp, datagram) {
+                Ok(Received::Rtcp(items)) if is_report(&items) => {
+                    for item in items {
+                        if let RtcpItem::SenderReport { ssrc, info, .. } = item {
+                            self.sender_reports.insert(ssrc, info);
+                        }
+                    }
+                }
                 Ok(received) => return Ok(Some(received)),
                 Err(reason) => {
                     tracing::debug!(reason, "client skipped a datagram");
@@ -539,6 +558,16 @@ async fn delete_session(http: &Http, session: SessionId) -> Result<(), ClientErr
 }
 
 /// Unprotects (in place) and parses one datagram from the relay.
+/// Whether a compound holds only periodic reports (SR, RR, SDES).
+fn is_report(items: &[RtcpItem]) -> bool {
+    items.iter().all(|i| {
+        matches!(
+            i,
+            RtcpItem::SenderReport { .. } | RtcpItem::ReceiverReport { .. } | RtcpItem::Sdes { .. }
+        )
+    })
+}
+
 fn open(srtp: &mut Option<SrtpSession>, datagram: &mut [u8]) -> Result<Received, &'static str> {
     let class = classify(datagram);
     let plain_len = match srtp {
