@@ -131,6 +131,7 @@ impl Relay {
     /// Joins a session to a room, creating the room if needed.
     pub fn join(&mut self, now: Instant, req: JoinRequest) -> Result<Joined, ControlError> {
         self.busy = None;
+        self.out.now = Some(now);
         if self.draining {
             return Err(ControlError::Draining);
         }
@@ -189,6 +190,8 @@ impl Relay {
                 predicted: HashMap::new(),
                 cells: None,
                 rtcp: RtcpLeg::new(now),
+                send_budget_bps: None,
+                congestion: None,
             },
         );
         self.schedule_first_report(id, now);
@@ -259,6 +262,7 @@ impl Relay {
         interest: Interest,
     ) -> Result<(), ControlError> {
         self.busy = Some(id);
+        self.out.now = Some(now);
         interest.validate().map_err(ControlError::InvalidInterest)?;
         let s = self
             .sessions
@@ -294,6 +298,7 @@ impl Relay {
                 dialect: s.dialect,
                 delivery: s.interest.delivery.mode,
                 rtt_ms: s.rtcp.rtt().map(|d| d.as_secs_f64() * 1e3),
+                send_budget_bps: s.send_budget_bps,
             })
             .collect();
         let mut streams: Vec<StreamInfo> = room
@@ -337,6 +342,7 @@ impl Relay {
     /// Expires objects, streams and sessions whose time has come.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.busy = None;
+        self.out.now = Some(now);
         if self.pace_at.is_some_and(|t| now >= t) {
             self.drain_paced(now);
         }
@@ -463,6 +469,7 @@ impl Relay {
     /// Handles one plaintext RTP packet from a session.
     pub fn handle_rtp(&mut self, now: Instant, from: SessionId, packet: &[u8]) {
         self.busy = Some(from);
+        self.out.now = Some(now);
         if let Err(reason) = self.accept_rtp(now, from, packet) {
             self.drop_packet(reason);
         }

@@ -24,6 +24,7 @@ impl Relay {
     /// Handles one plaintext RTCP compound packet from a session.
     pub fn handle_rtcp(&mut self, now: Instant, from: SessionId, packet: &[u8]) {
         self.busy = Some(from);
+        self.out.now = Some(now);
         if let Err(reason) = self.accept_rtcp(now, from, packet) {
             self.drop_packet(reason);
         }
@@ -99,6 +100,10 @@ impl Relay {
                     self.on_receiver_report(now, from, (own, ssrc), &reports);
                 }
                 RtcpItem::Sdes { chunks } => self.on_sdes(from, own, &chunks),
+                RtcpItem::Ccfb(fb) => {
+                    self.count_feedback("ccfb");
+                    self.on_ccfb(now, from, own, &fb);
+                }
                 RtcpItem::Bye { ssrcs } if ssrcs.contains(&own) => {
                     self.count_feedback("bye");
                     if let Some(room) = self.sessions.get(&from).map(|s| s.room.clone()) {

@@ -8,13 +8,14 @@
 //! once a (session, SSRC) pair has been seen.
 
 use super::api::SessionId;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
 /// SRs remembered per (session, SSRC): a report block may name the one before the last.
 const SR_MEMORY: usize = 2;
 
 /// One SSRC as one session received it from the relay.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sent {
     /// RTP packets sent (wrapping, as the SR field).
     pub packets: u32,
@@ -27,6 +28,40 @@ pub struct Sent {
     /// The last SRs for this SSRC: (compact NTP time it carried, compact relay wall-clock
     /// time it was sent).
     srs: [(u32, u32); SR_MEMORY],
+    /// Per packet, for congestion feedback: kept only for sessions that send it.
+    history: Option<Box<History>>,
+}
+
+/// Packets remembered per (session, SSRC) for congestion feedback.
+pub const HISTORY: usize = 512;
+
+/// Recent packets by sequence number (modulo [`HISTORY`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct History {
+    slots: [Option<Packet>; HISTORY],
+}
+
+/// One packet sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packet {
+    /// Its sequence number.
+    pub seq: u16,
+    /// Its size in octets (RTP header and payload).
+    pub size: usize,
+    /// When it was queued.
+    pub at: Instant,
+    /// Whether feedback already reported on it (each packet counts once).
+    pub reported: bool,
+}
+
+impl History {
+    /// The packet sent under `seq`, if still remembered.
+    pub fn get_mut(&mut self, seq: u16) -> Option<&mut Packet> {
+        self.slots
+            .get_mut(usize::from(seq) % HISTORY)?
+            .as_mut()
+            .filter(|p| p.seq == seq)
+    }
 }
 
 impl Sent {
@@ -46,6 +81,11 @@ impl Sent {
             .map(|(_, at)| *at)
     }
 
+    /// Its packet history, when its session sends congestion feedback.
+    pub fn history(&mut self) -> Option<&mut History> {
+        self.history.as_deref_mut()
+    }
+
     /// Whether it sent since the last report.
     pub fn sent_since_report(&self) -> bool {
         self.packets != self.packets_at_report
@@ -56,20 +96,57 @@ impl Sent {
 #[derive(Debug, Default)]
 pub struct Ledger {
     sessions: HashMap<SessionId, HashMap<u32, Sent>>,
+    /// Sessions whose packets are remembered one by one (they send congestion feedback).
+    tracked: HashSet<SessionId>,
+}
+
+/// One RTP packet queued for sending.
+#[derive(Debug, Clone, Copy)]
+pub struct Queued {
+    /// Its SSRC.
+    pub ssrc: u32,
+    /// Its sequence number.
+    pub seq: u16,
+    /// Payload octets.
+    pub payload: usize,
+    /// Whole packet octets.
+    pub size: usize,
 }
 
 impl Ledger {
-    /// Counts an RTP packet: its SSRC and payload length.
-    pub fn count(&mut self, to: SessionId, ssrc: u32, payload: usize) {
+    /// Counts an RTP packet queued at `now`.
+    pub fn count(&mut self, to: SessionId, p: Queued, now: Instant) {
         let s = self
             .sessions
             .entry(to)
             .or_default()
-            .entry(ssrc)
+            .entry(p.ssrc)
             .or_default();
         s.packets = s.packets.wrapping_add(1);
         // The SR octet count wraps modulo 2^32 (RFC 3550 §6.4.1).
-        s.octets = s.octets.wrapping_add(payload as u32);
+        s.octets = s.octets.wrapping_add(p.payload as u32);
+        if s.history.is_none() && !self.tracked.is_empty() && self.tracked.contains(&to) {
+            s.history = Some(Box::new(History {
+                slots: [None; HISTORY],
+            }));
+        }
+        if let Some(slot) = s
+            .history
+            .as_deref_mut()
+            .and_then(|h| h.slots.get_mut(usize::from(p.seq) % HISTORY))
+        {
+            *slot = Some(Packet {
+                seq: p.seq,
+                size: p.size,
+                at: now,
+                reported: false,
+            });
+        }
+    }
+
+    /// Remembers `to`'s packets one by one from now on (it sends congestion feedback).
+    pub fn track(&mut self, to: SessionId) {
+        self.tracked.insert(to);
     }
 
     /// What a session was sent, per SSRC.
@@ -85,6 +162,7 @@ impl Ledger {
     /// Forgets a session that left.
     pub fn forget_session(&mut self, to: SessionId) {
         self.sessions.remove(&to);
+        self.tracked.remove(&to);
     }
 
     /// Forgets a stream that ended, for one session.

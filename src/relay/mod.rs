@@ -12,6 +12,7 @@ mod api;
 pub mod area;
 mod budget;
 mod config;
+mod congestion;
 mod core;
 mod delivery;
 mod feedback;

@@ -8,11 +8,12 @@
 //! entering an area) serves both delivery modes unchanged.
 
 use super::api::SessionId;
-use super::ledger::Ledger;
+use super::ledger::{Ledger, Queued};
 use crate::rtp::PacketClass;
-use crate::rtp::packet::ssrc_and_payload_len;
+use crate::rtp::packet::ssrc_seq_payload_len;
 use std::collections::{HashSet, VecDeque};
 use std::ops::Range;
+use std::time::Instant;
 
 /// One packet to send to one session (plaintext; the transport encrypts it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,8 +55,10 @@ pub struct Outbox {
     /// Sessions whose RTP is diverted to aggregation.
     mixed: HashSet<SessionId>,
     diverted: Diverted,
-    /// What each session was sent, for Sender Reports.
+    /// What each session was sent, for Sender Reports and congestion feedback.
     pub sent: Ledger,
+    /// The time of the input being handled (the core sets it): when packets are queued.
+    pub now: Option<Instant>,
 }
 
 /// Per-stream RTP packets diverted from sessions in aggregated delivery.
@@ -146,10 +149,17 @@ impl Outbox {
         }
         if end > start {
             if class == PacketClass::Rtp
-                && let Some((ssrc, payload)) =
-                    self.buf.get(start..end).and_then(ssrc_and_payload_len)
+                && let Some(now) = self.now
+                && let Some((ssrc, seq, payload)) =
+                    self.buf.get(start..end).and_then(ssrc_seq_payload_len)
             {
-                self.sent.count(to, ssrc, payload);
+                let queued = Queued {
+                    ssrc,
+                    seq,
+                    payload,
+                    size: end - start,
+                };
+                self.sent.count(to, queued, now);
             }
             self.queue.push_back(Pending {
                 to,

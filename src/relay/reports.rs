@@ -218,7 +218,7 @@ impl Relay {
         self.reports.wallclock = Some(Wallclock::new(now, since_unix));
     }
 
-    fn wallclock(&mut self, now: Instant) -> Wallclock {
+    pub(super) fn wallclock(&mut self, now: Instant) -> Wallclock {
         *self
             .reports
             .wallclock

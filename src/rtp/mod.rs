@@ -10,6 +10,7 @@
 //! Everything here is pure: no I/O, no clock. Parsing treats input as hostile: malformed
 //! bytes give a typed error whose `reason()` is a stable metric label, never a panic.
 
+pub mod ccfb;
 pub mod ntp;
 pub mod packet;
 pub mod reception;

@@ -217,6 +217,8 @@ pub enum RtcpItem {
         /// The bounding set; may be empty.
         entries: Vec<TmmbEntry>,
     },
+    /// Congestion control feedback (RFC 8888).
+    Ccfb(super::ccfb::Ccfb),
     /// A well-framed packet of a type the relay does not decode (APP, XR, other FMTs...).
     Other {
         /// Its packet type.
@@ -388,6 +390,7 @@ fn decode(p: &Framed<'_>) -> Result<RtcpItem, RtcpError> {
                 entries,
             }
         }
+        (PT_RTPFB, super::ccfb::FMT_CCFB) => RtcpItem::Ccfb(super::ccfb::decode(p.body)?),
         (PT_RTPFB, FMT_TMMBN) => {
             let (sender_ssrc, entries) = decode_tmmb(p)?;
             RtcpItem::Tmmbn {

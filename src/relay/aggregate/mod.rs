@@ -557,6 +557,7 @@ impl Relay {
     /// brought as one packet per view; other delays are kept by
     /// [`Relay::poll_timeout`] / [`Relay::handle_timeout`].
     pub fn flush_aggregates(&mut self, now: Instant) {
+        self.out.now = Some(now);
         let budget = self.cfg.payload_budget;
         let mut tx = Tx::new(&mut self.out, &self.metrics, self.relay_ssrc, now, budget);
         self.agg.flush_due(&mut tx);
