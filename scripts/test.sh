@@ -3,6 +3,10 @@
 #
 # Idempotent and quick once installed. Installs, only when missing:
 #   - Debian's prometheus (promtool and the server the monitoring tests start);
+#   - Debian's GStreamer (gst-launch-1.0, the good plugins' rtpbin) with the system
+#     python's GObject bindings, and tshark: independent judges of the relay's RTCP
+#     (tests/rtcp_interop.rs runs tests/interop/gst_rtp.py under /usr/bin/python3, which
+#     has the `gi` module the venv below lacks);
 #   - a virtualenv .venv with kubernetes-validate and pylibsrtp (pinned below), whose
 #     bin/ goes first on PATH so the tests' python3 finds pylibsrtp;
 #   - a kubectl with kustomize v4 or later into .venv/bin when the machine has none
@@ -37,6 +41,18 @@ apt_install() {
 if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
   say "installing Debian's prometheus"
   apt_install prometheus
+fi
+
+gst_ok() {
+  command -v gst-launch-1.0 >/dev/null && command -v tshark >/dev/null &&
+    gst-inspect-1.0 rtpbin >/dev/null 2>&1 &&
+    /usr/bin/python3 -c 'import gi; gi.require_version("Gst", "1.0")' 2>/dev/null
+}
+if ! gst_ok; then
+  say "installing Debian's GStreamer, python3-gi and tshark"
+  # tshark's package asks whether non-root users may capture: noninteractive keeps "no".
+  apt_install gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
+    python3-gi gir1.2-gstreamer-1.0 tshark
 fi
 
 if [ ! -x "$VENV/bin/python3" ]; then

@@ -74,6 +74,10 @@ pub struct Metrics {
     pub feedback_suppressed: IntCounterVec,
     /// Defects caught at the shell (a panic in the core), by where they happened.
     pub internal_errors: IntCounterVec,
+    /// `gsrelay_rtcp_reports_total{kind,direction}`.
+    pub rtcp_reports: IntCounterVec,
+    /// `gsrelay_session_rtt_seconds`.
+    pub session_rtt: Histogram,
 }
 
 /// What pacing does to object updates, each counter resolved once so the hot path does
@@ -306,6 +310,16 @@ impl Metrics {
                 "Defects caught in the relay (a panic in the core), by where; each cost one room.",
                 &["where"],
             ),
+            rtcp_reports: counter_vec(
+                "gsrelay_rtcp_reports_total",
+                "RTCP sender and receiver reports, by kind (sr, rr) and direction (in, out).",
+                &["kind", "direction"],
+            ),
+            session_rtt: histogram(
+                "gsrelay_session_rtt_seconds",
+                "Round-trip times between the relay and sessions, from their reception reports on the relay's SRs.",
+                exponential(0.000_5, 2.0, 14),
+            ),
             registry,
         };
         let collectors: Vec<Box<dyn Collector>> = vec![
@@ -339,6 +353,8 @@ impl Metrics {
             Box::new(m.http_limited.clone()),
             Box::new(m.feedback_suppressed.clone()),
             Box::new(m.internal_errors.clone()),
+            Box::new(m.rtcp_reports.clone()),
+            Box::new(m.session_rtt.clone()),
             Box::new(build_info()),
             Box::new(kernel::UdpRcvbufErrors::new()),
         ];

@@ -1,6 +1,7 @@
 //! A userspace network impairment proxy (the kernel here has no netem): a UDP proxy
 //! between the clients and the relay that drops, delays (with jitter) and reorders
-//! datagrams in each direction, from a seeded RNG.
+//! datagrams in each direction, from a seeded RNG, and may hold each direction of each
+//! client to a bandwidth behind a tail-drop queue (a bottleneck link).
 //!
 //! Each client gets its own upstream socket, so the relay still sees one address per
 //! client and latches them apart.
@@ -37,15 +38,30 @@ pub struct Impairment {
     pub jitter: Duration,
     /// Share of datagrams held back by an extra 3 ms so they arrive out of order, 0..=1.
     pub reorder: f64,
+    /// Bandwidth of each direction of each client's path, bits per second (IP and UDP
+    /// headers counted); none when 0.
+    pub rate_bps: f64,
+    /// The most a datagram may wait for that bandwidth before it is dropped (tail drop).
+    pub queue: Duration,
 }
+
+/// Queue limit of a rate-limited path when the spec names none.
+pub const DEFAULT_QUEUE: Duration = Duration::from_millis(200);
+
+/// IPv4 and UDP headers, counted against a rate limit.
+const UDP_IP_OVERHEAD: usize = 28;
 
 impl FromStr for Impairment {
     type Err = anyhow::Error;
 
-    /// Parses `loss=5%,delay=20ms,jitter=5ms,reorder=1%` (any subset, any order;
-    /// shares as `5%` or `0.05`, times as `20ms`, `1.5s` or `300us`).
+    /// Parses `loss=5%,delay=20ms,jitter=5ms,reorder=1%,rate=2mbit,queue=100ms` (any
+    /// subset, any order; shares as `5%` or `0.05`, times as `20ms`, `1.5s` or `300us`,
+    /// rates as `500kbit`, `2mbit` or bits per second).
     fn from_str(s: &str) -> anyhow::Result<Self> {
-        let mut out = Impairment::default();
+        let mut out = Impairment {
+            queue: DEFAULT_QUEUE,
+            ..Impairment::default()
+        };
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = part
                 .split_once('=')
@@ -55,7 +71,11 @@ impl FromStr for Impairment {
                 "reorder" => out.reorder = share(value)?,
                 "delay" => out.delay = time(value)?,
                 "jitter" => out.jitter = time(value)?,
-                other => bail!("unknown impairment {other:?} (loss, delay, jitter, reorder)"),
+                "rate" => out.rate_bps = rate(value)?,
+                "queue" => out.queue = time(value)?,
+                other => bail!(
+                    "unknown impairment {other:?} (loss, delay, jitter, reorder, rate, queue)"
+                ),
             }
         }
         Ok(out)
@@ -72,6 +92,22 @@ fn share(v: &str) -> anyhow::Result<f64> {
         bail!("share {v:?} is not within 0..=100%");
     }
     Ok(x)
+}
+
+fn rate(v: &str) -> anyhow::Result<f64> {
+    let v = v.trim();
+    let (num, scale) = if let Some(n) = v.strip_suffix("mbit") {
+        (n, 1e6)
+    } else if let Some(n) = v.strip_suffix("kbit") {
+        (n, 1e3)
+    } else {
+        (v, 1.0)
+    };
+    let bps = num.trim().parse::<f64>()? * scale;
+    if !(1e3..=1e11).contains(&bps) {
+        bail!("rate {v:?} must be within 1kbit..=100000mbit");
+    }
+    Ok(bps)
 }
 
 fn time(v: &str) -> anyhow::Result<Duration> {
@@ -117,18 +153,42 @@ impl Rng {
     }
 }
 
+/// A bottleneck: when the link is next free.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Link {
+    free_at: Option<Instant>,
+}
+
 impl Impairment {
-    /// The fate of one datagram: `None` to drop it, else how long to hold it.
-    pub fn decide(&self, rng: &mut Rng) -> Option<Duration> {
+    /// The fate of one datagram of `len` bytes sent at `now` over `link`: `None` to drop
+    /// it, else how long to hold it.
+    pub fn decide(
+        &self,
+        rng: &mut Rng,
+        link: &mut Link,
+        now: Instant,
+        len: usize,
+    ) -> Option<Duration> {
         if rng.unit() < self.loss {
             return None;
+        }
+        let mut queued = Duration::ZERO;
+        if self.rate_bps > 0.0 {
+            let start = link.free_at.map_or(now, |t| t.max(now));
+            if start - now > self.queue {
+                return None;
+            }
+            let serialise = (len + UDP_IP_OVERHEAD) as f64 * 8.0 / self.rate_bps;
+            let done = start + Duration::from_secs_f64(serialise);
+            link.free_at = Some(done);
+            queued = done - now;
         }
         let jitter = self.jitter.as_secs_f64() * (2.0 * rng.unit() - 1.0);
         let mut hold = (self.delay.as_secs_f64() + jitter).max(0.0);
         if rng.unit() < self.reorder {
             hold += REORDER_EXTRA.as_secs_f64();
         }
-        Some(Duration::from_secs_f64(hold))
+        Some(queued + Duration::from_secs_f64(hold))
     }
 }
 
@@ -217,6 +277,7 @@ struct Lane {
     stats: Arc<ProxyStats>,
     queue: mpsc::UnboundedSender<(Instant, u64, Vec<u8>)>,
     n: u64,
+    link: Link,
 }
 
 impl Lane {
@@ -235,20 +296,23 @@ impl Lane {
             stats,
             queue,
             n: 0,
+            link: Link::default(),
         }
     }
 
     fn push(&mut self, data: &[u8]) {
-        match self.impairment.decide(&mut self.rng) {
+        let now = Instant::now();
+        match self
+            .impairment
+            .decide(&mut self.rng, &mut self.link, now, data.len())
+        {
             None => {
                 self.stats.dropped.fetch_add(1, Ordering::Relaxed);
             }
             Some(hold) => {
                 self.stats.forwarded.fetch_add(1, Ordering::Relaxed);
                 self.n += 1;
-                let _ = self
-                    .queue
-                    .send((Instant::now() + hold, self.n, data.to_vec()));
+                let _ = self.queue.send((now + hold, self.n, data.to_vec()));
             }
         }
     }
@@ -362,16 +426,48 @@ mod tests {
         assert!("loss=150%".parse::<Impairment>().is_err());
         assert!("delay=20".parse::<Impairment>().is_err());
         assert!("speed=1".parse::<Impairment>().is_err());
+        let r: Impairment = "rate=2mbit,queue=50ms".parse().unwrap();
+        assert_eq!((r.rate_bps, r.queue), (2e6, Duration::from_millis(50)));
+        assert_eq!(
+            "rate=500kbit".parse::<Impairment>().unwrap().queue,
+            DEFAULT_QUEUE
+        );
+        assert!("rate=10".parse::<Impairment>().is_err());
+    }
+
+    #[test]
+    fn a_rate_limit_queues_then_tail_drops() {
+        // 1 Mbit/s: a 97-byte datagram (125 with headers) takes 1 ms; queue of 10 ms.
+        let i: Impairment = "rate=1mbit,queue=10ms".parse().unwrap();
+        let (mut rng, mut link, now) = (Rng::new(1), Link::default(), Instant::now());
+        let holds: Vec<Option<Duration>> = (0..15)
+            .map(|_| i.decide(&mut rng, &mut link, now, 97))
+            .collect();
+        assert_eq!(holds[0], Some(Duration::from_millis(1)));
+        assert_eq!(holds[9], Some(Duration::from_millis(10)));
+        assert_eq!(
+            holds[10],
+            Some(Duration::from_millis(11)),
+            "waits 10 ms: admitted"
+        );
+        assert_eq!(holds[11], None, "would wait 11 ms: dropped");
+        // Later, the link has drained.
+        let later = now + Duration::from_millis(50);
+        assert_eq!(
+            i.decide(&mut rng, &mut link, later, 97),
+            Some(Duration::from_millis(1))
+        );
     }
 
     #[test]
     fn decisions_follow_the_shares() {
         let i: Impairment = "loss=10%,delay=20ms,jitter=5ms".parse().unwrap();
         let mut rng = Rng::new(7);
+        let (mut link, now) = (Link::default(), Instant::now());
         let n = 100_000;
         let mut dropped = 0;
         for _ in 0..n {
-            match i.decide(&mut rng) {
+            match i.decide(&mut rng, &mut link, now, 100) {
                 None => dropped += 1,
                 Some(d) => {
                     assert!(d >= Duration::from_millis(15) && d <= Duration::from_millis(25))

@@ -110,6 +110,10 @@ pub struct Report {
     pub relay_peak_rss_bytes: Option<u64>,
     /// Datagrams the impairment proxy dropped.
     pub impair_dropped: Option<u64>,
+    /// Mean round trip the in-process relay measured to its sessions (RTCP reception
+    /// reports on its SRs), milliseconds; `None` without samples or for other targets.
+    #[serde(default)]
+    pub relay_rtt_ms: Option<f64>,
     /// Slow (capped) subscribers, all rooms; left out of every figure above.
     pub slow_subscribers: usize,
     /// Objects per second each slow subscriber received, on average (from live packets and
@@ -204,7 +208,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 type Cell = fn(&Report) -> String;
 
 /// The table's rows.
-fn rows() -> [(&'static str, Cell); 16] {
+fn rows() -> [(&'static str, Cell); 17] {
     [
         ("target", |r| format!("{:?}", r.target).to_lowercase()),
         ("sent pps", |r| format!("{:.0}", r.sent_pps)),
@@ -218,6 +222,7 @@ fn rows() -> [(&'static str, Cell); 16] {
         ("latency p99 µs", |r| format!("{:.0}", r.latency_us.p99)),
         ("latency p99.9 µs", |r| format!("{:.0}", r.latency_us.p999)),
         ("latency max µs", |r| format!("{:.0}", r.latency_us.max)),
+        ("relay RTT ms", |r| opt(r.relay_rtt_ms, 2)),
         ("snapshot p50 ms", |r| opt(r.snapshot_ms.map(|s| s.p50), 2)),
         ("snapshot max ms", |r| opt(r.snapshot_ms.map(|s| s.max), 2)),
         ("relay CPU s", |r| opt(r.relay_cpu_s, 2)),

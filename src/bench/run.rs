@@ -5,7 +5,7 @@
 use super::baseline::{self, Reflector, Role};
 use super::impair::{Impairment, ProxyListener};
 use super::report::{Latency, Report, SnapshotTimes, TargetKind};
-use super::scenario::{BENCH_NO_ID, Scenario, Security};
+use super::scenario::{BENCH_NO_ID, BENCH_STATE_ID, Scenario, Security};
 use super::sys;
 use crate::client::{Client, JoinOptions, Received};
 use crate::config::ServeConfig;
@@ -93,6 +93,9 @@ pub struct RunOptions {
     pub progress: bool,
 }
 
+/// How often subscribers send congestion feedback when they do.
+const FEEDBACK_INTERVAL: Duration = Duration::from_millis(50);
+
 /// Runs `scenario` once against `opts.target`.
 pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
     scenario.validate()?;
@@ -140,9 +143,13 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
                 bench_rt.block_on(async { p.stop() });
                 n
             });
+            let rtt = &server.metrics.session_rtt;
+            let rtt_ms = (rtt.get_sample_count() > 0)
+                .then(|| rtt.get_sample_sum() * 1e3 / rtt.get_sample_count() as f64);
             relay_rt.block_on(server.shutdown())?;
             let mut report = out?.report(scenario, opts, TargetKind::Inprocess);
             report.impair_dropped = dropped;
+            report.relay_rtt_ms = rtt_ms;
             Ok(report)
         }
         Target::Remote { http, token_secret } => {
@@ -410,6 +417,14 @@ impl Conn {
         }
     }
 
+    /// Sends congestion feedback when the client records arrivals.
+    async fn feedback(&mut self) -> anyhow::Result<()> {
+        if let Conn::Relay(c) = self {
+            c.send_congestion_feedback().await?;
+        }
+        Ok(())
+    }
+
     async fn keepalive(&mut self) -> anyhow::Result<()> {
         if let Conn::Relay(c) = self {
             c.send_rr().await?;
@@ -485,17 +500,20 @@ pub(super) fn pack(objects: &[Object], budget: usize) -> anyhow::Result<Vec<Chun
     Ok(chunks)
 }
 
-/// Writes the bench object then `chunk` into `out`.
+/// Writes the bench object (as state when `cached`) then `chunk` into `out`.
 fn stamp(
     out: &mut Vec<u8>,
     scratch: &mut Vec<u8>,
-    counter: u64,
-    ts_ns: u64,
+    (counter, ts_ns, cached): (u64, u64, bool),
     chunk: &[u8],
 ) -> anyhow::Result<()> {
     out.clear();
-    let mut data = Vec::with_capacity(17);
-    data.push(BENCH_NO_ID);
+    let mut data = Vec::with_capacity(19);
+    if cached {
+        data.extend_from_slice(&BENCH_STATE_ID);
+    } else {
+        data.push(BENCH_NO_ID);
+    }
     data.extend_from_slice(&counter.to_be_bytes());
     data.extend_from_slice(&ts_ns.to_be_bytes());
     let bench = Object::Unknown(Unknown {
@@ -565,7 +583,8 @@ async fn publisher(
         for chunk in live.iter().chain(due) {
             let ts = clock.now_ns();
             counter += 1;
-            stamp(&mut buf, &mut scratch, counter, ts, &chunk.bytes)?;
+            let header = (counter, ts, s.congestion_feedback);
+            stamp(&mut buf, &mut scratch, header, &chunk.bytes)?;
             conn.send(&buf).await?;
             if clock.in_window(ts) {
                 out.packets += 1;
@@ -622,6 +641,7 @@ async fn subscriber(
         }
     }
     let mut last_keepalive = Instant::now();
+    let mut last_feedback = Instant::now();
     loop {
         let now = Instant::now();
         if now >= stop_at {
@@ -630,6 +650,10 @@ async fn subscriber(
         if now - last_keepalive >= KEEPALIVE {
             conn.keepalive().await?;
             last_keepalive = now;
+        }
+        if now - last_feedback >= FEEDBACK_INTERVAL {
+            conn.feedback().await?;
+            last_feedback = now;
         }
         let wait = (stop_at - now).min(FIR_RETRY);
         let Some((ssrc, payload)) = conn.recv(wait).await? else {
@@ -791,7 +815,10 @@ async fn drive(
         pub_tasks.spawn(publisher(conn, room, sending, s.clone(), t.clock));
     }
     let mut sub_tasks = JoinSet::new();
-    for (room, conn) in clients.subs {
+    for (room, mut conn) in clients.subs {
+        if let (true, Conn::Relay(c)) = (s.congestion_feedback, &mut conn) {
+            c.enable_congestion_feedback();
+        }
         let t = t.clone();
         sub_tasks.spawn(subscriber(conn, room, None, t.clock, t.stop_at, t.live));
     }
@@ -1020,6 +1047,7 @@ impl Gathered {
             process_cpu_s: self.process_cpu_s,
             relay_peak_rss_bytes: self.peak_rss,
             impair_dropped: None,
+            relay_rtt_ms: None,
             slow_subscribers: slow.len(),
             slow_received_objects_per_s,
             baseline: None,

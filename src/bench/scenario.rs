@@ -145,6 +145,10 @@ pub struct Scenario {
     pub seed: u64,
     /// When in each period the publishers send.
     pub send_phases: SendPhases,
+    /// Subscribers send RFC 8888 congestion feedback (every 50 ms), so the relay paces
+    /// each to its path; the bench object is then state (objectID 999 999), coalesced
+    /// like the rest, and its latency is the freshness of what subscribers hold.
+    pub congestion_feedback: bool,
 }
 
 /// When in each update period the publishers send.
@@ -185,6 +189,7 @@ impl Default for Scenario {
             srtp_profile: None,
             seed: 1,
             send_phases: SendPhases::Aligned,
+            congestion_feedback: false,
         }
     }
 }
@@ -193,6 +198,12 @@ impl Default for Scenario {
 /// objectID and the relay forwards it live without caching it (a per-packet timestamp is
 /// no state worth keeping).
 pub const BENCH_NO_ID: u8 = 0xff;
+
+/// The bench object's body start when subscribers send congestion feedback: objectID
+/// 999 999 as a VarUInt, so the relay caches it and, pacing a subscriber to its path,
+/// coalesces it like any state: each stamp that arrives is then the newest one, and its
+/// age is the freshness of what the subscriber holds.
+pub const BENCH_STATE_ID: [u8; 3] = [0xcf, 0x42, 0x3f];
 
 /// First objectID of the static objects.
 pub const STATIC_ID_BASE: u64 = 1_000_000;

@@ -184,13 +184,18 @@ struct ScenarioArgs {
     /// Seed of the impairment and other random choices [default: 1].
     #[arg(long)]
     seed: Option<u64>,
-    /// Impairment between clients and target, e.g. `loss=5%,delay=20ms,jitter=5ms,reorder=1%`.
+    /// Impairment between clients and target, e.g. `loss=5%,delay=20ms,jitter=5ms,reorder=1%`;
+    /// `rate=2mbit,queue=200ms` adds a bottleneck per client and direction.
     #[arg(long, value_name = "SPEC")]
     impair: Option<String>,
     /// Shards of the in-process relay [default: one per core; 1 with --impair, whose proxy
     /// stands for one RTP address].
     #[arg(long, value_name = "N")]
     shards: Option<usize>,
+    /// Subscribers send RFC 8888 congestion feedback every 50 ms; the relay derives a send
+    /// budget per subscriber from it.
+    #[arg(long)]
+    congestion_feedback: bool,
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -331,6 +336,9 @@ impl ScenarioArgs {
         }
         if self.plain_rtp {
             s.security = Security::Plain;
+        }
+        if self.congestion_feedback {
+            s.congestion_feedback = true;
         }
         if self.srtp_profile.is_some() {
             s.srtp_profile = self.srtp_profile;

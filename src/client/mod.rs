@@ -20,12 +20,14 @@
 //! # }
 //! ```
 
+mod feedback;
 mod state;
 
 pub use state::{RoomState, Update, updates};
 
 use crate::relay::{Delivery, Interest, Joined, SessionId, parse_session_id};
-use crate::rtp::rtcp::{self, FirEntry, RtcpError, RtcpWriteError};
+use crate::rtp::ntp;
+use crate::rtp::rtcp::{self, FirEntry, ReceptionReport, RtcpError, RtcpWriteError, SenderInfo};
 use crate::rtp::{
     KeyMaterial, PacketClass, RtcpItem, RtpError, RtpHeader, RtpPacket, RtpWriteError, SrtpError,
     SrtpProfile, SrtpSession, classify, parse_compound,
@@ -33,8 +35,9 @@ use crate::rtp::{
 use crate::transport::command::{JoinAnswer, SrtpKeys};
 use crate::wire::{self, DecodeError, Dialect, EncodeError, Object};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::UdpSocket;
 
 /// The payload type the client sends game state with.
@@ -201,6 +204,10 @@ pub struct Client {
     /// Receive buffer.
     buf: Vec<u8>,
     rejected: u64,
+    /// The latest SR the relay sent per SSRC, and when it arrived.
+    sender_reports: HashMap<u32, (SenderInfo, Instant)>,
+    /// Arrivals to report as congestion feedback, once enabled.
+    arrivals: Option<feedback::Arrivals>,
 }
 
 impl Client {
@@ -332,6 +339,8 @@ impl Client {
             out: Vec::with_capacity(1500),
             buf: vec![0; 65_535],
             rejected: 0,
+            sender_reports: HashMap::new(),
+            arrivals: None,
         })
     }
 
@@ -374,6 +383,13 @@ impl Client {
     /// a snapshot of thousands of objects arrives as one burst of packets.
     pub fn set_recv_buffer(&self, bytes: usize) -> std::io::Result<()> {
         socket2::SockRef::from(&self.socket).set_recv_buffer_size(bytes)
+    }
+
+    /// The latest Sender Report the relay sent for `ssrc` (a forwarded stream, or
+    /// `relay_ssrc` in aggregated delivery): its clock mapping and what it sent this
+    /// session.
+    pub fn sender_report(&self, ssrc: u32) -> Option<SenderInfo> {
+        self.sender_reports.get(&ssrc).map(|(info, _)| *info)
     }
 
     /// Datagrams received that did not unprotect or parse, and were skipped.
@@ -435,12 +451,51 @@ impl Client {
         self.send_out(PacketClass::Rtcp).await
     }
 
-    /// Sends an empty receiver report: what a subscriber that publishes nothing sends first
-    /// so the relay latches its address.
+    /// Sends a receiver report: what a subscriber that publishes nothing sends first so
+    /// the relay latches its address, and then to stay alive. It echoes each SR the relay
+    /// sent (LSR, DLSR), so the relay learns the round trip; the client keeps no
+    /// reception statistics, so loss and jitter read 0.
     pub async fn send_rr(&mut self) -> Result<(), ClientError> {
         self.out.clear();
-        rtcp::write_rr(&mut self.out, self.joined.ssrc, &[])?;
+        let now = Instant::now();
+        let blocks: Vec<ReceptionReport> = self
+            .sender_reports
+            .iter()
+            .take(31)
+            .map(|(ssrc, (info, at))| ReceptionReport {
+                ssrc: *ssrc,
+                last_sender_report: ntp::compact(info.ntp_time),
+                delay: ntp::compact_from_duration(now.saturating_duration_since(*at)),
+                ..ReceptionReport::default()
+            })
+            .collect();
+        rtcp::write_rr(&mut self.out, self.joined.ssrc, &blocks)?;
         self.send_out(PacketClass::Rtcp).await
+    }
+
+    /// Records the arrival of every RTP packet from now on, for
+    /// [`send_congestion_feedback`](Self::send_congestion_feedback).
+    pub fn enable_congestion_feedback(&mut self) {
+        self.arrivals.get_or_insert_with(Default::default);
+    }
+
+    /// Sends RFC 8888 congestion control feedback on the packets received since the last
+    /// call (the relay derives this session's send budget from it); false when there was
+    /// nothing to report or feedback is not enabled.
+    pub async fn send_congestion_feedback(&mut self) -> Result<bool, ClientError> {
+        let Some(arrivals) = &mut self.arrivals else {
+            return Ok(false);
+        };
+        let since_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let ntp_now = ntp::Wallclock::new(Instant::now(), since_unix).ntp(Instant::now());
+        self.out.clear();
+        if !arrivals.write(&mut self.out, self.joined.ssrc, Instant::now(), ntp_now)? {
+            return Ok(false);
+        }
+        self.send_out(PacketClass::Rtcp).await?;
+        Ok(true)
     }
 
     /// Sends a BYE for the client's own stream.
@@ -464,7 +519,8 @@ impl Client {
 
     /// The next packet from the relay, or `None` when none arrives within `timeout`.
     /// Datagrams that fail to unprotect or parse are skipped and counted in
-    /// [`rejected`](Self::rejected).
+    /// [`rejected`](Self::rejected). The relay's periodic reports (compounds of SR, RR and
+    /// SDES only) are consumed here: see [`sender_report`](Self::sender_report).
     pub async fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, ClientError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -475,7 +531,21 @@ impl Client {
             };
             let datagram = self.buf.get_mut(..len).unwrap_or_default();
             match open(&mut self.srtp, datagram) {
-                Ok(received) => return Ok(Some(received)),
+                Ok(Received::Rtcp(items)) if is_report(&items) => {
+                    for item in items {
+                        if let RtcpItem::SenderReport { ssrc, info, .. } = item {
+                            self.sender_reports.insert(ssrc, (info, Instant::now()));
+                        }
+                    }
+                }
+                Ok(received) => {
+                    if let (Some(a), Received::Rtp { ssrc, seq, .. }) =
+                        (&mut self.arrivals, &received)
+                    {
+                        a.record(*ssrc, *seq, Instant::now());
+                    }
+                    return Ok(Some(received));
+                }
                 Err(reason) => {
                     tracing::debug!(reason, "client skipped a datagram");
                     self.rejected += 1;
@@ -544,6 +614,16 @@ async fn delete_session(http: &Http, session: SessionId) -> Result<(), ClientErr
 }
 
 /// Unprotects (in place) and parses one datagram from the relay.
+/// Whether a compound holds only periodic reports (SR, RR, SDES).
+fn is_report(items: &[RtcpItem]) -> bool {
+    items.iter().all(|i| {
+        matches!(
+            i,
+            RtcpItem::SenderReport { .. } | RtcpItem::ReceiverReport { .. } | RtcpItem::Sdes { .. }
+        )
+    })
+}
+
 fn open(srtp: &mut Option<SrtpSession>, datagram: &mut [u8]) -> Result<Received, &'static str> {
     let class = classify(datagram);
     let plain_len = match srtp {

@@ -71,6 +71,27 @@ pub struct StatsExporter {
     sessions: SharedGauge,
     streams: SharedGauge,
     cached_objects: SharedGauge,
+    reports: ReportCounters,
+}
+
+/// `gsrelay_rtcp_reports_total{kind,direction}`, each series resolved once.
+struct ReportCounters {
+    sr_out: IntCounter,
+    rr_out: IntCounter,
+    sr_in: IntCounter,
+    rr_in: IntCounter,
+}
+
+impl ReportCounters {
+    fn new(m: &Metrics) -> Self {
+        let c = |kind: &str, direction: &str| m.rtcp_reports.with_label_values(&[kind, direction]);
+        Self {
+            sr_out: c("sr", "out"),
+            rr_out: c("rr", "out"),
+            sr_in: c("sr", "in"),
+            rr_in: c("rr", "in"),
+        }
+    }
 }
 
 impl StatsExporter {
@@ -86,6 +107,7 @@ impl StatsExporter {
             sessions: SharedGauge::new(&metrics.sessions),
             streams: SharedGauge::new(&metrics.streams),
             cached_objects: SharedGauge::new(&metrics.cached_objects),
+            reports: ReportCounters::new(metrics),
         }
     }
 
@@ -94,6 +116,7 @@ impl StatsExporter {
         while let Some(e) = relay.poll_stat_event() {
             self.observe(e);
         }
+        self.export_reports(relay);
         let now = relay.stats();
         let m = &self.metrics;
         let last = &self.last;
@@ -128,6 +151,22 @@ impl StatsExporter {
     /// without a label look-up after the first of each reason.
     pub fn drop(&mut self, reason: &'static str) {
         self.dropped.add(reason, 1);
+    }
+
+    /// RTCP reports sent and received, and round-trip samples, since the last call.
+    fn export_reports(&mut self, relay: &mut Relay) {
+        let s = relay.take_rtcp_stats();
+        let r = &self.reports;
+        for (counter, n) in [
+            (&r.sr_out, s.sender_reports_sent),
+            (&r.rr_out, s.receiver_reports_sent),
+            (&r.sr_in, s.sender_reports_received),
+            (&r.rr_in, s.receiver_reports_received),
+        ] {
+            counter.inc_by(n);
+        }
+        let rtt = &self.metrics.session_rtt;
+        relay.drain_rtt_samples(|d| rtt.observe(d.as_secs_f64()));
     }
 
     fn observe(&self, e: StatEvent) {

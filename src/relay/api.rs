@@ -96,6 +96,12 @@ pub struct SessionInfo {
     pub dialect: Dialect,
     /// Per-stream or aggregated delivery.
     pub delivery: DeliveryMode,
+    /// Round-trip time between the relay and the session, smoothed, in milliseconds:
+    /// from the session's RTCP reception reports on the relay's SRs; `null` until then.
+    pub rtt_ms: Option<f64>,
+    /// Send budget from the session's transport or congestion feedback (RFC 8888), bits
+    /// per second; `null` without one.
+    pub send_budget_bps: Option<u64>,
 }
 
 /// One stream of a room.

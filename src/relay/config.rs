@@ -53,6 +53,10 @@ pub struct RelayConfig {
     /// (after each batch of inputs); beyond it packets are dropped (`outbox_full`) rather
     /// than buffered. The shell's send arena holds at most this much plus SRTP tags.
     pub max_outbox_bytes: usize,
+    /// The least interval between the relay's RTCP reports to one session (RFC 3550
+    /// §6.2 `Tmin`; the first report waits half of it). Longer on busy legs.
+    #[serde(with = "secs")]
+    pub rtcp_min_interval: Duration,
 }
 
 impl Default for RelayConfig {
@@ -75,6 +79,7 @@ impl Default for RelayConfig {
             relay_send_bitrate_bps: 200_000_000,
             relay_send_burst_bytes: 48 * 1024,
             max_outbox_bytes: 16 << 20,
+            rtcp_min_interval: Duration::from_secs(5),
         }
     }
 }

@@ -15,6 +15,7 @@ use super::interest::Interest;
 use super::outbox::{Outbox, OutboxMark, Transmit};
 use super::pacing::Pacing;
 use super::relevance;
+use super::reports::{Reports, RtcpLeg};
 use super::room::{Room, Stream};
 use super::session::{Session, TokenBucket};
 use super::stats::{RelayStats, StatEvent};
@@ -28,7 +29,7 @@ use std::time::Instant;
 pub struct Relay {
     pub(super) cfg: RelayConfig,
     pub(super) relay_ssrc: u32,
-    rng: u64,
+    pub(super) rng: u64,
     next_id: SessionId,
     /// Step between session ids: the number of shards, so that a shard's ids are exactly
     /// those `≡ shard (mod shards)` and any session id names its shard.
@@ -56,6 +57,8 @@ pub struct Relay {
     /// The session whose input (or whose room's timers) the core is handling: the room a
     /// defect would have left inconsistent, for [`Relay::quarantine`].
     pub(super) busy: Option<SessionId>,
+    /// RTCP reports: schedule, wall clock, counts.
+    pub(super) reports: Reports,
 }
 
 impl Relay {
@@ -95,6 +98,7 @@ impl Relay {
             drain_ids: Vec::new(),
             expired: Vec::new(),
             busy: None,
+            reports: Reports::new(relay_ssrc),
         }
     }
 
@@ -161,6 +165,7 @@ impl Relay {
     /// Joins a session to a room, creating the room if needed.
     pub fn join(&mut self, now: Instant, req: JoinRequest) -> Result<Joined, ControlError> {
         self.busy = None;
+        self.out.now = Some(now);
         if self.draining {
             return Err(ControlError::Draining);
         }
@@ -215,8 +220,12 @@ impl Relay {
                 ),
                 predicted: HashMap::new(),
                 cells: None,
+                rtcp: RtcpLeg::new(now),
+                send_budget_bps: None,
+                congestion: None,
             },
         );
+        self.schedule_first_report(id, now);
         if let Some(s) = self.sessions.get_mut(&id) {
             s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
             if let Some(room) = self.rooms.get_mut(&s.room) {
@@ -261,6 +270,7 @@ impl Relay {
             relevance::unplace(room, s);
         }
         self.sessions.remove(&id);
+        self.out.sent.forget_session(id);
         self.end_delivery(id);
         self.by_ssrc.remove(&ssrc);
         if let Some(room) = self.rooms.get_mut(&room_name) {
@@ -280,6 +290,7 @@ impl Relay {
         interest: Interest,
     ) -> Result<(), ControlError> {
         self.busy = Some(id);
+        self.out.now = Some(now);
         interest.validate().map_err(ControlError::InvalidInterest)?;
         let s = self
             .sessions
@@ -314,6 +325,8 @@ impl Relay {
                 subscribe: s.subscribe,
                 dialect: s.dialect,
                 delivery: s.interest.delivery.mode,
+                rtt_ms: s.rtcp.rtt().map(|d| d.as_secs_f64() * 1e3),
+                send_budget_bps: s.send_budget_bps,
             })
             .collect();
         let mut streams: Vec<StreamInfo> = room
@@ -344,6 +357,7 @@ impl Relay {
             .into_iter()
             .chain(self.pace_at)
             .chain(self.agg.due())
+            .chain(self.reports.due())
             .min()
     }
 
@@ -356,11 +370,13 @@ impl Relay {
     /// Expires objects, streams and sessions whose time has come.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.busy = None;
+        self.out.now = Some(now);
         if self.pace_at.is_some_and(|t| now >= t) {
             self.drain_paced(now);
         }
         self.mix(now, false);
         self.flush_aggregates(now);
+        self.send_due_reports(now);
         self.count_overflow();
         if self.next_sweep.is_none_or(|t| now < t) {
             return;
@@ -478,6 +494,7 @@ impl Relay {
     /// Handles one plaintext RTP packet from a session.
     pub fn handle_rtp(&mut self, now: Instant, from: SessionId, packet: &[u8]) {
         self.busy = Some(from);
+        self.out.now = Some(now);
         if let Err(reason) = self.accept_rtp(now, from, packet) {
             self.drop_packet(reason);
         }
@@ -531,6 +548,7 @@ impl Relay {
         let objects: usize = room.streams.values().map(|s| s.store.len()).sum();
         self.stats.objects_changed(0, objects);
         for id in room.members {
+            self.out.sent.forget_session(id);
             if let Some(s) = self.sessions.remove(&id) {
                 self.by_ssrc.remove(&s.ssrc);
                 self.closed.push(id);
@@ -566,7 +584,7 @@ impl Relay {
         packet: &[u8],
     ) -> Result<(), &'static str> {
         self.admit(now, from, packet.len())?;
-        let s = self.sessions.get(&from).ok_or("unknown_session")?;
+        let s = self.sessions.get_mut(&from).ok_or("unknown_session")?;
         let pkt = RtpPacket::parse(packet).map_err(|e| e.reason())?;
         if pkt.ssrc() != s.ssrc {
             return Err("ssrc_mismatch");
@@ -574,6 +592,7 @@ impl Relay {
         if !s.publish {
             return Err("not_publisher");
         }
+        s.rtcp.received(packet.len());
         let dialect = s.dialect;
         self.refs.clear();
         for r in wire::objects(pkt.payload(), dialect) {
@@ -587,8 +606,9 @@ impl Relay {
         let (seq, ts) = (pkt.sequence_number(), pkt.timestamp());
         let stream = room.streams.entry(pkt.ssrc()).or_insert_with(|| {
             self.stats.streams += 1;
-            Stream::new(from, seq.wrapping_sub(1), ts, pkt.payload_type(), now)
+            Stream::new(from, seq, ts, pkt.payload_type(), now)
         });
+        stream.reception.packet(seq, ts, now);
         let late = match seq.wrapping_sub(stream.last_seq) {
             0 => return Err("duplicate"),
             d => d >= 0x8000,

@@ -25,6 +25,7 @@ impl Relay {
     /// Handles one plaintext RTCP compound packet from a session.
     pub fn handle_rtcp(&mut self, now: Instant, from: SessionId, packet: &[u8]) {
         self.busy = Some(from);
+        self.out.now = Some(now);
         if let Err(reason) = self.accept_rtcp(now, from, packet) {
             self.drop_packet(reason);
         }
@@ -90,6 +91,19 @@ impl Relay {
                         // A capped subscriber no longer shares an aggregated view.
                         self.sync_delivery(from, now);
                     }
+                }
+                RtcpItem::SenderReport {
+                    ssrc,
+                    info,
+                    reports,
+                } => self.on_sender_report(now, from, (own, ssrc), info, &reports),
+                RtcpItem::ReceiverReport { ssrc, reports } => {
+                    self.on_receiver_report(now, from, (own, ssrc), &reports);
+                }
+                RtcpItem::Sdes { chunks } => self.on_sdes(from, own, &chunks),
+                RtcpItem::Ccfb(fb) => {
+                    self.count_feedback("ccfb");
+                    self.on_ccfb(now, from, own, &fb);
                 }
                 RtcpItem::Bye { ssrcs } if ssrcs.contains(&own) => {
                     self.count_feedback("bye");
@@ -400,6 +414,7 @@ impl Relay {
                 continue;
             };
             s.forget_stream(ssrc);
+            self.out.sent.forget_stream(member, ssrc);
             if member == stream.owner || !s.subscribe {
                 continue;
             }

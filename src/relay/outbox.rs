@@ -8,9 +8,12 @@
 //! entering an area) serves both delivery modes unchanged.
 
 use super::api::SessionId;
+use super::ledger::{Ledger, Queued};
 use crate::rtp::PacketClass;
+use crate::rtp::packet::ssrc_seq_payload_len;
 use std::collections::{HashSet, VecDeque};
 use std::ops::Range;
+use std::time::Instant;
 
 /// One packet to send to one session (plaintext; the transport encrypts it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +55,10 @@ pub struct Outbox {
     /// Sessions whose RTP is diverted to aggregation.
     mixed: HashSet<SessionId>,
     diverted: Diverted,
+    /// What each session was sent, for Sender Reports and congestion feedback.
+    pub sent: Ledger,
+    /// The time of the input being handled (the core sets it): when packets are queued.
+    pub now: Option<Instant>,
 }
 
 /// Per-stream RTP packets diverted from sessions in aggregated delivery.
@@ -141,6 +148,19 @@ impl Outbox {
             return;
         }
         if end > start {
+            if class == PacketClass::Rtp
+                && let Some(now) = self.now
+                && let Some((ssrc, seq, payload)) =
+                    self.buf.get(start..end).and_then(ssrc_seq_payload_len)
+            {
+                let queued = Queued {
+                    ssrc,
+                    seq,
+                    payload,
+                    size: end - start,
+                };
+                self.sent.count(to, queued, now);
+            }
             self.queue.push_back(Pending {
                 to,
                 class,

@@ -3,6 +3,8 @@
 use super::api::SessionId;
 use super::grid::Grid;
 use super::store::{History, Store};
+use crate::rtp::CLOCK_RATE;
+use crate::rtp::reception::Reception;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -43,21 +45,38 @@ pub struct Stream {
     pub fir_forwarded: Option<Instant>,
     /// Sequence number of the relay's next FIR to the source.
     pub fir_seq: u8,
+    /// Reception statistics: the relay's reports to the sender.
+    pub reception: Reception,
+    /// The sender's clock mapping from its latest SR, carried into the relay's SRs.
+    pub sender_clock: Option<SenderClock>,
+}
+
+/// A sender's NTP time and RTP timestamp of one instant (its SR), and when it arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SenderClock {
+    /// NTP time of the SR.
+    pub ntp: u64,
+    /// RTP timestamp of the same instant.
+    pub rtp: u32,
+    /// When the SR arrived.
+    pub at: Instant,
 }
 
 impl Stream {
-    /// A stream whose first packet has just arrived.
+    /// A stream whose first packet (`seq`) has just arrived, not yet applied.
     pub fn new(owner: SessionId, seq: u16, ts: u32, payload_type: u8, now: Instant) -> Self {
         Self {
             owner,
             store: Store::new(now),
             history: History::default(),
-            last_seq: seq,
+            last_seq: seq.wrapping_sub(1),
             last_ts: ts,
             payload_type,
             last_packet: now,
             fir_forwarded: None,
             fir_seq: 0,
+            reception: Reception::new(seq, CLOCK_RATE, now),
+            sender_clock: None,
         }
     }
 }

@@ -3,8 +3,10 @@
 
 use super::api::SessionId;
 use super::budget::FeedbackBudget;
+use super::congestion::Controller;
 use super::interest::Interest;
 use super::pacing::Pacing;
+use super::reports::RtcpLeg;
 use crate::rtp::SeqRewriter;
 use crate::wire::Dialect;
 use crate::wire::motion::Motion;
@@ -55,6 +57,12 @@ pub struct Session {
     /// Grid cells it is registered in; `None` when in the room's `everywhere` list (or,
     /// for a session that does not subscribe, nowhere).
     pub cells: Option<Vec<super::grid::Cell>>,
+    /// Its RTCP reports: schedule, round-trip time, CNAME.
+    pub rtcp: RtcpLeg,
+    /// Send budget from its transport or its congestion feedback, bits per second.
+    pub send_budget_bps: Option<u64>,
+    /// The controller its RFC 8888 feedback drives, once it sent some.
+    pub congestion: Option<Controller>,
 }
 
 /// One stream as one subscriber receives it.
@@ -138,12 +146,17 @@ impl TokenBucket {
 }
 
 impl Session {
-    /// Applies the lowest of the configured, requested and TMMBR bandwidth caps.
+    /// Applies the lowest of the configured, requested, TMMBR and send-budget caps.
     pub fn refresh_cap(&mut self, configured: Option<u64>, now: Instant) {
-        let cap = [configured, self.interest.max_bitrate_bps, self.tmmbr_bps]
-            .into_iter()
-            .flatten()
-            .min();
+        let cap = [
+            configured,
+            self.interest.max_bitrate_bps,
+            self.tmmbr_bps,
+            self.send_budget_bps,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         self.pacing.set_cap(cap, now);
     }
 

@@ -10,7 +10,10 @@
 //! Everything here is pure: no I/O, no clock. Parsing treats input as hostile: malformed
 //! bytes give a typed error whose `reason()` is a stable metric label, never a panic.
 
+pub mod ccfb;
+pub mod ntp;
 pub mod packet;
+pub mod reception;
 pub mod rewrite;
 pub mod rtcp;
 pub mod srtp;
@@ -20,5 +23,8 @@ pub use packet::{
     RtpWriteError, WriteExtension, classify,
 };
 pub use rewrite::{Rewritten, SeqRewriter};
+
+/// The RTP clock rate of game state (draft §4): 90 kHz.
+pub const CLOCK_RATE: u32 = 90_000;
 pub use rtcp::{RtcpError, RtcpItem, RtcpWriteError, parse_compound};
 pub use srtp::{KeyMaterial, SrtpError, SrtpProfile, SrtpSession};

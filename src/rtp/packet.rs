@@ -84,6 +84,22 @@ pub fn classify(datagram: &[u8]) -> PacketClass {
 }
 
 /// Reads a big-endian u16 at `at`, or `None` past the end.
+/// The SSRC, sequence number and payload length (padding included) of an RTP packet the
+/// relay built, read from its header without validating the rest; `None` if it is shorter
+/// than its header.
+pub fn ssrc_seq_payload_len(packet: &[u8]) -> Option<(u32, u16, usize)> {
+    let first = *packet.first()?;
+    let mut len = FIXED_HEADER_LEN + 4 * usize::from(first & 0x0f);
+    if first & 0x10 != 0 {
+        len += 4 + 4 * usize::from(be16(packet, len + 2)?);
+    }
+    Some((
+        be32(packet, 8)?,
+        be16(packet, 2)?,
+        packet.len().checked_sub(len)?,
+    ))
+}
+
 fn be16(buf: &[u8], at: usize) -> Option<u16> {
     let b: [u8; 2] = buf.get(at..at.checked_add(2)?)?.try_into().ok()?;
     Some(u16::from_be_bytes(b))

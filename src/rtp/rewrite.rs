@@ -95,6 +95,11 @@ impl SeqRewriter {
         }
     }
 
+    /// What is added to source timestamps (the subscriber's timestamp space).
+    pub fn ts_offset(&self) -> u32 {
+        self.ts_offset
+    }
+
     /// Numbers a source packet the relay sends; `None` if it must not be sent (see the rules).
     pub fn forward(&mut self, src_seq: u16, src_ts: u32) -> Option<Rewritten> {
         let sequence_number = match &mut self.source {

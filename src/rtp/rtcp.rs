@@ -217,6 +217,8 @@ pub enum RtcpItem {
         /// The bounding set; may be empty.
         entries: Vec<TmmbEntry>,
     },
+    /// Congestion control feedback (RFC 8888).
+    Ccfb(super::ccfb::Ccfb),
     /// A well-framed packet of a type the relay does not decode (APP, XR, other FMTs...).
     Other {
         /// Its packet type.
@@ -388,6 +390,7 @@ fn decode(p: &Framed<'_>) -> Result<RtcpItem, RtcpError> {
                 entries,
             }
         }
+        (PT_RTPFB, super::ccfb::FMT_CCFB) => RtcpItem::Ccfb(super::ccfb::decode(p.body)?),
         (PT_RTPFB, FMT_TMMBN) => {
             let (sender_ssrc, entries) = decode_tmmb(p)?;
             RtcpItem::Tmmbn {
@@ -475,22 +478,57 @@ pub fn write_rr(
 }
 
 /// Appends an SDES with one chunk holding a CNAME to `out`; returns its length.
-///
-/// Hand-written: `rtc-rtcp` ends the chunk's null padding with a pad count octet, where
-/// RFC 3550 §6.5 wants null octets only.
 pub fn write_sdes_cname(
     out: &mut Vec<u8>,
     ssrc: u32,
     cname: &[u8],
 ) -> Result<usize, RtcpWriteError> {
-    let len = u8::try_from(cname.len()).map_err(|_| RtcpWriteError::TextTooLong)?;
-    // SSRC, CNAME type and length, text, then at least one null octet (END) up to 32 bits.
-    let chunk_len = (4 + 2 + cname.len() + 1).next_multiple_of(4);
-    append_packet(out, 1, PT_SDES, chunk_len, |out| {
+    write_sdes_cnames(out, [(ssrc, cname)])
+}
+
+/// Appends an SDES with one CNAME chunk per (SSRC, CNAME), at most 31, to `out`; returns
+/// its length. Nothing is appended on error.
+///
+/// Hand-written: `rtc-rtcp` ends a chunk's null padding with a pad count octet, where
+/// RFC 3550 §6.5 wants null octets only.
+pub fn write_sdes_cnames<'a>(
+    out: &mut Vec<u8>,
+    chunks: impl IntoIterator<Item = (u32, &'a [u8])>,
+) -> Result<usize, RtcpWriteError> {
+    let start = out.len();
+    out.extend_from_slice(&[0; HEADER_LEN]);
+    let mut count = 0u8;
+    for (ssrc, cname) in chunks {
+        let Ok(len) = u8::try_from(cname.len()) else {
+            out.truncate(start);
+            return Err(RtcpWriteError::TextTooLong);
+        };
+        if count == 31 {
+            out.truncate(start);
+            return Err(RtcpWriteError::TooManySources);
+        }
+        count += 1;
+        // SSRC, CNAME type and length, text, then at least one null octet (END) up to
+        // 32 bits.
+        let chunk_start = out.len();
         out.extend_from_slice(&ssrc.to_be_bytes());
         out.extend_from_slice(&[SdesType::SdesCname as u8, len]);
         out.extend_from_slice(cname);
-    })
+        out.resize(
+            chunk_start + (4 + 2 + cname.len() + 1).next_multiple_of(4),
+            0,
+        );
+    }
+    let len = out.len() - start;
+    let Ok(words) = u16::try_from((len - HEADER_LEN) / 4) else {
+        out.truncate(start);
+        return Err(RtcpWriteError::TooLong);
+    };
+    let [hi, lo] = words.to_be_bytes();
+    if let Some(header) = out.get_mut(start..start + HEADER_LEN) {
+        header.copy_from_slice(&[2 << 6 | count, PT_SDES, hi, lo]);
+    }
+    Ok(len)
 }
 
 /// Appends a BYE for `ssrcs` (at most 31), without a reason, to `out`; returns its length.

@@ -52,7 +52,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -111,6 +111,12 @@ pub async fn spawn(
     size_buffers(&socket, cfg.recv_buffer, cfg.send_buffer)?;
     let local_addr = socket.local_addr()?;
     let slot = relay.config().max_packet_bytes + RECV_SLOT_SPARE;
+    let mut relay = relay;
+    // The core's NTP time (RTCP reports) from one reading of both clocks.
+    let since_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    relay.set_wallclock(Instant::now(), since_unix);
     let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
     let shell = Shell {
         counters: Counters::new(&metrics),

@@ -38,6 +38,9 @@ pub struct World {
     pub t0: Instant,
     pub now: Instant,
     seqs: HashMap<u32, u16>,
+    /// Whether [`World::sent`] returns the relay's periodic SR/RR compounds too (only
+    /// the report tests look at them).
+    pub keep_reports: bool,
 }
 
 impl World {
@@ -55,6 +58,7 @@ impl World {
             t0,
             now: t0,
             seqs: Default::default(),
+            keep_reports: false,
         }
     }
 
@@ -133,6 +137,10 @@ impl World {
     pub fn sent(&mut self) -> Vec<Sent> {
         let mut v = Vec::new();
         while let Some(t) = self.relay.poll_transmit() {
+            let report = matches!(t.bytes.get(1), Some(&(rtcp::PT_SR | rtcp::PT_RR)));
+            if t.class == PacketClass::Rtcp && report && !self.keep_reports {
+                continue;
+            }
             v.push(Sent {
                 to: t.session,
                 class: t.class,
@@ -144,6 +152,11 @@ impl World {
 
     pub fn dropped(&self, reason: &str) -> u64 {
         self.relay.stats().dropped.get(reason)
+    }
+
+    /// Feedback the core ignored or put off, by reason.
+    pub fn suppressed(&self, reason: &str) -> u64 {
+        self.relay.stats().suppressed.get(reason)
     }
 
     /// The Prometheus metrics, with what the core counted so far exported into them as a

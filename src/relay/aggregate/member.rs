@@ -5,7 +5,7 @@ use super::super::session::SENT_RING;
 use super::builder::Segment;
 use crate::relay::api::SessionId;
 use crate::relay::outbox::Outbox;
-use crate::rtp::{PacketClass, RtpHeader};
+use crate::rtp::{CLOCK_RATE, PacketClass, RtpHeader};
 use crate::wire::Dialect;
 use std::time::Instant;
 
@@ -15,9 +15,6 @@ pub type ViewId = usize;
 /// The RTP payload type of aggregated packets: the dynamic type the client uses for game
 /// state (the payload is game state too; receivers tell the stream by its SSRC).
 pub const PAYLOAD_TYPE: u8 = 96;
-
-/// The RTP clock rate of game state (draft §4).
-const CLOCK_RATE: u128 = 90_000;
 
 /// The most CSRCs an RTP header holds (RFC 3550 §5.1).
 const MAX_CSRCS: usize = 15;
@@ -71,7 +68,8 @@ impl Member {
 
     /// The stream's RTP timestamp at `now` (90 kHz from its start).
     pub fn timestamp(&self, now: Instant) -> u32 {
-        let ticks = now.saturating_duration_since(self.epoch).as_micros() * CLOCK_RATE / 1_000_000;
+        let ticks = now.saturating_duration_since(self.epoch).as_micros() * u128::from(CLOCK_RATE)
+            / 1_000_000;
         // RTP timestamps wrap: truncation is the arithmetic RFC 3550 wants.
         self.ts_base.wrapping_add(ticks as u32)
     }

@@ -205,6 +205,11 @@ impl Aggregator {
         self.due
     }
 
+    /// The RTP timestamp of a member's aggregated stream at `now`.
+    pub fn member_timestamp(&self, id: SessionId, now: Instant) -> Option<u32> {
+        self.members.get(&id).map(|m| m.timestamp(now))
+    }
+
     fn is_member(&self, id: SessionId) -> bool {
         self.members.contains_key(&id)
     }
@@ -553,6 +558,7 @@ impl Relay {
     /// brought as one packet per view; other delays are kept by
     /// [`Relay::poll_timeout`] / [`Relay::handle_timeout`].
     pub fn flush_aggregates(&mut self, now: Instant) {
+        self.out.now = Some(now);
         let budget = self.cfg.payload_budget;
         let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now, budget);
         self.agg.flush_due(&mut tx);
