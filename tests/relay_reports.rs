@@ -216,14 +216,21 @@ fn publishers_get_receiver_reports_with_loss_highest_sequence_jitter_lsr_and_dls
     );
 }
 
-#[test]
-fn subscriber_rtt_from_lsr_and_dlsr_on_the_relays_srs() {
+/// A room with a publisher (a, one Head1 sent) and two subscribers (b, c), run until
+/// b's first report; returns what was sent up to then.
+fn publisher_and_two_subscribers() -> (World, Joined, Joined, Joined, Vec<Sent>) {
     let mut w = world();
     let a = w.join("r", true, false);
     let b = w.join("r", false, true);
     let c = w.join("r", false, true);
     w.publish(&a, &[head(1, 0.0)]);
     let sent = until_report(&mut w, &b, Duration::from_secs(3));
+    (w, a, b, c, sent)
+}
+
+#[test]
+fn subscriber_rtt_from_lsr_and_dlsr_on_the_relays_srs() {
+    let (mut w, a, b, c, sent) = publisher_and_two_subscribers();
     let sr = sr_for(&reports(&sent, &b), a.ssrc).unwrap();
     // b answers 50 ms later, having held the SR for 30 ms: 20 ms round trip.
     w.advance(Duration::from_millis(50));
@@ -250,12 +257,7 @@ fn subscriber_rtt_from_lsr_and_dlsr_on_the_relays_srs() {
 
 #[test]
 fn bad_reports_are_ignored_counted_and_touch_no_one_else() {
-    let mut w = world();
-    let a = w.join("r", true, false);
-    let b = w.join("r", false, true);
-    let c = w.join("r", false, true);
-    w.publish(&a, &[head(1, 0.0)]);
-    let sent = until_report(&mut w, &b, Duration::from_secs(3));
+    let (mut w, a, b, c, sent) = publisher_and_two_subscribers();
     let lsr = ntp::compact(sr_for(&reports(&sent, &b), a.ssrc).unwrap().ntp_time);
 
     // b sends an SR for a's SSRC: not its own, dropped; a's mapping is untouched.
