@@ -17,6 +17,7 @@ mod delivery;
 mod feedback;
 mod forward;
 mod grid;
+mod ids;
 pub mod interest;
 pub mod limits;
 mod outbox;

@@ -8,8 +8,9 @@
 //! entering an area) serves both delivery modes unchanged.
 
 use super::api::SessionId;
+use super::ids::IdSet;
 use crate::rtp::PacketClass;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::ops::Range;
 
 /// One packet to send to one session (plaintext; the transport encrypts it).
@@ -50,7 +51,7 @@ pub struct Outbox {
     /// Packets refused at the ceiling since the last [`Outbox::take_overflowed`].
     overflowed: u64,
     /// Sessions whose RTP is diverted to aggregation.
-    mixed: HashSet<SessionId>,
+    mixed: IdSet,
     diverted: Diverted,
 }
 

@@ -45,6 +45,7 @@ pub struct SendBatch {
     /// The send plan, rebuilt by each flush: item indexes by destination, in queue order
     /// within one destination, and the runs cut from them.
     order: Vec<u32>,
+    keyed: Vec<(u64, u32)>,
     runs: Vec<Run>,
     gso: Gso,
 }
@@ -52,6 +53,8 @@ pub struct SendBatch {
 /// One queued datagram.
 struct Item {
     to: SocketAddr,
+    /// Sort key: equal for equal destinations (exact for IPv4).
+    key: u64,
     addr: SockaddrStorage,
     start: usize,
     end: usize,
@@ -126,6 +129,7 @@ impl SendBatch {
                 self.arena.truncate(end);
                 self.items.push(Item {
                     to,
+                    key: dest_key(to),
                     addr: SockaddrStorage::from(to),
                     start,
                     end,
@@ -179,14 +183,15 @@ impl SendBatch {
         let Self {
             items,
             order,
+            keyed,
             runs,
             gso,
             ..
         } = self;
         order.clear();
-        order.extend(0..items.len() as u32);
         runs.clear();
         if *gso != Gso::On {
+            order.extend(0..items.len() as u32);
             runs.extend((0..items.len()).map(|first| Run {
                 first,
                 count: 1,
@@ -194,8 +199,13 @@ impl SendBatch {
             }));
             return;
         }
+        // By destination key, then queue position: each destination's datagrams end up
+        // together and in order (a key two destinations share only splits their runs).
+        keyed.clear();
+        keyed.extend(items.iter().zip(0..).map(|(item, i)| (item.key, i)));
+        keyed.sort_unstable();
+        order.extend(keyed.iter().map(|(_, i)| *i));
         let item = |i: u32| &items[i as usize];
-        order.sort_unstable_by_key(|&i| (item(i).to, i));
         let mut first = 0;
         while let Some(&head) = order.get(first) {
             let (to, segment) = (item(head).to, item(head).len());
@@ -276,6 +286,18 @@ impl SendBatch {
             .take(taken)
             .for_each(|item| sent.add(item.len()));
         Ok(taken.max(1))
+    }
+}
+
+/// A destination's sort key.
+fn dest_key(to: SocketAddr) -> u64 {
+    let port = u64::from(to.port());
+    match to {
+        SocketAddr::V4(a) => u64::from(a.ip().to_bits()) << 16 | port,
+        SocketAddr::V6(a) => {
+            let ip = a.ip().to_bits();
+            (ip as u64) ^ ((ip >> 64) as u64) ^ port.rotate_left(48)
+        }
     }
 }
 
