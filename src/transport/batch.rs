@@ -233,8 +233,8 @@ impl SendBatch {
     }
 
     /// Sends run `at` as a GSO super-buffer; returns the runs done (1). A refusal that
-    /// means the kernel or route cannot do GSO turns it off and leaves the run's datagrams
-    /// to go one at a time (0 runs done).
+    /// means the kernel or route cannot do GSO turns it off and leaves this run's and the
+    /// later runs' datagrams to go one at a time (0 runs done).
     fn send_gso(&mut self, socket: &UdpSocket, at: usize, sent: &mut Sent) -> io::Result<usize> {
         let Run {
             first,
@@ -255,12 +255,14 @@ impl SendBatch {
             Err(e) if gso_refused(&e) => {
                 tracing::warn!(error = %e, "UDP GSO refused; sending datagrams one by one");
                 self.gso = Gso::Off;
-                let singles = (first..first + count).map(|first| Run {
+                // This run and every later one go datagram by datagram (once per socket).
+                let rest: Vec<Run> = self.runs.drain(at..).collect();
+                let singles = rest.iter().flat_map(|r| r.first..r.first + r.count);
+                self.runs.extend(singles.map(|first| Run {
                     first,
                     count: 1,
                     segment: 0,
-                });
-                self.runs.splice(at..=at, singles);
+                }));
                 Ok(0)
             }
             Err(e) => Err(e),
@@ -447,6 +449,43 @@ mod tests {
         let big = vec![(1, 20_000); 4];
         let counts: Vec<usize> = plan(&big).iter().map(|r| r.1.len()).collect();
         assert_eq!(counts, vec![3, 1]);
+    }
+
+    /// A kernel that refuses a super-buffer (here `EINVAL`: the sending socket turned
+    /// UDP checksums off, which GSO needs) gets the datagrams one by one, and GSO stays
+    /// off for the socket.
+    #[tokio::test]
+    async fn a_refused_super_buffer_falls_back_to_single_datagrams() {
+        let sender = UdpSocket::bind(addr(0)).await.unwrap();
+        let one: nix::libc::c_int = 1;
+        // SAFETY: the fd is the live socket above; `one` outlives the call and its size
+        // is the length passed.
+        let rc = unsafe {
+            nix::libc::setsockopt(
+                sender.as_raw_fd(),
+                nix::libc::SOL_SOCKET,
+                nix::libc::SO_NO_CHECK,
+                (&raw const one).cast(),
+                std::mem::size_of_val(&one) as nix::libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0, "SO_NO_CHECK: {}", io::Error::last_os_error());
+        let receiver = UdpSocket::bind(addr(0)).await.unwrap();
+        let to = receiver.local_addr().unwrap();
+        let mut batch = SendBatch::default();
+        let datagrams: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 100]).collect();
+        for d in &datagrams {
+            batch.push(to, d);
+        }
+        assert_eq!(batch.flush(&sender).await.packets, 5);
+        assert_eq!(batch.gso, Gso::Off);
+        let mut buf = [0u8; 2048];
+        for d in &datagrams {
+            let got =
+                tokio::time::timeout(std::time::Duration::from_secs(5), receiver.recv(&mut buf));
+            let len = got.await.unwrap().unwrap();
+            assert_eq!(&buf[..len], &d[..]);
+        }
     }
 
     /// Over real loopback sockets: each receiver gets its datagrams whole and in order,
