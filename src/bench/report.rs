@@ -247,58 +247,102 @@ pub struct SweepPoint {
     pub baseline: Report,
 }
 
+/// Canvas size and margins of the sweep chart.
+const W: f64 = 760.0;
+const H: f64 = 460.0;
+const L: f64 = 70.0;
+const R: f64 = 170.0;
+const T: f64 = 40.0;
+const B: f64 = 50.0;
+
+/// Picks one series' (x, y) from a sweep point.
+type Pick = fn(&SweepPoint) -> (f64, f64);
+
+/// The sweep chart's series: name, colour, dash pattern, and what they plot.
+const SERIES: [(&str, &str, &str, Pick); 4] = [
+    ("relay p50", "#1f77b4", "", |p| {
+        (p.relay.received_pps, p.relay.latency_us.p50)
+    }),
+    ("relay p99", "#d62728", "", |p| {
+        (p.relay.received_pps, p.relay.latency_us.p99)
+    }),
+    ("relay p99.9", "#9467bd", "", |p| {
+        (p.relay.received_pps, p.relay.latency_us.p999)
+    }),
+    ("baseline p99", "#2ca02c", "6,4", |p| {
+        (p.baseline.received_pps, p.baseline.latency_us.p99)
+    }),
+];
+
+/// The chart's log-scale axes: whole decades around the data.
+struct Axes {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+}
+
+impl Axes {
+    /// Axes that hold every positive point of every series.
+    fn around(points: &[SweepPoint]) -> Self {
+        let all: Vec<(f64, f64)> = points
+            .iter()
+            .flat_map(|p| SERIES.iter().map(move |s| (s.3)(p)))
+            .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+            .collect();
+        let decade = |v: f64, up: bool| {
+            let l = v.log10();
+            10f64.powf(if up { l.ceil() } else { l.floor() })
+        };
+        let (x0, x1) = all
+            .iter()
+            .fold((f64::MAX, 0f64), |(a, b), (x, _)| (a.min(*x), b.max(*x)));
+        let (y0, y1) = all
+            .iter()
+            .fold((f64::MAX, 0f64), |(a, b), (_, y)| (a.min(*y), b.max(*y)));
+        let (x0, x1) = if all.is_empty() {
+            (1.0, 10.0)
+        } else {
+            (decade(x0, false), decade(x1, true))
+        };
+        let (y0, y1) = if all.is_empty() {
+            (1.0, 10.0)
+        } else {
+            (decade(y0, false), decade(y1, true))
+        };
+        let (x1, y1) = (x1.max(x0 * 10.0), y1.max(y0 * 10.0));
+        Self { x0, x1, y0, y1 }
+    }
+
+    fn px(&self, x: f64) -> f64 {
+        L + (x.log10() - self.x0.log10()) / (self.x1.log10() - self.x0.log10()) * (W - L - R)
+    }
+
+    fn py(&self, y: f64) -> f64 {
+        H - B - (y.log10() - self.y0.log10()) / (self.y1.log10() - self.y0.log10()) * (H - T - B)
+    }
+
+    /// The values of the grid lines from `lo` to `hi`: every decade and its 2× and 5×.
+    fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+        let mut out = Vec::new();
+        let mut v = lo;
+        while v <= hi * 1.0001 {
+            for m in [1.0, 2.0, 5.0] {
+                if v * m > hi * 1.0001 {
+                    break;
+                }
+                out.push(v * m);
+            }
+            v *= 10.0;
+        }
+        out
+    }
+}
+
 /// Draws received packets/s (x, log scale) against latency percentiles (y, log scale),
 /// as a self-contained SVG: no fonts or drawing crates needed.
 pub fn sweep_svg(points: &[SweepPoint], title: &str) -> String {
-    const W: f64 = 760.0;
-    const H: f64 = 460.0;
-    const L: f64 = 70.0;
-    const R: f64 = 170.0;
-    const T: f64 = 40.0;
-    const B: f64 = 50.0;
-    type Pick = fn(&SweepPoint) -> (f64, f64);
-    let series: [(&str, &str, &str, Pick); 4] = [
-        ("relay p50", "#1f77b4", "", |p| {
-            (p.relay.received_pps, p.relay.latency_us.p50)
-        }),
-        ("relay p99", "#d62728", "", |p| {
-            (p.relay.received_pps, p.relay.latency_us.p99)
-        }),
-        ("relay p99.9", "#9467bd", "", |p| {
-            (p.relay.received_pps, p.relay.latency_us.p999)
-        }),
-        ("baseline p99", "#2ca02c", "6,4", |p| {
-            (p.baseline.received_pps, p.baseline.latency_us.p99)
-        }),
-    ];
-    let all: Vec<(f64, f64)> = points
-        .iter()
-        .flat_map(|p| series.iter().map(move |s| (s.3)(p)))
-        .filter(|(x, y)| *x > 0.0 && *y > 0.0)
-        .collect();
-    let decade = |v: f64, up: bool| {
-        let l = v.log10();
-        10f64.powf(if up { l.ceil() } else { l.floor() })
-    };
-    let (x0, x1) = all
-        .iter()
-        .fold((f64::MAX, 0f64), |(a, b), (x, _)| (a.min(*x), b.max(*x)));
-    let (y0, y1) = all
-        .iter()
-        .fold((f64::MAX, 0f64), |(a, b), (_, y)| (a.min(*y), b.max(*y)));
-    let (x0, x1) = if all.is_empty() {
-        (1.0, 10.0)
-    } else {
-        (decade(x0, false), decade(x1, true))
-    };
-    let (y0, y1) = if all.is_empty() {
-        (1.0, 10.0)
-    } else {
-        (decade(y0, false), decade(y1, true))
-    };
-    let (x1, y1) = (x1.max(x0 * 10.0), y1.max(y0 * 10.0));
-    let px = |x: f64| L + (x.log10() - x0.log10()) / (x1.log10() - x0.log10()) * (W - L - R);
-    let py = |y: f64| H - B - (y.log10() - y0.log10()) / (y1.log10() - y0.log10()) * (H - T - B);
+    let axes = Axes::around(points);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -311,44 +355,42 @@ pub fn sweep_svg(points: &[SweepPoint], title: &str) -> String {
         (W - R + L) / 2.0,
         xml(title)
     );
-    // Grid and labels at every decade and its 2× and 5×.
-    let mut v = x0;
-    while v <= x1 * 1.0001 {
-        for m in [1.0, 2.0, 5.0] {
-            let x = v * m;
-            if x > x1 * 1.0001 {
-                break;
-            }
-            let _ = writeln!(
-                s,
-                r##"<line x1="{0:.1}" y1="{T}" x2="{0:.1}" y2="{1}" stroke="#ddd"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##,
-                px(x),
-                H - B,
-                H - B + 16.0,
-                short(x)
-            );
-        }
-        v *= 10.0;
+    svg_grid(&mut s, &axes);
+    svg_frame(&mut s);
+    for (i, series) in SERIES.iter().enumerate() {
+        svg_series(&mut s, &axes, points, i, series);
     }
-    let mut v = y0;
-    while v <= y1 * 1.0001 {
-        for m in [1.0, 2.0, 5.0] {
-            let y = v * m;
-            if y > y1 * 1.0001 {
-                break;
-            }
-            let _ = writeln!(
-                s,
-                r##"<line x1="{L}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#ddd"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
-                py(y),
-                W - R,
-                L - 6.0,
-                py(y) + 4.0,
-                short(y)
-            );
-        }
-        v *= 10.0;
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Grid lines and their labels.
+fn svg_grid(s: &mut String, axes: &Axes) {
+    for x in Axes::ticks(axes.x0, axes.x1) {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{0:.1}" y1="{T}" x2="{0:.1}" y2="{1}" stroke="#ddd"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##,
+            axes.px(x),
+            H - B,
+            H - B + 16.0,
+            short(x)
+        );
     }
+    for y in Axes::ticks(axes.y0, axes.y1) {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{L}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#ddd"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
+            axes.py(y),
+            W - R,
+            L - 6.0,
+            axes.py(y) + 4.0,
+            short(y)
+        );
+    }
+}
+
+/// The plot's frame and the axis titles.
+fn svg_frame(s: &mut String) {
     let _ = writeln!(
         s,
         r##"<rect x="{L}" y="{T}" width="{}" height="{}" fill="none" stroke="#333"/>"##,
@@ -366,35 +408,41 @@ pub fn sweep_svg(points: &[SweepPoint], title: &str) -> String {
         r#"<text transform="translate(18 {}) rotate(-90)" text-anchor="middle">end-to-end latency, µs</text>"#,
         (H - B + T) / 2.0
     );
-    for (i, (name, colour, dash, pick)) in series.iter().enumerate() {
-        let pts: Vec<String> = points
-            .iter()
-            .map(pick)
-            .filter(|(x, y)| *x > 0.0 && *y > 0.0)
-            .map(|(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
-            .collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}" points="{}"/>"#,
-            pts.join(" ")
-        );
-        for p in &pts {
-            if let Some((x, y)) = p.split_once(',') {
-                let _ = writeln!(s, r#"<circle cx="{x}" cy="{y}" r="3" fill="{colour}"/>"#);
-            }
+}
+
+/// One series: its line, its points and its legend entry (the `i`th).
+fn svg_series(
+    s: &mut String,
+    axes: &Axes,
+    points: &[SweepPoint],
+    i: usize,
+    (name, colour, dash, pick): &(&str, &str, &str, Pick),
+) {
+    let pts: Vec<String> = points
+        .iter()
+        .map(pick)
+        .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+        .map(|(x, y)| format!("{:.1},{:.1}", axes.px(x), axes.py(y)))
+        .collect();
+    let _ = writeln!(
+        s,
+        r#"<polyline fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}" points="{}"/>"#,
+        pts.join(" ")
+    );
+    for p in &pts {
+        if let Some((x, y)) = p.split_once(',') {
+            let _ = writeln!(s, r#"<circle cx="{x}" cy="{y}" r="3" fill="{colour}"/>"#);
         }
-        let ly = T + 16.0 + i as f64 * 20.0;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{0}" y1="{ly}" x2="{1}" y2="{ly}" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{2}" y="{3}">{name}</text>"#,
-            W - R + 12.0,
-            W - R + 36.0,
-            W - R + 42.0,
-            ly + 4.0
-        );
     }
-    s.push_str("</svg>\n");
-    s
+    let ly = T + 16.0 + i as f64 * 20.0;
+    let _ = writeln!(
+        s,
+        r#"<line x1="{0}" y1="{ly}" x2="{1}" y2="{ly}" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{2}" y="{3}">{name}</text>"#,
+        W - R + 12.0,
+        W - R + 36.0,
+        W - R + 42.0,
+        ly + 4.0
+    );
 }
 
 /// A compact axis label: 2000 → 2k.

@@ -3,7 +3,7 @@
 //! timeline (warm-up, window, late joiners, drain) and gathers a [`Report`].
 
 use super::baseline::{self, Reflector, Role};
-use super::impair::{Impairment, ProxyListener};
+use super::impair::{Impairment, Proxy, ProxyListener};
 use super::report::{Latency, Report, SnapshotTimes, TargetKind};
 use super::scenario::{BENCH_NO_ID, BENCH_STATE_ID, Scenario, Security};
 use super::sys;
@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::UdpSocket;
+use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
 /// Tag of the bench object: unassigned in draft01, so the relay forwards and caches it
@@ -105,105 +106,128 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
         .build()
         .context("starting the bench runtime")?;
     match &opts.target {
-        Target::InProcess => {
-            // Its own runtime, so the relay's CPU time can be told from the clients' by
-            // thread name.
-            let relay_rt = tokio::runtime::Builder::new_multi_thread()
-                .thread_name(RELAY_THREADS)
-                .enable_all()
-                .build()
-                .context("starting the relay runtime")?;
-            let proxy_listener = match &opts.impair {
-                Some(_) => Some(bench_rt.block_on(ProxyListener::bind())?),
-                None => None,
-            };
-            let secret = crate::control::token::dev_secret()?;
-            let cfg = relay_config(scenario, &secret, &proxy_listener, opts.shards)?;
-            let server = relay_rt.block_on(server::start(cfg))?;
-            let proxy = match (proxy_listener, &opts.impair) {
-                (Some(l), Some((_, i))) => {
-                    // The proxy's tasks belong to the clients' runtime.
-                    let _rt = bench_rt.enter();
-                    Some(l.start(server.rtp_addr, *i, scenario.seed))
-                }
-                _ => None,
-            };
-            let endpoint = Endpoint::Relay {
-                http: format!("http://{}", server.http_addr),
-                tokens: Box::new(Tokens::new(secret.as_bytes())?),
-            };
-            let out = bench_rt.block_on(drive(
-                scenario,
-                opts,
-                Arc::new(endpoint),
-                Some(RELAY_THREADS),
-            ));
-            let dropped = proxy.map(|p| {
-                let n = p.stats.dropped.load(Ordering::Relaxed);
-                bench_rt.block_on(async { p.stop() });
-                n
-            });
-            let rtt = &server.metrics.session_rtt;
-            let rtt_ms = (rtt.get_sample_count() > 0)
-                .then(|| rtt.get_sample_sum() * 1e3 / rtt.get_sample_count() as f64);
-            relay_rt.block_on(server.shutdown())?;
-            let mut report = out?.report(scenario, opts, TargetKind::Inprocess);
-            report.impair_dropped = dropped;
-            report.relay_rtt_ms = rtt_ms;
-            Ok(report)
-        }
+        Target::InProcess => run_in_process(&bench_rt, scenario, opts),
         Target::Remote { http, token_secret } => {
-            if opts.impair.is_some() {
-                bail!("--impair works with the in-process relay and the baseline only");
-            }
-            let endpoint = Endpoint::Relay {
-                http: http.trim_end_matches('/').to_owned(),
-                tokens: Box::new(Tokens::new(token_secret.as_bytes()).context("--token-secret")?),
-            };
-            let out = bench_rt.block_on(drive(scenario, opts, Arc::new(endpoint), None))?;
-            let mut report = out.report(scenario, opts, TargetKind::Remote);
-            report.relay_cpu_s = None;
-            report.relay_peak_rss_bytes = None;
-            Ok(report)
+            run_remote(&bench_rt, scenario, opts, http, token_secret)
         }
-        Target::Baseline => {
-            let reflector = Reflector::start()?;
-            let proxy = match &opts.impair {
-                Some((_, i)) => Some(bench_rt.block_on(async {
-                    Ok::<_, anyhow::Error>(ProxyListener::bind().await?.start(
-                        reflector.addr,
-                        *i,
-                        scenario.seed,
-                    ))
-                })?),
-                None => None,
-            };
-            let endpoint = Endpoint::Reflector {
-                addr: proxy.as_ref().map_or(reflector.addr, |p| p.addr),
-                pad: match scenario.security {
-                    // SRTP's 10-byte auth tag, so both carry the same bytes.
-                    Security::Srtp => 10,
-                    Security::Plain => 0,
-                },
-            };
-            let out = bench_rt.block_on(drive(
-                scenario,
-                opts,
-                Arc::new(endpoint),
-                Some(baseline::THREAD_NAME),
-            ));
-            let dropped = proxy.map(|p| {
-                let n = p.stats.dropped.load(Ordering::Relaxed);
-                bench_rt.block_on(async { p.stop() });
-                n
-            });
-            reflector.stop()?;
-            let mut report = out?.report(scenario, opts, TargetKind::Baseline);
-            report.snapshot_ms = None;
-            report.impair_dropped = dropped;
-            Ok(report)
-        }
+        Target::Baseline => run_baseline(&bench_rt, scenario, opts),
     }
+}
+
+/// Against a relay started in this process, on its own runtime so that its CPU time can
+/// be told from the clients' by thread name.
+fn run_in_process(
+    bench_rt: &Runtime,
+    scenario: &Scenario,
+    opts: &RunOptions,
+) -> anyhow::Result<Report> {
+    let relay_rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name(RELAY_THREADS)
+        .enable_all()
+        .build()
+        .context("starting the relay runtime")?;
+    let proxy_listener = match &opts.impair {
+        Some(_) => Some(bench_rt.block_on(ProxyListener::bind())?),
+        None => None,
+    };
+    let secret = crate::control::token::dev_secret()?;
+    let cfg = relay_config(scenario, &secret, &proxy_listener, opts.shards)?;
+    let server = relay_rt.block_on(server::start(cfg))?;
+    let proxy = match (proxy_listener, &opts.impair) {
+        (Some(l), Some((_, i))) => {
+            // The proxy's tasks belong to the clients' runtime.
+            let _rt = bench_rt.enter();
+            Some(l.start(server.rtp_addr, *i, scenario.seed))
+        }
+        _ => None,
+    };
+    let endpoint = Endpoint::Relay {
+        http: format!("http://{}", server.http_addr),
+        tokens: Box::new(Tokens::new(secret.as_bytes())?),
+    };
+    let out = bench_rt.block_on(drive(
+        scenario,
+        opts,
+        Arc::new(endpoint),
+        Some(RELAY_THREADS),
+    ));
+    let dropped = proxy.map(|p| stop_proxy(bench_rt, p));
+    let rtt = &server.metrics.session_rtt;
+    let rtt_ms = (rtt.get_sample_count() > 0)
+        .then(|| rtt.get_sample_sum() * 1e3 / rtt.get_sample_count() as f64);
+    relay_rt.block_on(server.shutdown())?;
+    let mut report = out?.report(scenario, opts, TargetKind::Inprocess);
+    report.impair_dropped = dropped;
+    report.relay_rtt_ms = rtt_ms;
+    Ok(report)
+}
+
+/// Against a relay elsewhere (`--relay URL`): its CPU and memory are not seen from here.
+fn run_remote(
+    bench_rt: &Runtime,
+    scenario: &Scenario,
+    opts: &RunOptions,
+    http: &str,
+    token_secret: &str,
+) -> anyhow::Result<Report> {
+    if opts.impair.is_some() {
+        bail!("--impair works with the in-process relay and the baseline only");
+    }
+    let endpoint = Endpoint::Relay {
+        http: http.trim_end_matches('/').to_owned(),
+        tokens: Box::new(Tokens::new(token_secret.as_bytes()).context("--token-secret")?),
+    };
+    let out = bench_rt.block_on(drive(scenario, opts, Arc::new(endpoint), None))?;
+    let mut report = out.report(scenario, opts, TargetKind::Remote);
+    report.relay_cpu_s = None;
+    report.relay_peak_rss_bytes = None;
+    Ok(report)
+}
+
+/// Against the reflector, the baseline a relay is compared with.
+fn run_baseline(
+    bench_rt: &Runtime,
+    scenario: &Scenario,
+    opts: &RunOptions,
+) -> anyhow::Result<Report> {
+    let reflector = Reflector::start()?;
+    let proxy = match &opts.impair {
+        Some((_, i)) => Some(bench_rt.block_on(async {
+            Ok::<_, anyhow::Error>(ProxyListener::bind().await?.start(
+                reflector.addr,
+                *i,
+                scenario.seed,
+            ))
+        })?),
+        None => None,
+    };
+    let endpoint = Endpoint::Reflector {
+        addr: proxy.as_ref().map_or(reflector.addr, |p| p.addr),
+        pad: match scenario.security {
+            // SRTP's 10-byte auth tag, so both carry the same bytes.
+            Security::Srtp => 10,
+            Security::Plain => 0,
+        },
+    };
+    let out = bench_rt.block_on(drive(
+        scenario,
+        opts,
+        Arc::new(endpoint),
+        Some(baseline::THREAD_NAME),
+    ));
+    let dropped = proxy.map(|p| stop_proxy(bench_rt, p));
+    reflector.stop()?;
+    let mut report = out?.report(scenario, opts, TargetKind::Baseline);
+    report.snapshot_ms = None;
+    report.impair_dropped = dropped;
+    Ok(report)
+}
+
+/// Stops an impairment proxy; returns how many datagrams it dropped.
+fn stop_proxy(bench_rt: &Runtime, p: Proxy) -> u64 {
+    let n = p.stats.dropped.load(Ordering::Relaxed);
+    bench_rt.block_on(async { p.stop() });
+    n
 }
 
 /// The in-process relay: loopback, port 0, limits raised so that the scenario, not the

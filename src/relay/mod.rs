@@ -19,6 +19,7 @@ mod delivery;
 mod feedback;
 mod forward;
 mod grid;
+mod ids;
 pub mod interest;
 mod ledger;
 pub mod limits;

@@ -8,10 +8,11 @@
 //! entering an area) serves both delivery modes unchanged.
 
 use super::api::SessionId;
+use super::ids::IdSet;
 use super::ledger::{Ledger, Queued};
 use crate::rtp::PacketClass;
 use crate::rtp::packet::ssrc_seq_payload_len;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::time::Instant;
 
@@ -53,7 +54,7 @@ pub struct Outbox {
     /// Packets refused at the ceiling since the last [`Outbox::take_overflowed`].
     overflowed: u64,
     /// Sessions whose RTP is diverted to aggregation.
-    mixed: HashSet<SessionId>,
+    mixed: IdSet,
     diverted: Diverted,
     /// What each session was sent, for Sender Reports and congestion feedback.
     pub sent: Ledger,

@@ -113,28 +113,32 @@ impl Member {
         packet: (&[u8], &[Segment], u64),
     ) -> bool {
         let (payload, segments, serial) = packet;
+        // The containers are the payload back to back, one per sender, so leaving out its
+        // own is two copies around one range.
         let skip = self.skips();
-        let kept = || segments.iter().filter(move |s| Some(s.ssrc) != skip);
-        if kept().next().is_none() {
+        let own = skip.and_then(|o| segments.iter().position(|s| s.ssrc == o));
+        if segments.len() == usize::from(own.is_some()) {
             return false;
         }
         let seq = self.next_seq;
-        let whole = kept().count() == segments.len();
         let ts = self.timestamp(now);
+        let contributors = segments
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != own)
+            .map(|(_, s)| s.ssrc);
         let written = write_packet(
             out,
             to,
             relay_ssrc,
             (seq, ts),
-            kept().map(|s| s.ssrc),
-            |buf| {
-                if whole {
-                    buf.extend_from_slice(payload);
-                } else {
-                    for s in kept() {
-                        buf.extend_from_slice(payload.get(s.range.clone()).unwrap_or_default());
-                    }
+            contributors,
+            |buf| match own.and_then(|i| segments.get(i)) {
+                Some(s) => {
+                    buf.extend_from_slice(payload.get(..s.range.start).unwrap_or_default());
+                    buf.extend_from_slice(payload.get(s.range.end..).unwrap_or_default());
                 }
+                None => buf.extend_from_slice(payload),
             },
         );
         if written {

@@ -24,6 +24,7 @@ use super::admission::admits;
 use super::api::SessionId;
 use super::core::Relay;
 use super::forward::Packet;
+use super::ids::IdMap;
 use super::interest::{Filter, Interest, TypeSel};
 use super::outbox::{Diverted, Outbox};
 use super::relevance;
@@ -174,7 +175,7 @@ pub struct Aggregator {
     views: Vec<Option<View>>,
     free: Vec<ViewId>,
     rooms: HashMap<Arc<str>, RoomViews>,
-    members: HashMap<SessionId, Member>,
+    members: IdMap<Member>,
     /// The earliest pending deadline (possibly early: recomputed when reached).
     due: Option<Instant>,
     rng: u64,
@@ -191,7 +192,7 @@ impl Aggregator {
             views: Vec::new(),
             free: Vec::new(),
             rooms: HashMap::new(),
-            members: HashMap::new(),
+            members: IdMap::default(),
             due: None,
             rng: seed | 1,
             pieces: Vec::new(),
@@ -499,7 +500,7 @@ fn pieces_of(payload: &[u8], dialect: Dialect, pieces: &mut Vec<Piece>) {
 /// the pending packet is due.
 fn add_unit(
     sink: &mut Sink<'_>,
-    members: &mut HashMap<SessionId, Member>,
+    members: &mut IdMap<Member>,
     s: &mut Scratch,
     tx: &mut Tx<'_>,
     ssrc: u32,
@@ -520,12 +521,7 @@ fn add_unit(
 }
 
 /// Builds the sink's pending packet once and sends it to each target.
-fn flush(
-    sink: &mut Sink<'_>,
-    members: &mut HashMap<SessionId, Member>,
-    s: &mut Scratch,
-    tx: &mut Tx<'_>,
-) {
+fn flush(sink: &mut Sink<'_>, members: &mut IdMap<Member>, s: &mut Scratch, tx: &mut Tx<'_>) {
     if sink.pending.is_empty() {
         return;
     }
