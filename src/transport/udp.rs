@@ -206,16 +206,20 @@ impl Shell {
         tracing::info!(addr = %self.rtp_addr, "RTP/UDP transport running");
         loop {
             let deadline = self.relay.poll_timeout();
+            // Biased, commands first: a join or an interest change waits behind at most
+            // one receive batch, however saturated the socket; timers before the socket
+            // so pacing and deadlines are not starved by input.
             tokio::select! {
-                ready = self.socket.readable() => match ready {
-                    Ok(()) => self.receive_batch().await,
-                    Err(e) => tracing::warn!(error = %e, "UDP socket not readable"),
-                },
+                biased;
                 cmd = commands.recv() => match cmd {
                     Some(cmd) => self.command(cmd).await,
                     None => break,
                 },
                 () = sleep_until(deadline) => self.timeout().await,
+                ready = self.socket.readable() => match ready {
+                    Ok(()) => self.receive_batch().await,
+                    Err(e) => tracing::warn!(error = %e, "UDP socket not readable"),
+                },
             }
             self.exporter.export(&mut self.relay);
         }
