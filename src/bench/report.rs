@@ -103,6 +103,11 @@ pub struct Report {
     /// Relay (or reflector) CPU per object update delivered to a subscriber in the
     /// window, microseconds: the per-core cost that extrapolates to bigger machines.
     pub relay_cpu_us_per_update: Option<f64>,
+    /// Relay (or reflector) CPU per packet handled in the window (published packets in
+    /// plus delivered packets out), microseconds: compared with the reflector's, the most
+    /// stable figure on a shared machine.
+    #[serde(default)]
+    pub relay_cpu_us_per_packet: Option<f64>,
     /// CPU seconds of the whole bench process during the window (clients included).
     pub process_cpu_s: f64,
     /// Peak RSS (VmHWM) of the bench process, which holds the clients too; `None` for a
@@ -125,6 +130,9 @@ pub struct Report {
     /// `received_pps` over the baseline's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_received_pps: Option<f64>,
+    /// `relay_cpu_us_per_packet` over the baseline's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_cpu_per_packet: Option<f64>,
 }
 
 impl Report {
@@ -132,6 +140,7 @@ impl Report {
     pub fn with_baseline(mut self, baseline: Report) -> Self {
         self.ratio_received_pps =
             (baseline.received_pps > 0.0).then(|| self.received_pps / baseline.received_pps);
+        self.ratio_cpu_per_packet = cpu_ratio(&self, &baseline);
         self.baseline = Some(Box::new(baseline));
         self
     }
@@ -152,6 +161,9 @@ impl Report {
         }
         if let Some(ratio) = self.ratio_received_pps {
             let _ = writeln!(t, "received pps relay / baseline: {ratio:.3}");
+        }
+        if let Some(ratio) = self.ratio_cpu_per_packet {
+            let _ = writeln!(t, "CPU per packet relay / baseline: {ratio:.3}");
         }
         if let Some(ops) = self.slow_received_objects_per_s {
             let _ = writeln!(
@@ -208,7 +220,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 type Cell = fn(&Report) -> String;
 
 /// The table's rows.
-fn rows() -> [(&'static str, Cell); 17] {
+fn rows() -> [(&'static str, Cell); 18] {
     [
         ("target", |r| format!("{:?}", r.target).to_lowercase()),
         ("sent pps", |r| format!("{:.0}", r.sent_pps)),
@@ -229,11 +241,23 @@ fn rows() -> [(&'static str, Cell); 17] {
         ("relay CPU µs/update", |r| {
             opt(r.relay_cpu_us_per_update, 3)
         }),
+        ("relay CPU µs/packet", |r| {
+            opt(r.relay_cpu_us_per_packet, 3)
+        }),
         ("process CPU s", |r| format!("{:.2}", r.process_cpu_s)),
         ("peak RSS MiB", |r| {
             opt(r.relay_peak_rss_bytes.map(|b| b as f64 / 1048576.0), 1)
         }),
     ]
+}
+
+/// The relay's CPU per packet over the baseline's, when both were measured.
+pub fn cpu_ratio(relay: &Report, baseline: &Report) -> Option<f64> {
+    let (r, b) = (
+        relay.relay_cpu_us_per_packet?,
+        baseline.relay_cpu_us_per_packet?,
+    );
+    (b > 0.0).then(|| r / b)
 }
 
 /// One point of a latency-versus-load sweep.

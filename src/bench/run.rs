@@ -1068,6 +1068,10 @@ impl Gathered {
                 .relay_cpu_s
                 .filter(|_| received_objects > 0)
                 .map(|cpu| cpu * 1e6 / received_objects as f64),
+            relay_cpu_us_per_packet: self
+                .relay_cpu_s
+                .filter(|_| sent + received > 0)
+                .map(|cpu| cpu * 1e6 / (sent + received) as f64),
             process_cpu_s: self.process_cpu_s,
             relay_peak_rss_bytes: self.peak_rss,
             impair_dropped: None,
@@ -1076,6 +1080,7 @@ impl Gathered {
             slow_received_objects_per_s,
             baseline: None,
             ratio_received_pps: None,
+            ratio_cpu_per_packet: None,
         }
     }
 

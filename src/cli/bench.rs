@@ -4,7 +4,7 @@
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use gsrelay::bench::impair::Impairment;
-use gsrelay::bench::report::sweep_svg;
+use gsrelay::bench::report::{cpu_ratio, sweep_svg};
 use gsrelay::bench::restart::Restart;
 use gsrelay::bench::scenario::{Mix, SendPhases};
 use gsrelay::bench::soak::Soak;
@@ -422,7 +422,7 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
     }
     let mut points = Vec::new();
     println!(
-        "{:>8} {:>12} {:>8} {:>9} {:>9} {:>9} {:>12} {:>9} {:>7}",
+        "{:>8} {:>12} {:>8} {:>9} {:>9} {:>9} {:>12} {:>9} {:>7} {:>10} {:>9}",
         "rate Hz",
         "relay rx/s",
         "loss",
@@ -431,7 +431,9 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         "p99.9 µs",
         "base rx/s",
         "base p99",
-        "ratio"
+        "ratio",
+        "µs/packet",
+        "cpu ratio"
     );
     for rate in &a.rates {
         let s = Scenario {
@@ -442,7 +444,7 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         let relay: Report = run(&s, &a.scenario.options(Target::InProcess)?)?;
         let baseline = run(&s, &a.scenario.options(Target::Baseline)?)?;
         println!(
-            "{:>8} {:>12.0} {:>7.3}% {:>9.0} {:>9.0} {:>9.0} {:>12.0} {:>9.0} {:>7.3}",
+            "{:>8} {:>12.0} {:>7.3}% {:>9.0} {:>9.0} {:>9.0} {:>12.0} {:>9.0} {:>7.3} {:>10} {:>9}",
             rate,
             relay.received_pps,
             relay.loss_ratio * 100.0,
@@ -452,6 +454,8 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
             baseline.received_pps,
             baseline.latency_us.p99,
             relay.received_pps / baseline.received_pps.max(f64::MIN_POSITIVE),
+            fixed(relay.relay_cpu_us_per_packet),
+            fixed(cpu_ratio(&relay, &baseline)),
         );
         points.push(SweepPoint {
             rate_hz: *rate,
@@ -469,6 +473,11 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         write_json(path, &points)?;
     }
     Ok(())
+}
+
+/// A figure with three decimals, or `-` when not measured.
+fn fixed(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
 }
 
 /// Runs `gsrelay bench soak`.
