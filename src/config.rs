@@ -40,8 +40,15 @@ pub struct ServeConfig {
     pub http_addr: SocketAddr,
     /// RTP/RTCP with rtcp-mux (UDP; port 0 picks a free port).
     pub rtp_addr: SocketAddr,
-    /// QUIC (UDP). Parsed and logged only: the QUIC transport is not implemented yet.
+    /// RTP over QUIC (UDP; port 0 picks a free port).
     pub quic_addr: SocketAddr,
+    /// The QUIC address put in join answers instead of the bound one.
+    pub quic_advertise_addr: Option<SocketAddr>,
+    /// PEM certificate chain for QUIC; without it (and [`Self::quic_key`]) a
+    /// self-signed certificate is generated at start.
+    pub quic_cert: Option<PathBuf>,
+    /// PEM private key of [`Self::quic_cert`].
+    pub quic_key: Option<PathBuf>,
     /// The RTP address put in join answers instead of the bound one (NAT, Kubernetes
     /// Service).
     pub rtp_advertise_addr: Option<SocketAddr>,
@@ -69,6 +76,9 @@ impl Default for ServeConfig {
             http_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
             rtp_addr: SocketAddr::from(([0, 0, 0, 0], 5004)),
             quic_addr: SocketAddr::from(([0, 0, 0, 0], 4433)),
+            quic_advertise_addr: None,
+            quic_cert: None,
+            quic_key: None,
             rtp_advertise_addr: None,
             token_secret: None,
             token_max_ttl_secs: DEFAULT_MAX_TTL_SECS,
@@ -89,6 +99,9 @@ impl fmt::Debug for ServeConfig {
             .field("http_addr", &self.http_addr)
             .field("rtp_addr", &self.rtp_addr)
             .field("quic_addr", &self.quic_addr)
+            .field("quic_advertise_addr", &self.quic_advertise_addr)
+            .field("quic_cert", &self.quic_cert)
+            .field("quic_key", &self.quic_key)
             .field("rtp_advertise_addr", &self.rtp_advertise_addr)
             .field(
                 "token_secret",
@@ -138,10 +151,28 @@ pub struct ServeArgs {
     /// RTP/RTCP (rtcp-mux) UDP address [default: 0.0.0.0:5004].
     #[arg(long, env = "GSRELAY_RTP_ADDR", value_name = "ADDR")]
     pub rtp_addr: Option<SocketAddr>,
-    /// QUIC UDP address [default: 0.0.0.0:4433]. Not bound yet: the QUIC transport is a
-    /// later addition, the value is only checked and logged.
+    /// RTP over QUIC (RoQ) UDP address [default: 0.0.0.0:4433].
     #[arg(long, env = "GSRELAY_QUIC_ADDR", value_name = "ADDR")]
     pub quic_addr: Option<SocketAddr>,
+    /// QUIC address told to clients instead of the bound one (behind NAT or a Service).
+    #[arg(long, env = "GSRELAY_QUIC_ADVERTISE_ADDR", value_name = "ADDR")]
+    pub quic_advertise_addr: Option<SocketAddr>,
+    /// PEM certificate chain for QUIC [default: a self-signed one made at start].
+    #[arg(
+        long,
+        env = "GSRELAY_QUIC_CERT",
+        value_name = "FILE",
+        requires = "quic_key"
+    )]
+    pub quic_cert: Option<PathBuf>,
+    /// PEM private key for `--quic-cert`.
+    #[arg(
+        long,
+        env = "GSRELAY_QUIC_KEY",
+        value_name = "FILE",
+        requires = "quic_cert"
+    )]
+    pub quic_key: Option<PathBuf>,
     /// RTP address told to clients instead of the bound one (behind NAT or a Service).
     #[arg(long, env = "GSRELAY_RTP_ADVERTISE_ADDR", value_name = "ADDR")]
     pub rtp_advertise_addr: Option<SocketAddr>,
@@ -284,6 +315,13 @@ impl ServeArgs {
         set(&mut cfg.http_addr, &self.http_addr);
         set(&mut cfg.rtp_addr, &self.rtp_addr);
         set(&mut cfg.quic_addr, &self.quic_addr);
+        if self.quic_advertise_addr.is_some() {
+            cfg.quic_advertise_addr = self.quic_advertise_addr;
+        }
+        if self.quic_cert.is_some() {
+            cfg.quic_cert.clone_from(&self.quic_cert);
+            cfg.quic_key.clone_from(&self.quic_key);
+        }
         if self.rtp_advertise_addr.is_some() {
             cfg.rtp_advertise_addr = self.rtp_advertise_addr;
         }

@@ -73,6 +73,8 @@ pub struct Metrics {
     pub feedback_suppressed: IntCounterVec,
     /// Defects caught at the shell (a panic in the core), by where they happened.
     pub internal_errors: IntCounterVec,
+    /// QUIC connections by outcome (`attached`, or why one was refused or closed).
+    pub quic_connections: IntCounterVec,
 }
 
 /// What pacing does to object updates, each counter resolved once so the hot path does
@@ -305,6 +307,11 @@ impl Metrics {
                 "Defects caught in the relay (a panic in the core), by where; each cost one room.",
                 &["where"],
             ),
+            quic_connections: counter_vec(
+                "gsrelay_quic_connections_total",
+                "QUIC connections by outcome: attached to a session, or why refused or closed.",
+                &["outcome"],
+            ),
             registry,
         };
         let collectors: Vec<Box<dyn Collector>> = vec![
@@ -338,6 +345,7 @@ impl Metrics {
             Box::new(m.http_limited.clone()),
             Box::new(m.feedback_suppressed.clone()),
             Box::new(m.internal_errors.clone()),
+            Box::new(m.quic_connections.clone()),
             Box::new(build_info()),
             Box::new(kernel::UdpRcvbufErrors::new()),
         ];

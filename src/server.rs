@@ -11,6 +11,7 @@ use crate::control::token::{self, Tokens};
 use crate::metrics::Metrics;
 use crate::relay::Relay;
 use crate::transport::command::RelayHandle;
+use crate::transport::quic::{QuicConfig, QuicInfo};
 use crate::transport::udp::{self, UdpConfig};
 use anyhow::Context;
 use std::net::SocketAddr;
@@ -38,6 +39,8 @@ pub struct Server {
     pub http_addr: SocketAddr,
     /// Where the RTP/UDP socket is bound (the real port when bound to port 0).
     pub rtp_addr: SocketAddr,
+    /// The QUIC endpoint: its bound address and certificate fingerprint.
+    pub quic: QuicInfo,
     /// Handle on the relay task.
     pub handle: RelayHandle,
     /// The relay's metrics.
@@ -112,18 +115,33 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
     let metrics = Metrics::new();
     let seed = getrandom::u64().context("seeding the relay")?;
     let relay = Relay::new(cfg.relay.clone(), seed, metrics.clone());
-    let transport = udp::spawn(
+    let quic = QuicConfig {
+        advertise: cfg.quic_advertise_addr,
+        cert: cfg.quic_cert.clone().zip(cfg.quic_key.clone()),
+        ..QuicConfig::new(cfg.quic_addr)
+    };
+    let transport = udp::spawn_with(
         UdpConfig {
             bind: cfg.rtp_addr,
             advertise: cfg.rtp_advertise_addr,
             insecure_plain_rtp: cfg.insecure_plain_rtp,
             default_profile: cfg.srtp_profile,
         },
+        Some(quic),
         relay,
         metrics.clone(),
     )
     .await
-    .with_context(|| format!("binding the RTP address {}", cfg.rtp_addr))?;
+    .with_context(|| {
+        format!(
+            "binding the RTP address {} and the QUIC address {}",
+            cfg.rtp_addr, cfg.quic_addr
+        )
+    })?;
+    let quic = transport
+        .quic
+        .clone()
+        .context("the QUIC endpoint did not start")?;
 
     let api = ApiState::new(
         transport.handle.clone(),
@@ -163,13 +181,17 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         "gsrelay listening"
     );
     tracing::info!(
-        quic = %cfg.quic_addr,
-        "QUIC transport not implemented yet: the QUIC address is not bound"
+        quic = %quic.local_addr,
+        quic_advertised = ?cfg.quic_advertise_addr,
+        cert_sha256 = %quic.cert_sha256,
+        self_signed = quic.self_signed,
+        "RTP over QUIC listening (ALPN roq)"
     );
 
     Ok(Server {
         http_addr,
         rtp_addr: transport.local_addr,
+        quic,
         handle: transport.handle,
         metrics,
         dev_secret,

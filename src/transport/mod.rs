@@ -3,9 +3,14 @@
 //!
 //! - [`command`]: the channel through which the control plane drives the relay task.
 //! - [`guard`]: fault isolation every shell puts around its inputs to the core.
+//! - [`shard`]: the relay task, which owns the core and hosts the transports' ports.
 //! - [`udp`]: RTP/RTCP over UDP (rtcp-mux) with SRTP.
+//! - [`quic`]: RTP over QUIC (RoQ) on quinn; [`roq`]: its framing.
 
 pub mod batch;
 pub mod command;
 pub mod guard;
+pub mod quic;
+pub mod roq;
+mod shard;
 pub mod udp;

@@ -1,9 +1,8 @@
-//! RTP/RTCP over UDP with SRTP: the relay task.
+//! RTP/RTCP over UDP with SRTP: the UDP port of the relay task ([`super::shard`]).
 //!
-//! One tokio task owns the [`Relay`] core, the socket and every session's transport state
-//! (SRTP contexts, latched address). It waits on three inputs at once: datagrams, control
-//! [`Command`]s and the core's next timeout. After each input it drains the core's output,
-//! protects each packet for its destination and sends it.
+//! The relay task owns the socket and every UDP session's transport state (SRTP
+//! contexts, latched address); this module reads datagrams into core inputs and protects
+//! and sends the core's packets for UDP sessions.
 //!
 //! # Receive path
 //!
@@ -34,12 +33,11 @@
 //! [`SrtpError::IndexReuse`]) is dropped and counted by reason.
 
 use super::batch::SendBatch;
-use super::command::{
-    Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner, SrtpKeys,
-};
-use super::guard::guarded;
+use super::command::{CommandError, RelayHandle, SrtpKeys};
+use super::quic::QuicConfig;
+use super::shard::{Link, Shard, deliver};
 use crate::metrics::Metrics;
-use crate::relay::{Relay, SessionId};
+use crate::relay::{Relay, Transmit};
 use crate::rtp::{KeyMaterial, PacketClass, SrtpError, SrtpProfile, SrtpSession, classify};
 use prometheus::{Histogram, IntCounter};
 use std::collections::HashMap;
@@ -47,14 +45,10 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Instant;
 use tokio::net::UdpSocket;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 /// Datagrams read per wake-up before the task looks at its other inputs again.
 pub const RECV_BATCH: usize = 64;
-
-/// Commands that may wait in the channel before senders block.
-const COMMAND_DEPTH: usize = 256;
 
 /// Receive buffer: the largest UDP payload, so no datagram is ever truncated.
 const RECV_BUFFER: usize = 65_535;
@@ -77,46 +71,66 @@ pub struct UdpConfig {
     pub default_profile: SrtpProfile,
 }
 
-/// A running UDP transport.
+/// A running relay task with its transports.
 pub struct UdpTransport {
     /// Handle for the control plane.
     pub handle: RelayHandle,
-    /// The bound address.
+    /// The bound UDP address.
     pub local_addr: SocketAddr,
+    /// The QUIC endpoint, when one was asked for.
+    pub quic: Option<super::quic::QuicInfo>,
     /// The relay task; it ends when every handle is dropped.
     pub task: JoinHandle<()>,
 }
 
-/// Binds the socket and spawns the relay task that owns `relay`.
-pub async fn spawn(
+/// Binds the UDP socket and spawns the relay task that owns `relay`, UDP only.
+pub async fn spawn(cfg: UdpConfig, relay: Relay, metrics: Metrics) -> io::Result<UdpTransport> {
+    spawn_with(cfg, None, relay, metrics).await
+}
+
+/// Binds the UDP socket (and the QUIC endpoint when `quic` is given) and spawns the relay
+/// task that owns `relay`.
+pub async fn spawn_with(
     cfg: UdpConfig,
+    quic: Option<QuicConfig>,
     relay: Relay,
     metrics: Metrics,
-) -> std::io::Result<UdpTransport> {
+) -> io::Result<UdpTransport> {
     let socket = UdpSocket::bind(cfg.bind).await?;
     let local_addr = socket.local_addr()?;
-    let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
-    let shell = Shell {
+    let udp = UdpPort {
         counters: Counters::new(&metrics),
         socket,
-        relay,
-        metrics,
-        peers: HashMap::new(),
         rtp_addr: cfg.advertise.unwrap_or(local_addr),
         insecure_plain_rtp: cfg.insecure_plain_rtp,
         buf: vec![0; RECV_BUFFER],
         batch: SendBatch::default(),
     };
-    let task = tokio::spawn(shell.run(commands));
+    let (quic, events, info) = match quic {
+        Some(q) => {
+            let (port, events, info) = super::quic::bind(q, &metrics)?;
+            (Some(port), Some(events), Some(info))
+        }
+        None => (None, None, None),
+    };
+    let shard = Shard {
+        relay,
+        metrics,
+        links: HashMap::new(),
+        udp,
+        quic,
+    };
+    let (handle, task) = shard.spawn(events);
     Ok(UdpTransport {
         handle,
         local_addr,
+        quic: info,
         task,
     })
 }
 
-/// A session's transport state.
-struct Peer {
+/// A UDP session's transport state.
+pub(super) struct Peer {
     sec: Security,
     /// Where its packets come from and where the relay sends; set by its first
     /// authenticated packet.
@@ -156,15 +170,12 @@ impl Counters {
     }
 }
 
-/// Everything the relay task owns.
-struct Shell {
-    socket: UdpSocket,
-    relay: Relay,
-    metrics: Metrics,
+/// What the relay task owns for UDP.
+pub(super) struct UdpPort {
+    pub(super) socket: UdpSocket,
     counters: Counters,
-    peers: HashMap<SessionId, Peer>,
     /// What join answers advertise.
-    rtp_addr: SocketAddr,
+    pub(super) rtp_addr: SocketAddr,
     insecure_plain_rtp: bool,
     /// The receive buffer, reused for every datagram.
     buf: Vec<u8>,
@@ -172,34 +183,15 @@ struct Shell {
     batch: SendBatch,
 }
 
-impl Shell {
-    async fn run(mut self, mut commands: mpsc::Receiver<Command>) {
-        tracing::info!(addr = %self.rtp_addr, "RTP/UDP transport running");
-        loop {
-            let deadline = self.relay.poll_timeout();
-            tokio::select! {
-                ready = self.socket.readable() => match ready {
-                    Ok(()) => self.receive_batch().await,
-                    Err(e) => tracing::warn!(error = %e, "UDP socket not readable"),
-                },
-                cmd = commands.recv() => match cmd {
-                    Some(cmd) => self.command(cmd).await,
-                    None => break,
-                },
-                () = sleep_until(deadline) => self.timeout().await,
-            }
-        }
-        tracing::info!("RTP/UDP transport stopped: every relay handle dropped");
-    }
-
+impl Shard {
     /// Reads up to [`RECV_BATCH`] datagrams and handles them, then sends everything they
     /// produced together (one `sendmmsg` per [`super::batch::SEND_BATCH`] datagrams). Each accepted
     /// datagram's latency runs from the batch's arrival to the end of that send.
-    async fn receive_batch(&mut self) {
+    pub(super) async fn receive_batch(&mut self) {
         let now = Instant::now();
         let mut accepted = 0u32;
         for _ in 0..RECV_BATCH {
-            let (len, from) = match self.socket.try_recv_from(&mut self.buf) {
+            let (len, from) = match self.udp.socket.try_recv_from(&mut self.udp.buf) {
                 Ok(got) => got,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => {
@@ -208,29 +200,24 @@ impl Shell {
                     break;
                 }
             };
-            self.counters.packets_in.inc();
-            self.counters.bytes_in.inc_by(len as u64);
+            self.udp.counters.packets_in.inc();
+            self.udp.counters.bytes_in.inc_by(len as u64);
             match self.ingest(now, len, from) {
                 Ok(()) => accepted += 1,
                 Err(reason) => self.metrics.drop(reason),
             }
         }
-        // Aggregated delivery with `max_delay_ms: 0` sends what this batch brought.
-        guarded(&mut self.relay, &self.metrics, "aggregate", now, |r| {
-            r.flush_aggregates(now)
-        });
-        self.flush().await;
-        self.forget_closed();
+        self.end_batch(now).await;
         let latency = now.elapsed().as_secs_f64();
         for _ in 0..accepted {
-            self.counters.latency.observe(latency);
+            self.udp.counters.latency.observe(latency);
         }
     }
 
     /// Authenticates one datagram, latches its session's address and hands the plaintext
     /// to the core; or says why it was dropped.
     fn ingest(&mut self, now: Instant, len: usize, from: SocketAddr) -> Result<(), &'static str> {
-        let datagram = self.buf.get_mut(..len).ok_or("oversized")?;
+        let datagram = self.udp.buf.get_mut(..len).ok_or("oversized")?;
         let class = classify(datagram);
         let ssrc_at = match class {
             PacketClass::Rtp => 8,
@@ -239,7 +226,9 @@ impl Shell {
         };
         let ssrc = be32(datagram, ssrc_at).ok_or("too_short")?;
         let id = self.relay.session_by_ssrc(ssrc).ok_or("unknown_ssrc")?;
-        let peer = self.peers.get_mut(&id).ok_or("unknown_ssrc")?;
+        let Some(Link::Udp(peer)) = self.links.get_mut(&id) else {
+            return Err("not_udp_session");
+        };
         if peer.addr.is_some_and(|a| a != from) {
             return Err("address_mismatch");
         }
@@ -256,131 +245,55 @@ impl Shell {
             tracing::debug!(session = id, addr = %from, "session latched");
             peer.addr = Some(from);
         }
-        let rtp = class == PacketClass::Rtp;
-        let place = if rtp { "rtp" } else { "rtcp" };
-        guarded(&mut self.relay, &self.metrics, place, now, |r| {
-            if rtp {
-                r.handle_rtp(now, id, plain);
-            } else {
-                r.handle_rtcp(now, id, plain);
-            }
-        });
+        deliver(&mut self.relay, &self.metrics, now, id, class, plain);
         Ok(())
     }
+}
 
-    /// Sends everything the core has queued, each packet protected in the batch's arena.
-    async fn flush(&mut self) {
-        let Self {
-            relay,
-            peers,
-            socket,
-            metrics,
-            counters,
-            batch,
-            ..
-        } = self;
-        while let Some(t) = relay.poll_transmit() {
-            let Some(peer) = peers.get_mut(&t.session) else {
-                continue;
-            };
-            let Some(addr) = peer.addr else {
-                continue;
-            };
-            let queued = match &mut peer.sec {
-                Security::Keyed(srtp) => {
-                    let profile = srtp.profile();
-                    let (room, protect): (usize, Protect) = match t.class {
-                        PacketClass::Rtp => {
-                            (profile.rtp_overhead(), SrtpSession::protect_rtp_slice)
-                        }
-                        PacketClass::Rtcp => {
-                            (profile.rtcp_overhead(), SrtpSession::protect_rtcp_slice)
-                        }
-                        PacketClass::Other => continue,
-                    };
-                    batch.push_sealed(addr, t.bytes, room, |buf, len| protect(srtp, buf, len))
-                }
-                Security::Plain => {
-                    batch.push(addr, t.bytes);
-                    Ok(())
-                }
-            };
-            if let Err(e) = queued {
-                tracing::debug!(error = %e, session = t.session, "SRTP protect refused");
-                metrics.drop(e.reason());
+impl UdpPort {
+    /// Protects one packet for a UDP session into the send batch; sent by
+    /// [`UdpPort::send_queued`].
+    pub(super) fn queue(&mut self, peer: &mut Peer, t: &Transmit<'_>, metrics: &Metrics) {
+        let Some(addr) = peer.addr else {
+            return;
+        };
+        let batch = &mut self.batch;
+        let queued = match &mut peer.sec {
+            Security::Keyed(srtp) => {
+                let profile = srtp.profile();
+                let (room, protect): (usize, Protect) = match t.class {
+                    PacketClass::Rtp => (profile.rtp_overhead(), SrtpSession::protect_rtp_slice),
+                    PacketClass::Rtcp => (profile.rtcp_overhead(), SrtpSession::protect_rtcp_slice),
+                    PacketClass::Other => return,
+                };
+                batch.push_sealed(addr, t.bytes, room, |buf, len| protect(srtp, buf, len))
             }
-        }
-        if !batch.is_empty() {
-            let sent = batch.flush(socket).await;
-            counters.packets_out.inc_by(sent.packets);
-            counters.bytes_out.inc_by(sent.bytes);
+            Security::Plain => {
+                batch.push(addr, t.bytes);
+                Ok(())
+            }
+        };
+        if let Err(e) = queued {
+            tracing::debug!(error = %e, session = t.session, "SRTP protect refused");
+            metrics.drop(e.reason());
         }
     }
 
-    /// Runs the core's timers, sends what they produce and forgets removed sessions.
-    async fn timeout(&mut self) {
-        let now = Instant::now();
-        guarded(&mut self.relay, &self.metrics, "timeout", now, |r| {
-            r.handle_timeout(now);
-        });
-        self.flush().await;
-        self.forget_closed();
-    }
-
-    /// Forgets the transport state of sessions the core removed by itself.
-    fn forget_closed(&mut self) {
-        while let Some(id) = self.relay.poll_closed() {
-            self.peers.remove(&id);
+    /// Sends the batch (one `sendmmsg` per [`super::batch::SEND_BATCH`] datagrams).
+    pub(super) async fn send_queued(&mut self) {
+        if !self.batch.is_empty() {
+            let sent = self.batch.flush(&self.socket).await;
+            self.counters.packets_out.inc_by(sent.packets);
+            self.counters.bytes_out.inc_by(sent.bytes);
         }
     }
 
-    async fn command(&mut self, cmd: Command) {
-        let now = Instant::now();
-        let metrics = self.metrics.clone();
-        let fault = || CommandError::Internal;
-        match cmd {
-            Command::Join(join, reply) => {
-                let answer = self.join(join);
-                let _ = reply.send(answer);
-            }
-            Command::Leave(id, reply) => {
-                let result = guarded(&mut self.relay, &metrics, "command", now, |r| r.leave(id))
-                    .ok_or_else(fault)
-                    .and_then(|r| r.map_err(CommandError::from));
-                self.peers.remove(&id);
-                // The BYEs for its stream go to the others now, not at the next input.
-                self.flush().await;
-                let _ = reply.send(result);
-            }
-            Command::SetInterest(id, interest, reply) => {
-                let result = guarded(&mut self.relay, &metrics, "command", now, |r| {
-                    r.set_interest(now, id, interest)
-                })
-                .ok_or_else(fault)
-                .and_then(|r| r.map_err(CommandError::from));
-                self.flush().await;
-                let _ = reply.send(result);
-            }
-            Command::SessionOwner(id, reply) => {
-                let owner = self.relay.session(id).map(|s| SessionOwner {
-                    room: s.room.to_string(),
-                    identity: s.identity.clone(),
-                });
-                let _ = reply.send(owner);
-            }
-            Command::RoomInfo(room, reply) => {
-                let _ = reply.send(self.relay.room_info(&room));
-            }
-            Command::Drain(reply) => {
-                self.relay.set_draining(true);
-                let _ = reply.send(self.relay.session_count());
-            }
-        }
-    }
-
-    /// Makes the session's keys, then joins it to the core.
-    fn join(&mut self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
-        let (sec, keys) = match cmd.profile {
+    /// A new UDP session's link: its SRTP context and the keys its join answer carries.
+    pub(super) fn new_link(
+        &self,
+        profile: Option<SrtpProfile>,
+    ) -> Result<(Peer, Option<SrtpKeys>), CommandError> {
+        let (sec, keys) = match profile {
             None if !self.insecure_plain_rtp => return Err(CommandError::PlainRtpDisabled),
             None => (Security::Plain, None),
             Some(profile) => {
@@ -392,17 +305,7 @@ impl Shell {
                 (Security::Keyed(Box::new(srtp)), Some(keys))
             }
         };
-        let now = Instant::now();
-        let joined = guarded(&mut self.relay, &self.metrics, "command", now, |r| {
-            r.join(now, cmd.request)
-        })
-        .ok_or(CommandError::Internal)??;
-        self.peers.insert(joined.session, Peer { sec, addr: None });
-        Ok(JoinAnswer {
-            joined,
-            rtp_addr: self.rtp_addr,
-            srtp: keys,
-        })
+        Ok((Peer { sec, addr: None }, keys))
     }
 }
 
@@ -418,14 +321,6 @@ fn new_session(profile: SrtpProfile) -> Result<(SrtpSession, SrtpKeys), SrtpErro
         relay_key: relay.to_base64(),
     };
     Ok((srtp, keys))
-}
-
-/// Sleeps until `deadline`, or forever when there is none.
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(t) => tokio::time::sleep_until(t.into()).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Reads a big-endian u32 at `at`, or `None` past the end.
