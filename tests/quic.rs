@@ -190,6 +190,16 @@ async fn a_quic_join_answers_the_documented_quic_object() {
         .await
         .unwrap();
     assert_eq!(refused.status(), 422);
+
+    // A token for another room gets no session, hence no QUIC session token.
+    let other_room = reqwest::Client::new()
+        .post(format!("{}/v1/rooms/elsewhere/sessions", base(&server)))
+        .bearer_auth(token("contract", ALL))
+        .json(&json!({"transport": "quic"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other_room.status(), 403);
     server.shutdown().await.unwrap();
 }
 

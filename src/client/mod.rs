@@ -24,6 +24,7 @@
 mod quic;
 mod state;
 
+pub use quic::client_config as quic_client_config;
 pub use state::{RoomState, Update, updates};
 
 use crate::relay::{Delivery, Interest, Joined, SessionId, parse_session_id};

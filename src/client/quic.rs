@@ -211,8 +211,9 @@ async fn read_stream(mut recv: quinn::RecvStream, flow_id: u64, tx: mpsc::Sender
     }
 }
 
-/// A client configuration that accepts exactly the certificate with this fingerprint.
-fn client_config(cert_sha256: &str) -> Result<quinn::ClientConfig, ClientError> {
+/// A quinn client configuration for the relay: ALPN `roq`, the relay's transport
+/// parameters, and exactly the certificate with this SHA-256 fingerprint.
+pub fn client_config(cert_sha256: &str) -> Result<quinn::ClientConfig, ClientError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = Pinned {
         sha256: cert_sha256.to_ascii_lowercase(),
