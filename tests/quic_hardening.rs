@@ -279,7 +279,7 @@ async fn a_flood_of_connections_without_tokens_is_bounded_and_passes() {
                 "localhost",
             )
             .unwrap();
-        flood.push(tokio::spawn(async move { connecting.await }));
+        flood.push(tokio::spawn(connecting));
     }
     let mut refused = 0;
     // Held open: a closed connection would end its wait for a token early.
