@@ -304,3 +304,66 @@ async fn a_flood_of_connections_without_tokens_is_bounded_and_passes() {
     let mut late = h.client("room", false).await;
     assert_flows(&mut publisher, &mut late, 5.0).await;
 }
+
+#[tokio::test]
+async fn a_peer_without_datagram_support_gets_everything_on_a_stream() {
+    let h = relay().await;
+    let mut publisher = h.client("room", true).await;
+    let q = h.answer("room", false).await.quic.unwrap();
+    let info = h.t.quic.clone().unwrap();
+    let mut transport = gsrelay::transport::quic::transport_config();
+    transport.datagram_receive_buffer_size(None);
+    let mut cfg = quic_client_config(&info.cert_sha256).unwrap();
+    cfg.transport_config(std::sync::Arc::new(transport));
+    let ep = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let conn = ep
+        .connect_with(cfg, info.local_addr, "localhost")
+        .unwrap()
+        .await
+        .unwrap();
+    assert!(
+        present(&conn, &q.session_token)
+            .await
+            .unwrap()
+            .starts_with("OK ")
+    );
+
+    let objects: Vec<Object> = (0..3)
+        .map(|id| {
+            Object::Head1(Head1 {
+                id,
+                ..Head1::default()
+            })
+        })
+        .collect();
+    for o in &objects {
+        publisher
+            .send_objects(std::slice::from_ref(o))
+            .await
+            .unwrap();
+    }
+    let mut stream = tokio::time::timeout(WAIT, conn.accept_uni())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut reader = roq::StreamReader::new(65_535);
+    let mut buf = Vec::new();
+    let mut got = Vec::new();
+    while got.len() < objects.len() {
+        let chunk = tokio::time::timeout(WAIT, stream.read_chunk(65_535, true))
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("the stream stays open");
+        buf.extend_from_slice(&chunk.bytes);
+        while let Some(range) = reader.next(&buf).unwrap() {
+            let packet = gsrelay::rtp::RtpPacket::parse(&buf[range]).unwrap();
+            assert_eq!(packet.ssrc(), publisher.ssrc());
+            got.extend(gsrelay::wire::decode(packet.payload(), Dialect::default()).unwrap());
+        }
+        let n = reader.consumed();
+        buf.drain(..n);
+    }
+    assert_eq!(reader.flow(), Some(q.flow_id));
+    assert_eq!(got, objects);
+}
