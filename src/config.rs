@@ -43,7 +43,7 @@ pub struct ServeConfig {
     pub http_addr: SocketAddr,
     /// RTP/RTCP with rtcp-mux (UDP; port 0 picks a free port).
     pub rtp_addr: SocketAddr,
-    /// QUIC (UDP). Parsed and logged only: the QUIC transport is not implemented yet.
+    /// RTP over QUIC (UDP; port 0 picks a free port).
     pub quic_addr: SocketAddr,
     /// Relay shards (threads, each owning its rooms, sessions and UDP socket); 0 means
     /// one per core this process may use (its CPU affinity and cgroup quota).
@@ -54,6 +54,13 @@ pub struct ServeConfig {
     /// Send buffer of each shard's UDP socket, bytes (0: the kernel's default); the kernel
     /// caps it at `net.core.wmem_max`.
     pub udp_send_buffer_bytes: usize,
+    /// The QUIC address put in join answers instead of the bound one.
+    pub quic_advertise_addr: Option<SocketAddr>,
+    /// PEM certificate chain for QUIC; without it (and [`Self::quic_key`]) a
+    /// self-signed certificate is generated at start.
+    pub quic_cert: Option<PathBuf>,
+    /// PEM private key of [`Self::quic_cert`].
+    pub quic_key: Option<PathBuf>,
     /// The RTP address put in join answers instead of the bound one (NAT, Kubernetes
     /// Service).
     pub rtp_advertise_addr: Option<SocketAddr>,
@@ -84,6 +91,9 @@ impl Default for ServeConfig {
             shards: 0,
             udp_recv_buffer_bytes: DEFAULT_UDP_BUFFER,
             udp_send_buffer_bytes: DEFAULT_UDP_BUFFER,
+            quic_advertise_addr: None,
+            quic_cert: None,
+            quic_key: None,
             rtp_advertise_addr: None,
             token_secret: None,
             token_max_ttl_secs: DEFAULT_MAX_TTL_SECS,
@@ -107,6 +117,9 @@ impl fmt::Debug for ServeConfig {
             .field("shards", &self.shards)
             .field("udp_recv_buffer_bytes", &self.udp_recv_buffer_bytes)
             .field("udp_send_buffer_bytes", &self.udp_send_buffer_bytes)
+            .field("quic_advertise_addr", &self.quic_advertise_addr)
+            .field("quic_cert", &self.quic_cert)
+            .field("quic_key", &self.quic_key)
             .field("rtp_advertise_addr", &self.rtp_advertise_addr)
             .field(
                 "token_secret",
@@ -165,8 +178,7 @@ pub struct ServeArgs {
     /// RTP/RTCP (rtcp-mux) UDP address [default: 0.0.0.0:5004].
     #[arg(long, env = "GSRELAY_RTP_ADDR", value_name = "ADDR")]
     pub rtp_addr: Option<SocketAddr>,
-    /// QUIC UDP address [default: 0.0.0.0:4433]. Not bound yet: the QUIC transport is a
-    /// later addition, the value is only checked and logged.
+    /// RTP over QUIC (RoQ) UDP address [default: 0.0.0.0:4433].
     #[arg(long, env = "GSRELAY_QUIC_ADDR", value_name = "ADDR")]
     pub quic_addr: Option<SocketAddr>,
     /// Relay shards, one thread each; shard k binds the RTP port plus k [default: 0, one
@@ -181,6 +193,25 @@ pub struct ServeArgs {
     /// net.core.wmem_max [default: 4194304].
     #[arg(long, env = "GSRELAY_UDP_SEND_BUFFER_BYTES", value_name = "BYTES")]
     pub udp_send_buffer_bytes: Option<usize>,
+    /// QUIC address told to clients instead of the bound one (behind NAT or a Service).
+    #[arg(long, env = "GSRELAY_QUIC_ADVERTISE_ADDR", value_name = "ADDR")]
+    pub quic_advertise_addr: Option<SocketAddr>,
+    /// PEM certificate chain for QUIC [default: a self-signed one made at start].
+    #[arg(
+        long,
+        env = "GSRELAY_QUIC_CERT",
+        value_name = "FILE",
+        requires = "quic_key"
+    )]
+    pub quic_cert: Option<PathBuf>,
+    /// PEM private key for `--quic-cert`.
+    #[arg(
+        long,
+        env = "GSRELAY_QUIC_KEY",
+        value_name = "FILE",
+        requires = "quic_cert"
+    )]
+    pub quic_key: Option<PathBuf>,
     /// RTP address told to clients instead of the bound one (behind NAT or a Service).
     #[arg(long, env = "GSRELAY_RTP_ADVERTISE_ADDR", value_name = "ADDR")]
     pub rtp_advertise_addr: Option<SocketAddr>,
@@ -326,6 +357,13 @@ impl ServeArgs {
         set(&mut cfg.shards, &self.shards);
         set(&mut cfg.udp_recv_buffer_bytes, &self.udp_recv_buffer_bytes);
         set(&mut cfg.udp_send_buffer_bytes, &self.udp_send_buffer_bytes);
+        if self.quic_advertise_addr.is_some() {
+            cfg.quic_advertise_addr = self.quic_advertise_addr;
+        }
+        if self.quic_cert.is_some() {
+            cfg.quic_cert.clone_from(&self.quic_cert);
+            cfg.quic_key.clone_from(&self.quic_key);
+        }
         if self.rtp_advertise_addr.is_some() {
             cfg.rtp_advertise_addr = self.rtp_advertise_addr;
         }

@@ -78,6 +78,8 @@ pub struct Metrics {
     pub rtcp_reports: IntCounterVec,
     /// `gsrelay_session_rtt_seconds`.
     pub session_rtt: Histogram,
+    /// QUIC connections by outcome (`attached`, or why one was refused or closed).
+    pub quic_connections: IntCounterVec,
 }
 
 /// What pacing does to object updates, each counter resolved once so the hot path does
@@ -320,6 +322,11 @@ impl Metrics {
                 "Round-trip times between the relay and sessions, from their reception reports on the relay's SRs.",
                 exponential(0.000_5, 2.0, 14),
             ),
+            quic_connections: counter_vec(
+                "gsrelay_quic_connections_total",
+                "QUIC connections by outcome: attached to a session, or why refused or closed.",
+                &["outcome"],
+            ),
             registry,
         };
         let collectors: Vec<Box<dyn Collector>> = vec![
@@ -355,6 +362,7 @@ impl Metrics {
             Box::new(m.internal_errors.clone()),
             Box::new(m.rtcp_reports.clone()),
             Box::new(m.session_rtt.clone()),
+            Box::new(m.quic_connections.clone()),
             Box::new(build_info()),
             Box::new(kernel::UdpRcvbufErrors::new()),
         ];

@@ -12,6 +12,7 @@ use crate::control::token::{self, Tokens};
 use crate::metrics::Metrics;
 use crate::relay::Relay;
 use crate::transport::command::RelayHandle;
+use crate::transport::quic::{self, QuicConfig, QuicEndpoint, QuicInfo, QuicShard};
 use crate::transport::shards::{self, RoomDirectory, ShardThread, Shards};
 use crate::transport::udp::UdpConfig;
 use anyhow::Context;
@@ -40,6 +41,8 @@ pub struct Server {
     pub rtp_addr: SocketAddr,
     /// Where each shard's RTP/UDP socket is bound, shard `k` at index `k`.
     pub rtp_addrs: Vec<SocketAddr>,
+    /// The QUIC endpoint: its bound address and certificate fingerprint.
+    pub quic: QuicInfo,
     /// Routes control operations to the shards.
     pub handle: Shards,
     /// The relay's metrics.
@@ -53,6 +56,8 @@ pub struct Server {
     http_task: JoinHandle<()>,
     shard_threads: Vec<std::thread::JoinHandle<()>>,
     lag_probes: Vec<AbortOnDrop>,
+    /// Closed (every QUIC connection told "relay stopped") when the server is dropped.
+    _quic_endpoint: QuicEndpoint,
 }
 
 /// Aborts a background task when dropped: the lag probe holds a relay handle, and the
@@ -115,14 +120,21 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
 
     let metrics = Metrics::new();
     let count = cfg.shard_count();
+    let quic_cfg = QuicConfig {
+        advertise: cfg.quic_advertise_addr,
+        cert: cfg.quic_cert.clone().zip(cfg.quic_key.clone()),
+        ..QuicConfig::new(cfg.quic_addr)
+    };
+    let (quic_endpoint, quic_parts) = quic::bind(quic_cfg, &metrics, count)
+        .with_context(|| format!("binding the QUIC address {}", cfg.quic_addr))?;
     let directory = Arc::new(RoomDirectory::new(
         count,
         cfg.relay.max_rooms,
         cfg.relay.max_sessions,
     ));
     let mut started: Vec<ShardThread> = Vec::with_capacity(count);
-    for k in 0..count {
-        let shard = start_shard(k, &cfg, &directory, &metrics)
+    for (k, quic_part) in quic_parts.into_iter().enumerate() {
+        let shard = start_shard(k, &cfg, &directory, quic_part, &metrics)
             .await
             .with_context(|| format!("starting shard {k} (RTP address {})", cfg.rtp_addr))?;
         started.push(shard);
@@ -130,6 +142,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
     let rtp_addrs: Vec<SocketAddr> = started.iter().map(|s| s.addr).collect();
     let handles: Vec<RelayHandle> = started.iter().map(|s| s.handle.clone()).collect();
     let router = Shards::new(handles.clone(), directory);
+    let quic = quic_endpoint.info.clone();
 
     let api = ApiState::new(
         router.clone(),
@@ -171,14 +184,18 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         "gsrelay listening"
     );
     tracing::info!(
-        quic = %cfg.quic_addr,
-        "QUIC transport not implemented yet: the QUIC address is not bound"
+        quic = %quic.local_addr,
+        quic_advertised = ?cfg.quic_advertise_addr,
+        cert_sha256 = %quic.cert_sha256,
+        self_signed = quic.self_signed,
+        "RTP over QUIC listening (ALPN roq)"
     );
 
     Ok(Server {
         http_addr,
         rtp_addr: rtp_addrs[0],
         rtp_addrs,
+        quic,
         handle: router,
         metrics,
         dev_secret,
@@ -188,6 +205,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         http_task,
         shard_threads: started.into_iter().map(|s| s.thread).collect(),
         lag_probes,
+        _quic_endpoint: quic_endpoint,
     })
 }
 
@@ -197,6 +215,7 @@ async fn start_shard(
     k: usize,
     cfg: &ServeConfig,
     directory: &Arc<RoomDirectory>,
+    quic: QuicShard,
     metrics: &Metrics,
 ) -> anyhow::Result<ShardThread> {
     let count = directory.shards();
@@ -214,7 +233,7 @@ async fn start_shard(
         recv_buffer: (cfg.udp_recv_buffer_bytes > 0).then_some(cfg.udp_recv_buffer_bytes),
         send_buffer: (cfg.udp_send_buffer_bytes > 0).then_some(cfg.udp_send_buffer_bytes),
     };
-    shards::start(k, udp, relay, metrics).await
+    shards::start(k, udp, Some(quic), relay, metrics).await
 }
 
 /// `addr` with its port moved up by `k` (port 0 stays 0: each shard gets a free port).

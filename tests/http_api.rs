@@ -351,7 +351,7 @@ async fn invalid_join_bodies_are_422_naming_the_field() {
             "radius",
         ),
         (
-            json!({"transport": "quic"}),
+            json!({"transport": "webrtc"}),
             "unsupported_transport",
             "transport",
         ),

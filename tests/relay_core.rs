@@ -112,6 +112,33 @@ fn snapshot_is_split_into_payload_budget_sized_packets() {
 }
 
 #[test]
+fn a_session_path_smaller_than_the_budget_packs_its_snapshots_to_the_path() {
+    let mut w = World::new();
+    let a = w.join("r", true, false);
+    for k in 0..40 {
+        w.publish(&a, &[head(k, 1.0)]);
+    }
+    let wide = w.join("r", false, true);
+    let narrow = w.join("r", false, true);
+    // A QUIC connection whose datagrams hold 300-byte packets.
+    w.relay.set_session_path(w.now, narrow.session, 300, None);
+    w.sent();
+    w.fir(&wide, w.relay.relay_ssrc(), 1);
+    w.fir(&narrow, w.relay.relay_ssrc(), 1);
+    let sent = w.sent();
+    let to = |id| sent.iter().filter(move |s: &&support::Sent| s.to == id);
+    assert!(to(narrow.session).all(|s| s.bytes.len() <= 300));
+    assert!(
+        to(wide.session).any(|s| s.bytes.len() > 300),
+        "others keep the budget"
+    );
+    for id in [wide.session, narrow.session] {
+        let objects: usize = to(id).map(|s| s.objects(Dialect::Draft01).len()).sum();
+        assert_eq!(objects, 40, "every object in the snapshot");
+    }
+}
+
+#[test]
 fn repeated_fir_is_answered_once_and_relay_ssrc_fir_covers_every_stream() {
     let mut w = World::new();
     let a = w.join("r", true, false);

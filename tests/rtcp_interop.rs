@@ -15,7 +15,7 @@ use gsrelay::metrics::Metrics;
 use gsrelay::relay::{Delivery, Interest, JoinRequest, Relay, RelayConfig};
 use gsrelay::rtp::rtcp;
 use gsrelay::rtp::{PacketClass, RtpHeader, classify};
-use gsrelay::transport::command::{JoinAnswer, JoinCommand};
+use gsrelay::transport::command::{JoinAnswer, JoinCommand, TransportRequest};
 use gsrelay::transport::udp::{self, UdpConfig, UdpTransport};
 use gsrelay::wire::{self, Dialect, Head1, Loc2, Object};
 use serde_json::Value;
@@ -69,7 +69,7 @@ impl Harness {
         };
         let cmd = JoinCommand {
             request,
-            profile: None,
+            transport: TransportRequest::Rtp(None),
         };
         self.t.handle.join(cmd).await.unwrap()
     }

@@ -7,7 +7,9 @@ use gsrelay::client::{Client, Received};
 use gsrelay::metrics::Metrics;
 use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
 use gsrelay::rtp::{KeyMaterial, RtcpItem, SrtpProfile, SrtpSession};
-use gsrelay::transport::command::{CommandError, JoinAnswer, JoinCommand, SrtpKeys};
+use gsrelay::transport::command::{
+    CommandError, JoinAnswer, JoinCommand, SrtpKeys, TransportRequest,
+};
 use gsrelay::transport::udp::{self, UdpConfig, UdpTransport};
 use gsrelay::wire::{
     self, Dialect, GameControl1, Hand1, Head1, Loc2, Object, Object1, Rot1, Rot2, Scale1, Vec3,
@@ -58,7 +60,10 @@ impl Harness {
         };
         self.t
             .handle
-            .join(JoinCommand { request, profile })
+            .join(JoinCommand {
+                request,
+                transport: TransportRequest::Rtp(profile),
+            })
             .await
             .unwrap()
     }
@@ -443,7 +448,7 @@ async fn plain_rtp_only_when_allowed() {
         h.t.handle
             .join(JoinCommand {
                 request,
-                profile: None,
+                transport: TransportRequest::Rtp(None),
             })
             .await;
     assert_eq!(refused, Err(CommandError::PlainRtpDisabled));

@@ -19,4 +19,4 @@ pub mod sys;
 
 pub use report::{Report, SweepPoint, TargetKind};
 pub use run::{RunOptions, Target, run};
-pub use scenario::{Scenario, Security};
+pub use scenario::{BenchTransport, Scenario, Security};

@@ -57,6 +57,10 @@ impl RelayProcess {
             .arg(spec.http_addr.to_string())
             .arg("--rtp-addr")
             .arg(spec.rtp_addr.to_string())
+            // Any free port beside the RTP one: two relays (a restart, parallel tests) never
+            // contend for the default QUIC port; join answers carry the bound one.
+            .arg("--quic-addr")
+            .arg(std::net::SocketAddr::new(spec.rtp_addr.ip(), 0).to_string())
             .args(&spec.args)
             .env("GSRELAY_TOKEN_SECRET", &spec.token_secret)
             .env("RUST_LOG", "warn")

@@ -243,6 +243,7 @@ fn relay_config(
     Ok(ServeConfig {
         http_addr: loopback,
         rtp_addr: loopback,
+        quic_addr: loopback,
         rtp_advertise_addr: proxy.as_ref().map(ProxyListener::local_addr),
         token_secret: Some(secret.to_owned()),
         insecure_plain_rtp: s.security == Security::Plain,
@@ -326,6 +327,7 @@ impl Endpoint {
                     },
                     profile: s.srtp_profile,
                     plain_rtp: s.security == Security::Plain,
+                    quic: s.transport.quic(role == Role::Publisher),
                     ..JoinOptions::default()
                 };
                 let mut c = Client::join(http, &token, &room_name, opts)

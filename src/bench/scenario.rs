@@ -38,6 +38,30 @@ pub enum Security {
     Plain,
 }
 
+/// Which transport the bench clients use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum BenchTransport {
+    /// RTP over UDP (SRTP unless `security` is plain).
+    #[default]
+    Udp,
+    /// RTP over QUIC for every client.
+    Quic,
+    /// Publishers over QUIC, subscribers over UDP: every packet crosses transports.
+    Mixed,
+}
+
+impl BenchTransport {
+    /// Whether a client in `role` (publisher or not) joins over QUIC.
+    pub fn quic(self, publisher: bool) -> bool {
+        match self {
+            Self::Udp => false,
+            Self::Quic => true,
+            Self::Mixed => publisher,
+        }
+    }
+}
+
 /// Relative weights of the object types in each publisher's live set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -137,8 +161,10 @@ pub struct Scenario {
     pub slow_subscribers: usize,
     /// The slow subscribers' cap, bits per second.
     pub slow_max_bitrate_bps: u64,
-    /// SRTP or plain RTP.
+    /// SRTP or plain RTP (UDP clients).
     pub security: Security,
+    /// UDP, QUIC or both.
+    pub transport: BenchTransport,
     /// SRTP profile; the relay's default when absent.
     pub srtp_profile: Option<SrtpProfile>,
     /// Seed of every random choice (impairment, positions, send phases).
@@ -186,6 +212,7 @@ impl Default for Scenario {
             slow_subscribers: 0,
             slow_max_bitrate_bps: 16_000,
             security: Security::Srtp,
+            transport: BenchTransport::Udp,
             srtp_profile: None,
             seed: 1,
             send_phases: SendPhases::Aligned,

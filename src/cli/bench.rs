@@ -8,7 +8,9 @@ use gsrelay::bench::report::{cpu_ratio, sweep_svg};
 use gsrelay::bench::restart::Restart;
 use gsrelay::bench::scenario::{Mix, SendPhases};
 use gsrelay::bench::soak::Soak;
-use gsrelay::bench::{Report, RunOptions, Scenario, Security, SweepPoint, Target, run};
+use gsrelay::bench::{
+    BenchTransport, Report, RunOptions, Scenario, Security, SweepPoint, Target, run,
+};
 use gsrelay::relay::{Delivery, Interest};
 use gsrelay::rtp::SrtpProfile;
 use std::io::IsTerminal;
@@ -178,6 +180,10 @@ struct ScenarioArgs {
     /// Plain RTP instead of SRTP (the in-process relay allows it for this run).
     #[arg(long)]
     plain_rtp: bool,
+    /// Clients' transport: `udp`, `quic`, or `mixed` (publishers over QUIC, subscribers
+    /// over UDP) [default: udp].
+    #[arg(long, value_name = "TRANSPORT")]
+    transport: Option<BenchTransport>,
     /// SRTP profile [default: the relay's].
     #[arg(long, value_parser = parse_profile)]
     srtp_profile: Option<SrtpProfile>,
@@ -340,6 +346,7 @@ impl ScenarioArgs {
         if self.congestion_feedback {
             s.congestion_feedback = true;
         }
+        set(&mut s.transport, &self.transport);
         if self.srtp_profile.is_some() {
             s.srtp_profile = self.srtp_profile;
         }

@@ -92,6 +92,13 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if let Some(secret) = &server.dev_secret {
             print_dev_credentials(secret, server.http_addr)?;
         }
+        if server.quic.self_signed {
+            // Clients pin this (join answers carry it too), as they copy the dev token.
+            println!(
+                "QUIC self-signed certificate sha256: {}",
+                server.quic.cert_sha256
+            );
+        }
         signals.next().await;
         tracing::info!("signal received: draining (signal again to stop at once)");
         tokio::select! {

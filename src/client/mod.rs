@@ -1,5 +1,6 @@
 //! The Rust client: joins a room over the HTTP API, then speaks SRTP/SRTCP with the relay
-//! over UDP. Used by the tests and the bench clients; allocation is fine here.
+//! over UDP, or RTP over QUIC ([`JoinOptions::quic`]). Used by the tests and the bench
+//! clients; allocation is fine here.
 //!
 //! It receives in either delivery mode (`docs/relay.md`, "Delivery modes"):
 //! [`JoinOptions::aggregated`] asks for one stream from the relay carrying every sender's
@@ -21,8 +22,10 @@
 //! ```
 
 mod feedback;
+mod quic;
 mod state;
 
+pub use quic::client_config as quic_client_config;
 pub use state::{RoomState, Update, updates};
 
 use crate::relay::{Delivery, Interest, Joined, SessionId, parse_session_id};
@@ -32,8 +35,9 @@ use crate::rtp::{
     KeyMaterial, PacketClass, RtcpItem, RtpError, RtpHeader, RtpPacket, RtpWriteError, SrtpError,
     SrtpProfile, SrtpSession, classify, parse_compound,
 };
-use crate::transport::command::{JoinAnswer, SrtpKeys};
+use crate::transport::command::{JoinAnswer, QuicAnswer, SrtpKeys};
 use crate::wire::{self, DecodeError, Dialect, EncodeError, Object};
+use quic::QuicLink;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -64,6 +68,8 @@ pub struct JoinOptions {
     pub profile: Option<SrtpProfile>,
     /// Ask for plain RTP (only relays run with `--insecure-plain-rtp` accept).
     pub plain_rtp: bool,
+    /// Carry the session over QUIC (RoQ) instead of UDP/SRTP.
+    pub quic: bool,
 }
 
 impl JoinOptions {
@@ -137,6 +143,9 @@ pub enum ClientError {
     /// An RTCP packet could not be written.
     #[error("RTCP: {0}")]
     Rtcp(#[from] RtcpWriteError),
+    /// The QUIC connection failed or the relay refused it.
+    #[error("QUIC: {0}")]
+    Quic(String),
 }
 
 /// The JSON body of a join.
@@ -161,7 +170,16 @@ struct AnswerBody {
     ssrc: u32,
     relay_ssrc: u32,
     streams: Vec<u32>,
-    rtp: RtpBody,
+    rtp: Option<RtpBody>,
+    quic: Option<QuicBody>,
+}
+
+#[derive(Deserialize)]
+struct QuicBody {
+    addr: String,
+    cert_sha256: String,
+    flow_id: u64,
+    session_token: String,
 }
 
 #[derive(Deserialize)]
@@ -192,8 +210,7 @@ struct Http {
 pub struct Client {
     joined: Joined,
     dialect: Dialect,
-    socket: UdpSocket,
-    srtp: Option<SrtpSession>,
+    link: Link,
     http: Option<Http>,
     seq: u16,
     fir_seq: u8,
@@ -254,12 +271,14 @@ impl Client {
     async fn open(http: Http, ssrc: Option<u32>) -> Result<Self, ClientError> {
         let opts = &http.opts;
         let body = JoinBody {
-            transport: "rtp",
+            transport: if opts.quic { "quic" } else { "rtp" },
             ssrc,
             require_ssrc: opts.require_ssrc,
             dialect: opts.dialect,
             interest: opts.interest.as_ref(),
-            srtp_profile: if opts.plain_rtp {
+            srtp_profile: if opts.quic {
+                None
+            } else if opts.plain_rtp {
                 Some(PLAIN_RTP)
             } else {
                 opts.profile.map(SrtpProfile::name)
@@ -275,10 +294,25 @@ impl Client {
         let answer: AnswerBody = checked(resp).await?.json().await?;
         let session = parse_session_id(&answer.session_id)
             .ok_or_else(|| ClientError::BadAnswer(format!("session_id {}", answer.session_id)))?;
-        let rtp_addr = tokio::net::lookup_host(&answer.rtp.addr)
-            .await?
-            .next()
-            .ok_or_else(|| ClientError::BadAnswer(format!("rtp.addr {}", answer.rtp.addr)))?;
+        let (rtp, quic) = match (answer.rtp, answer.quic) {
+            (Some(rtp), None) => (Some(rtp), None),
+            (None, Some(q)) => {
+                let addr = resolve(&q.addr, "quic.addr").await?;
+                let quic = QuicAnswer {
+                    addr,
+                    alpn: crate::transport::quic::ALPN,
+                    cert_sha256: q.cert_sha256,
+                    flow_id: q.flow_id,
+                    session_token: q.session_token,
+                };
+                (None, Some(quic))
+            }
+            _ => return Err(ClientError::BadAnswer("neither rtp nor quic".into())),
+        };
+        let rtp_addr = match &rtp {
+            Some(r) => resolve(&r.addr, "rtp.addr").await?,
+            None => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+        };
         let answer = JoinAnswer {
             joined: Joined {
                 session,
@@ -287,11 +321,12 @@ impl Client {
                 streams: answer.streams,
             },
             rtp_addr,
-            srtp: answer.rtp.srtp.map(|s| SrtpKeys {
+            srtp: rtp.and_then(|r| r.srtp).map(|s| SrtpKeys {
                 profile: s.profile,
                 client_key: s.client_key,
                 relay_key: s.relay_key,
             }),
+            quic,
         };
         let mut client = Self::from_answer(answer, http.opts.dialect).await?;
         client.http = Some(http);
@@ -302,26 +337,10 @@ impl Client {
     /// [`RelayHandle`](crate::transport::command::RelayHandle) in tests). It cannot
     /// [`leave`](Self::leave).
     pub async fn from_answer(answer: JoinAnswer, dialect: Dialect) -> Result<Self, ClientError> {
-        let srtp = match &answer.srtp {
-            Some(keys) => {
-                let client_key = KeyMaterial::from_base64(keys.profile, &keys.client_key)?;
-                let relay_key = KeyMaterial::from_base64(keys.profile, &keys.relay_key)?;
-                Some(SrtpSession::for_client(
-                    keys.profile,
-                    &client_key,
-                    &relay_key,
-                )?)
-            }
-            None => None,
+        let link = match &answer.quic {
+            Some(q) => Link::Quic(QuicLink::connect(q).await?),
+            None => udp_link(&answer).await?,
         };
-        let local: SocketAddr = if answer.rtp_addr.is_ipv4() {
-            (Ipv4Addr::UNSPECIFIED, 0).into()
-        } else {
-            (Ipv6Addr::UNSPECIFIED, 0).into()
-        };
-        let socket = UdpSocket::bind(local).await?;
-        // Connected: only the relay's datagrams are received.
-        socket.connect(answer.rtp_addr).await?;
         let mut random = [0u8; 7];
         getrandom::fill(&mut random)
             .map_err(|e| ClientError::Io(std::io::Error::other(e.to_string())))?;
@@ -329,8 +348,7 @@ impl Client {
         Ok(Self {
             joined: answer.joined,
             dialect,
-            socket,
-            srtp,
+            link,
             http: None,
             seq: u16::from_be_bytes([s0, s1]),
             fir_seq: f,
@@ -371,18 +389,49 @@ impl Client {
 
     /// The local UDP address.
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.socket.local_addr()
+        match &self.link {
+            Link::Udp { socket, .. } => socket.local_addr(),
+            Link::Quic(q) => q.local_addr(),
+        }
     }
 
-    /// The relay address this session sends to (its shard's RTP address).
+    /// Moves a QUIC session to a new local socket, as when the client's address changes
+    /// (QUIC connection migration); the session carries on. UDP sessions cannot move: the
+    /// relay latches their first address.
+    pub fn rebind(&self) -> Result<(), ClientError> {
+        match &self.link {
+            Link::Quic(q) => Ok(q.rebind()?),
+            Link::Udp { .. } => Err(ClientError::Io(std::io::Error::other(
+                "a UDP session cannot change its address",
+            ))),
+        }
+    }
+
+    /// How the QUIC connection ended, if it has (`None` for UDP).
+    pub fn quic_close_reason(&self) -> Option<quinn::ConnectionError> {
+        match &self.link {
+            Link::Quic(q) => q.close_reason(),
+            Link::Udp { .. } => None,
+        }
+    }
+
+    /// The relay address this session sends to (its shard's RTP address, or the QUIC
+    /// endpoint's).
     pub fn relay_addr(&self) -> std::io::Result<SocketAddr> {
-        self.socket.peer_addr()
+        match &self.link {
+            Link::Udp { socket, .. } => socket.peer_addr(),
+            Link::Quic(q) => Ok(q.remote_address()),
+        }
     }
 
     /// Asks the kernel for a receive buffer of `bytes` (capped by `net.core.rmem_max`):
     /// a snapshot of thousands of objects arrives as one burst of packets.
     pub fn set_recv_buffer(&self, bytes: usize) -> std::io::Result<()> {
-        socket2::SockRef::from(&self.socket).set_recv_buffer_size(bytes)
+        match &self.link {
+            Link::Udp { socket, .. } => socket2::SockRef::from(socket).set_recv_buffer_size(bytes),
+            // The QUIC endpoint's socket is made with large buffers.
+            Link::Quic(_) => Ok(()),
+        }
     }
 
     /// The latest Sender Report the relay sent for `ssrc` (a forwarded stream, or
@@ -507,14 +556,19 @@ impl Client {
 
     /// Protects the packet in `self.out` in place and sends it.
     async fn send_out(&mut self, class: PacketClass) -> Result<(), ClientError> {
-        if let Some(srtp) = &mut self.srtp {
-            match class {
-                PacketClass::Rtcp => srtp.protect_rtcp(&mut self.out)?,
-                _ => srtp.protect_rtp(&mut self.out)?,
+        match &mut self.link {
+            Link::Udp { socket, srtp } => {
+                if let Some(srtp) = srtp {
+                    match class {
+                        PacketClass::Rtcp => srtp.protect_rtcp(&mut self.out)?,
+                        _ => srtp.protect_rtp(&mut self.out)?,
+                    }
+                }
+                socket.send(&self.out).await?;
+                Ok(())
             }
+            Link::Quic(q) => q.send(&self.out).await,
         }
-        self.socket.send(&self.out).await?;
-        Ok(())
     }
 
     /// The next packet from the relay, or `None` when none arrives within `timeout`.
@@ -524,13 +578,28 @@ impl Client {
     pub async fn recv(&mut self, timeout: Duration) -> Result<Option<Received>, ClientError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let len = match tokio::time::timeout_at(deadline, self.socket.recv(&mut self.buf)).await
-            {
-                Ok(got) => got?,
-                Err(_elapsed) => return Ok(None),
+            let got = match &mut self.link {
+                Link::Udp { socket, srtp } => {
+                    let len =
+                        match tokio::time::timeout_at(deadline, socket.recv(&mut self.buf)).await {
+                            Ok(got) => got?,
+                            Err(_elapsed) => return Ok(None),
+                        };
+                    let datagram = self.buf.get_mut(..len).unwrap_or_default();
+                    open(srtp, datagram)
+                }
+                Link::Quic(q) => match tokio::time::timeout_at(deadline, q.recv()).await {
+                    Ok(Some(packet)) => parse(classify(&packet), &packet),
+                    Ok(None) => {
+                        return Err(ClientError::Quic(format!(
+                            "connection closed: {:?}",
+                            q.close_reason()
+                        )));
+                    }
+                    Err(_elapsed) => return Ok(None),
+                },
             };
-            let datagram = self.buf.get_mut(..len).unwrap_or_default();
-            match open(&mut self.srtp, datagram) {
+            match got {
                 Ok(Received::Rtcp(items)) if is_report(&items) => {
                     for item in items {
                         if let RtcpItem::SenderReport { ssrc, info, .. } = item {
@@ -600,6 +669,52 @@ impl Client {
     }
 }
 
+/// Opens a UDP socket towards the relay, with the session's SRTP context.
+async fn udp_link(answer: &JoinAnswer) -> Result<Link, ClientError> {
+    let srtp = match &answer.srtp {
+        Some(keys) => {
+            let client_key = KeyMaterial::from_base64(keys.profile, &keys.client_key)?;
+            let relay_key = KeyMaterial::from_base64(keys.profile, &keys.relay_key)?;
+            Some(Box::new(SrtpSession::for_client(
+                keys.profile,
+                &client_key,
+                &relay_key,
+            )?))
+        }
+        None => None,
+    };
+    let local: SocketAddr = if answer.rtp_addr.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let socket = UdpSocket::bind(local).await?;
+    // Connected: only the relay's datagrams are received.
+    socket.connect(answer.rtp_addr).await?;
+    Ok(Link::Udp { socket, srtp })
+}
+
+/// Resolves an address of a join answer.
+async fn resolve(addr: &str, field: &str) -> Result<SocketAddr, ClientError> {
+    tokio::net::lookup_host(addr)
+        .await?
+        .next()
+        .ok_or_else(|| ClientError::BadAnswer(format!("{field} {addr}")))
+}
+
+/// How the client's packets travel.
+#[derive(Debug)]
+enum Link {
+    /// UDP, with SRTP unless plain.
+    Udp {
+        socket: UdpSocket,
+        /// Boxed: the keyed ciphers are far larger than the QUIC variant.
+        srtp: Option<Box<SrtpSession>>,
+    },
+    /// RTP over QUIC.
+    Quic(QuicLink),
+}
+
 /// `DELETE /v1/sessions/{id}`.
 async fn delete_session(http: &Http, session: SessionId) -> Result<(), ClientError> {
     let id = crate::relay::format_session_id(session);
@@ -624,7 +739,10 @@ fn is_report(items: &[RtcpItem]) -> bool {
     })
 }
 
-fn open(srtp: &mut Option<SrtpSession>, datagram: &mut [u8]) -> Result<Received, &'static str> {
+fn open(
+    srtp: &mut Option<Box<SrtpSession>>,
+    datagram: &mut [u8],
+) -> Result<Received, &'static str> {
     let class = classify(datagram);
     let plain_len = match srtp {
         Some(s) => match class {
@@ -635,7 +753,11 @@ fn open(srtp: &mut Option<SrtpSession>, datagram: &mut [u8]) -> Result<Received,
         .map_err(|e| e.reason())?,
         None => datagram.len(),
     };
-    let plain: &[u8] = datagram.get(..plain_len).unwrap_or_default();
+    parse(class, datagram.get(..plain_len).unwrap_or_default())
+}
+
+/// Parses one plaintext packet from the relay.
+fn parse(class: PacketClass, plain: &[u8]) -> Result<Received, &'static str> {
     match class {
         PacketClass::Rtp => {
             let p = RtpPacket::parse(plain).map_err(|e: RtpError| e.reason())?;

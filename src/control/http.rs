@@ -16,7 +16,9 @@ use super::token::{self, AuthzError, Claims, NameError, Right, TokenError, Token
 use crate::metrics::Metrics;
 use crate::relay::{ControlError, Interest, JoinRequest, format_session_id, parse_session_id};
 use crate::rtp::SrtpProfile;
-use crate::transport::command::{CommandError, JoinCommand, SrtpKeys};
+use crate::transport::command::{
+    CommandError, JoinCommand, QuicAnswer, SrtpKeys, TransportRequest,
+};
 use crate::transport::shards::Shards;
 use crate::wire::Dialect;
 use axum::Json;
@@ -188,6 +190,7 @@ impl From<CommandError> for ApiError {
             CommandError::PlainRtpDisabled => {
                 Self::new(StatusCode::FORBIDDEN, "plain_rtp_disabled", message)
             }
+            CommandError::QuicDisabled => Self::unprocessable("unsupported_transport", message),
             CommandError::Stopped => relay_stopped(),
             CommandError::Internal => {
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
@@ -516,7 +519,20 @@ struct JoinAnswerBody {
     ssrc: u32,
     relay_ssrc: u32,
     streams: Vec<u32>,
-    rtp: RtpBody,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rtp: Option<RtpBody>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    quic: Option<QuicBody>,
+}
+
+/// The `quic` object of a QUIC join's answer (`docs/api.md`).
+#[derive(Serialize)]
+struct QuicBody {
+    addr: String,
+    alpn: &'static str,
+    cert_sha256: String,
+    flow_id: u64,
+    session_token: String,
 }
 
 #[derive(Serialize)]
@@ -547,15 +563,22 @@ async fn join(
         ));
     }
     let body: JoinBody = parse_json(&body, None)?;
-    if body.transport != "rtp" {
-        return Err(ApiError::unprocessable(
-            "unsupported_transport",
-            format!(
-                "transport: {:?} is not supported; use \"rtp\"",
-                body.transport
-            ),
-        ));
-    }
+    let quic = match body.transport.as_str() {
+        "rtp" => false,
+        "quic" if body.srtp_profile.is_none() => true,
+        "quic" => {
+            return Err(ApiError::unprocessable(
+                "invalid_request",
+                "srtp_profile: QUIC encrypts; a QUIC join names no SRTP profile",
+            ));
+        }
+        other => {
+            return Err(ApiError::unprocessable(
+                "unsupported_transport",
+                format!("transport: {other:?} is not supported; use \"rtp\" or \"quic\""),
+            ));
+        }
+    };
     let profile = match body.srtp_profile.as_deref() {
         None => Some(state.0.default_profile),
         Some(PLAIN_RTP) => None,
@@ -591,7 +614,11 @@ async fn join(
                 dialect: body.dialect,
                 interest: body.interest,
             },
-            profile,
+            transport: if quic {
+                TransportRequest::Quic
+            } else {
+                TransportRequest::Rtp(profile)
+            },
         })
         .await?;
     let session_id = format_session_id(answer.joined.session);
@@ -609,10 +636,17 @@ async fn join(
         ssrc: answer.joined.ssrc,
         relay_ssrc: answer.joined.relay_ssrc,
         streams: answer.joined.streams,
-        rtp: RtpBody {
-            addr: advertised_rtp_addr(answer.rtp_addr, &headers),
+        rtp: (!quic).then(|| RtpBody {
+            addr: advertised_addr(answer.rtp_addr, &headers),
             srtp: answer.srtp,
-        },
+        }),
+        quic: answer.quic.map(|q: QuicAnswer| QuicBody {
+            addr: advertised_addr(q.addr, &headers),
+            alpn: q.alpn,
+            cert_sha256: q.cert_sha256,
+            flow_id: q.flow_id,
+            session_token: q.session_token,
+        }),
     };
     Ok((
         StatusCode::CREATED,
@@ -625,7 +659,7 @@ async fn join(
 /// Where clients send RTP. A relay bound to the unspecified address with no advertised
 /// address answers with the host the client reached the HTTP API on (its `Host` header),
 /// which is the address that works from where the client stands.
-fn advertised_rtp_addr(rtp: std::net::SocketAddr, headers: &HeaderMap) -> String {
+fn advertised_addr(rtp: std::net::SocketAddr, headers: &HeaderMap) -> String {
     if !rtp.ip().is_unspecified() {
         return rtp.to_string();
     }
@@ -745,19 +779,16 @@ mod advertise_tests {
     fn unspecified_bind_answers_with_the_host_the_client_used() {
         let any: std::net::SocketAddr = "0.0.0.0:5004".parse().unwrap();
         assert_eq!(
-            advertised_rtp_addr(any, &host("127.0.0.1:8080")),
+            advertised_addr(any, &host("127.0.0.1:8080")),
             "127.0.0.1:5004"
         );
         assert_eq!(
-            advertised_rtp_addr(any, &host("relay.example:8080")),
+            advertised_addr(any, &host("relay.example:8080")),
             "relay.example:5004"
         );
-        assert_eq!(advertised_rtp_addr(any, &host("[::1]:8080")), "[::1]:5004");
-        assert_eq!(advertised_rtp_addr(any, &HeaderMap::new()), "0.0.0.0:5004");
+        assert_eq!(advertised_addr(any, &host("[::1]:8080")), "[::1]:5004");
+        assert_eq!(advertised_addr(any, &HeaderMap::new()), "0.0.0.0:5004");
         let bound: std::net::SocketAddr = "10.1.2.3:5004".parse().unwrap();
-        assert_eq!(
-            advertised_rtp_addr(bound, &host("other:1")),
-            "10.1.2.3:5004"
-        );
+        assert_eq!(advertised_addr(bound, &host("other:1")), "10.1.2.3:5004");
     }
 }

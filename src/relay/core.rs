@@ -25,6 +25,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// The fixed RTP header of the packets the relay builds (no CSRC, no extension).
+const RTP_HEADER_BYTES: usize = 12;
+
+/// The smallest payload budget a path can impose: below it a packet holds too little.
+const MIN_PAYLOAD_BUDGET: usize = 256;
+
 /// The relay core.
 pub struct Relay {
     pub(super) cfg: RelayConfig,
@@ -209,6 +215,8 @@ impl Relay {
                 subs: HashMap::new(),
                 feedback: FeedbackBudget::default(),
                 tmmbr_bps: None,
+                path_bps: None,
+                payload_budget: self.cfg.payload_budget,
                 bucket: TokenBucket::new(self.cfg.max_packets_per_sec, now),
                 last_seen: now,
                 inside: HashSet::new(),
@@ -468,7 +476,8 @@ impl Relay {
         let due = if sub.pacing.pending.is_empty() {
             None
         } else {
-            forward::drain_pending(room, sub, &mut self.out, now, self.cfg.payload_budget)
+            let budget = sub.payload_budget;
+            forward::drain_pending(room, sub, &mut self.out, now, budget)
         };
         if let Some(took) = sub.pacing.snapshot_done(now) {
             self.stats.record(StatEvent::SnapshotSent { took });
@@ -489,6 +498,30 @@ impl Relay {
 
     pub(super) fn drop_packet(&mut self, reason: &'static str) {
         self.stats.drop(reason);
+    }
+
+    /// What a session's path carries, as its transport measures it: the largest RTP
+    /// packet that fits one datagram, and the send rate it allows (`None`: no limit).
+    /// Snapshots and paced updates for it are packed to that size, and its updates are
+    /// paced (latest value per object) to that rate, as under a bandwidth cap.
+    pub fn set_session_path(
+        &mut self,
+        now: Instant,
+        id: SessionId,
+        max_packet: usize,
+        send_bps: Option<u64>,
+    ) {
+        let Some(s) = self.sessions.get_mut(&id) else {
+            return;
+        };
+        let fits = max_packet
+            .saturating_sub(RTP_HEADER_BYTES)
+            .max(MIN_PAYLOAD_BUDGET);
+        s.payload_budget = self.cfg.payload_budget.min(fits);
+        if s.path_bps != send_bps {
+            s.path_bps = send_bps;
+            s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
+        }
     }
 
     /// Handles one plaintext RTP packet from a session.

@@ -42,6 +42,12 @@ pub struct Session {
     pub feedback: FeedbackBudget,
     /// Rate cap from RTCP TMMBR, in bits per second.
     pub tmmbr_bps: Option<u64>,
+    /// Send rate its transport allows now (a QUIC connection under congestion), in bits
+    /// per second; `None` when the transport sets no limit.
+    pub path_bps: Option<u64>,
+    /// Largest RTP payload the relay packs for it: the relay's budget, or less when its
+    /// path carries smaller packets (a QUIC connection's datagram size).
+    pub payload_budget: usize,
     /// Packet-rate limiter.
     pub bucket: TokenBucket,
     /// Last time anything arrived from it.
@@ -153,6 +159,7 @@ impl Session {
             self.interest.max_bitrate_bps,
             self.tmmbr_bps,
             self.send_budget_bps,
+            self.path_bps,
         ]
         .into_iter()
         .flatten()

@@ -25,8 +25,35 @@ pub struct JoinAnswer {
     pub joined: Joined,
     /// Where the client sends RTP/RTCP.
     pub rtp_addr: SocketAddr,
-    /// SRTP keys; `None` in insecure plain-RTP mode.
+    /// SRTP keys; `None` in insecure plain-RTP mode or over QUIC.
     pub srtp: Option<SrtpKeys>,
+    /// How to reach the session over QUIC; `Some` exactly for QUIC joins.
+    pub quic: Option<QuicAnswer>,
+}
+
+/// What a client needs to carry its session over QUIC (see `docs/api.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QuicAnswer {
+    /// The relay's QUIC address (before any advertise address is applied).
+    pub addr: SocketAddr,
+    /// ALPN to offer.
+    pub alpn: &'static str,
+    /// SHA-256 of the relay's certificate (DER), lowercase hex.
+    pub cert_sha256: String,
+    /// RoQ flow identifier of the session's RTP session (RTP and RTCP share it).
+    pub flow_id: u64,
+    /// Single-use, short-lived secret that ties a QUIC connection to the session.
+    pub session_token: String,
+}
+
+/// Which transport a join asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportRequest {
+    /// RTP/RTCP over UDP with this SRTP profile; `None` asks for plain RTP (refused
+    /// unless the relay runs with `--insecure-plain-rtp`).
+    Rtp(Option<SrtpProfile>),
+    /// RTP over QUIC (RoQ); refused when the relay runs no QUIC transport.
+    Quic,
 }
 
 /// The room and identity of a session, for authorizing operations on it.
@@ -43,9 +70,8 @@ pub struct SessionOwner {
 pub struct JoinCommand {
     /// The core's join request.
     pub request: JoinRequest,
-    /// SRTP profile wanted; `None` asks for plain RTP (refused unless the relay runs with
-    /// `--insecure-plain-rtp`).
-    pub profile: Option<SrtpProfile>,
+    /// The transport, and over UDP the protection, it asks for.
+    pub transport: TransportRequest,
 }
 
 /// Why a command could not be carried out.
@@ -57,6 +83,9 @@ pub enum CommandError {
     /// Plain RTP asked for, but the relay requires SRTP.
     #[error("plain RTP is disabled; ask for an SRTP profile")]
     PlainRtpDisabled,
+    /// QUIC asked for, but the relay runs no QUIC transport.
+    #[error("the QUIC transport is not enabled on this relay")]
+    QuicDisabled,
     /// The relay task has stopped.
     #[error("the relay is not running")]
     Stopped,

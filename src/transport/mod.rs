@@ -5,11 +5,16 @@
 //! - [`guard`]: fault isolation every shell puts around its inputs to the core.
 //! - [`batch`] and [`recv`]: datagrams sent with `sendmmsg` and read with `recvmmsg`.
 //! - [`shards`]: routing of control operations to the shard owning a room or session.
+//! - [`shard`]: the relay task, which owns the core and hosts the transports' ports.
 //! - [`udp`]: RTP/RTCP over UDP (rtcp-mux) with SRTP.
+//! - [`quic`]: RTP over QUIC (RoQ) on quinn; [`roq`]: its framing.
 
 pub mod batch;
 pub mod command;
 pub mod guard;
+pub mod quic;
 pub mod recv;
+pub mod roq;
+mod shard;
 pub mod shards;
 pub mod udp;

@@ -8,6 +8,7 @@
 //! [`CommandError::Stopped`] for its own rooms and sessions; the others keep working.
 
 use super::command::{CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner};
+use super::quic::QuicShard;
 use super::udp::{self, UdpConfig};
 use crate::metrics::Metrics;
 use crate::relay::{ControlError, Interest, Relay, RoomInfo, SessionId, shard_of};
@@ -259,6 +260,7 @@ pub struct ShardThread {
 pub async fn start(
     k: usize,
     udp: UdpConfig,
+    quic: Option<QuicShard>,
     relay: Relay,
     metrics: &Metrics,
 ) -> anyhow::Result<ShardThread> {
@@ -266,7 +268,7 @@ pub async fn start(
     let (ready, started) = oneshot::channel();
     let thread = std::thread::Builder::new()
         .name(format!("{SHARD_THREADS}{k}"))
-        .spawn(move || run(udp, relay, metrics, ready))
+        .spawn(move || run(udp, quic, relay, metrics, ready))
         .context("spawning the shard thread")?;
     let (handle, addr) = started.await.context("the shard thread ended at start")??;
     Ok(ShardThread {
@@ -280,6 +282,7 @@ pub async fn start(
 /// every handle is dropped.
 fn run(
     udp: UdpConfig,
+    quic: Option<QuicShard>,
     relay: Relay,
     metrics: Metrics,
     ready: oneshot::Sender<anyhow::Result<(RelayHandle, SocketAddr)>>,
@@ -295,7 +298,7 @@ fn run(
         }
     };
     rt.block_on(async move {
-        match udp::spawn(udp, relay, metrics).await {
+        match udp::spawn_with(udp, quic, relay, metrics).await {
             Ok(t) => {
                 let _ = ready.send(Ok((t.handle, t.local_addr)));
                 if let Err(e) = t.task.await {

@@ -1,9 +1,8 @@
-//! RTP/RTCP over UDP with SRTP: the relay task.
+//! RTP/RTCP over UDP with SRTP: the UDP port of the relay task ([`super::shard`]).
 //!
-//! One tokio task owns the [`Relay`] core, the socket and every session's transport state
-//! (SRTP contexts, latched address). It waits on three inputs at once: datagrams, control
-//! [`Command`]s and the core's next timeout. After each input it drains the core's output,
-//! protects each packet for its destination and sends it.
+//! The relay task owns the socket and every UDP session's transport state (SRTP
+//! contexts, latched address); this module reads datagrams into core inputs and protects
+//! and sends the core's packets for UDP sessions.
 //!
 //! # Receive path
 //!
@@ -21,11 +20,12 @@
 //!
 //! Readable datagrams are read with `recvmmsg`, up to [`RECV_BATCH`] per syscall, with one
 //! clock reading per batch (the core never reads the clock), and what a batch produced is
-//! sent with `sendmmsg`. A datagram larger than a receive slot (the largest packet the
-//! relay accepts plus SRTP's overhead) is dropped as `oversized`. The socket buffers are
-//! sized at start ([`UdpConfig::recv_buffer`], [`UdpConfig::send_buffer`]; the kernel caps
-//! them at `net.core.rmem_max`/`wmem_max`, and the effective sizes are logged); what the
-//! kernel still drops shows in `gsrelay_udp_receive_buffer_errors_total`.
+//! sent with `sendmmsg` (GSO for runs to one destination, [`super::batch`]). A datagram
+//! larger than a receive slot (the largest packet the relay accepts plus SRTP's overhead)
+//! is dropped as `oversized`. The socket buffers are sized at start
+//! ([`UdpConfig::recv_buffer`], [`UdpConfig::send_buffer`]; the kernel caps them at
+//! `net.core.rmem_max`/`wmem_max`, and the effective sizes are logged); what the kernel
+//! still drops shows in `gsrelay_udp_receive_buffer_errors_total`.
 //!
 //! # Send path
 //!
@@ -37,15 +37,14 @@
 //! [`SrtpError::IndexReuse`]) is dropped and counted by reason.
 
 use super::batch::SendBatch;
-use super::command::{
-    Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner, SrtpKeys,
-};
-use super::guard::guarded;
+use super::command::{CommandError, RelayHandle, SrtpKeys};
+use super::quic::QuicShard;
 use super::recv::{Datagram, RecvBatch};
+use super::shard::{Link, Shard, deliver};
 use super::shards::RoomDirectory;
 use crate::metrics::Metrics;
 use crate::metrics::export::StatsExporter;
-use crate::relay::{Relay, SessionId};
+use crate::relay::{Relay, Transmit};
 use crate::rtp::{KeyMaterial, PacketClass, SrtpError, SrtpProfile, SrtpSession, classify};
 use prometheus::{Histogram, IntCounter};
 use std::collections::HashMap;
@@ -54,14 +53,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::UdpSocket;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 /// Datagrams read per wake-up before the task looks at its other inputs again.
 pub const RECV_BATCH: usize = 64;
-
-/// Commands that may wait in the channel before senders block.
-const COMMAND_DEPTH: usize = 256;
 
 /// Room in a receive slot beyond the relay's packet limit: SRTP's tag and MKI, and
 /// enough that a datagram just over the limit is seen whole and refused by size.
@@ -91,22 +86,29 @@ pub struct UdpConfig {
     pub send_buffer: Option<usize>,
 }
 
-/// A running UDP transport.
+/// A running relay task with its transports.
 pub struct UdpTransport {
     /// Handle for the control plane.
     pub handle: RelayHandle,
-    /// The bound address.
+    /// The bound UDP address.
     pub local_addr: SocketAddr,
     /// The relay task; it ends when every handle is dropped.
     pub task: JoinHandle<()>,
 }
 
-/// Binds the socket and spawns the relay task that owns `relay`.
-pub async fn spawn(
+/// Binds the UDP socket and spawns the relay task that owns `relay`, UDP only.
+pub async fn spawn(cfg: UdpConfig, relay: Relay, metrics: Metrics) -> io::Result<UdpTransport> {
+    spawn_with(cfg, None, relay, metrics).await
+}
+
+/// Binds the UDP socket and spawns the relay task that owns `relay`, hosting this shard's
+/// share of the QUIC endpoint when `quic` is given.
+pub async fn spawn_with(
     cfg: UdpConfig,
+    quic: Option<QuicShard>,
     relay: Relay,
     metrics: Metrics,
-) -> std::io::Result<UdpTransport> {
+) -> io::Result<UdpTransport> {
     let socket = UdpSocket::bind(cfg.bind).await?;
     size_buffers(&socket, cfg.recv_buffer, cfg.send_buffer)?;
     let local_addr = socket.local_addr()?;
@@ -117,21 +119,29 @@ pub async fn spawn(
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     relay.set_wallclock(Instant::now(), since_unix);
-    let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
-    let shell = Shell {
+    let udp = UdpPort {
         counters: Counters::new(&metrics),
-        exporter: StatsExporter::new(&metrics),
         socket,
-        relay,
-        metrics,
-        peers: HashMap::new(),
         rtp_addr: cfg.advertise.unwrap_or(local_addr),
         insecure_plain_rtp: cfg.insecure_plain_rtp,
-        directory: cfg.directory,
         recv: RecvBatch::new(RECV_BATCH, slot),
         batch: SendBatch::default(),
     };
-    let task = tokio::spawn(shell.run(commands));
+    let (quic, events) = match quic {
+        Some(q) => (Some(q.port), Some(q.events)),
+        None => (None, None),
+    };
+    let shard = Shard {
+        relay,
+        exporter: StatsExporter::new(&metrics),
+        metrics,
+        links: HashMap::new(),
+        rooms: HashMap::new(),
+        directory: cfg.directory,
+        udp,
+        quic,
+    };
+    let (handle, task) = shard.spawn(events);
     Ok(UdpTransport {
         handle,
         local_addr,
@@ -139,14 +149,29 @@ pub async fn spawn(
     })
 }
 
-/// A session's transport state.
-struct Peer {
+/// Asks for the configured socket buffers and logs what the kernel granted.
+fn size_buffers(socket: &UdpSocket, recv: Option<usize>, send: Option<usize>) -> io::Result<()> {
+    let s = socket2::SockRef::from(socket);
+    if let Some(bytes) = recv {
+        s.set_recv_buffer_size(bytes)?;
+    }
+    if let Some(bytes) = send {
+        s.set_send_buffer_size(bytes)?;
+    }
+    tracing::debug!(
+        recv = s.recv_buffer_size()?,
+        send = s.send_buffer_size()?,
+        "UDP socket buffers (bytes, as the kernel reports them)"
+    );
+    Ok(())
+}
+
+/// A UDP session's transport state.
+pub(super) struct Peer {
     sec: Security,
     /// Where its packets come from and where the relay sends; set by its first
     /// authenticated packet.
     addr: Option<SocketAddr>,
-    /// Its room, for the directory.
-    room: Arc<str>,
 }
 
 /// How a session's packets are protected.
@@ -182,58 +207,28 @@ impl Counters {
     }
 }
 
-/// Everything the relay task owns.
-struct Shell {
-    socket: UdpSocket,
-    relay: Relay,
-    metrics: Metrics,
+/// What the relay task owns for UDP.
+pub(super) struct UdpPort {
+    pub(super) socket: UdpSocket,
     counters: Counters,
-    /// Exports the core's statistics after each input.
-    exporter: StatsExporter,
-    peers: HashMap<SessionId, Peer>,
     /// What join answers advertise.
-    rtp_addr: SocketAddr,
+    pub(super) rtp_addr: SocketAddr,
     insecure_plain_rtp: bool,
-    directory: Option<Arc<RoomDirectory>>,
     /// Receive slots, reused for every batch.
     recv: RecvBatch,
     /// Outgoing datagrams, sent together.
     batch: SendBatch,
 }
 
-impl Shell {
-    async fn run(mut self, mut commands: mpsc::Receiver<Command>) {
-        tracing::info!(addr = %self.rtp_addr, "RTP/UDP transport running");
-        loop {
-            let deadline = self.relay.poll_timeout();
-            // Biased, commands first: a join or an interest change waits behind at most
-            // one receive batch, however saturated the socket; timers before the socket
-            // so pacing and deadlines are not starved by input.
-            tokio::select! {
-                biased;
-                cmd = commands.recv() => match cmd {
-                    Some(cmd) => self.command(cmd).await,
-                    None => break,
-                },
-                () = sleep_until(deadline) => self.timeout().await,
-                ready = self.socket.readable() => match ready {
-                    Ok(()) => self.receive_batch().await,
-                    Err(e) => tracing::warn!(error = %e, "UDP socket not readable"),
-                },
-            }
-            self.exporter.export(&mut self.relay);
-        }
-        tracing::info!("RTP/UDP transport stopped: every relay handle dropped");
-    }
-
+impl Shard {
     /// Reads up to [`RECV_BATCH`] datagrams and handles them, then sends everything they
     /// produced together (one `sendmmsg` per [`super::batch::SEND_BATCH`] datagrams). Each accepted
     /// datagram's latency runs from the batch's arrival to the end of that send.
-    async fn receive_batch(&mut self) {
+    pub(super) async fn receive_batch(&mut self) {
         let now = Instant::now();
         let mut accepted = 0u32;
-        let mut recv = std::mem::replace(&mut self.recv, RecvBatch::new(0, 0));
-        let n = match recv.recv(&self.socket) {
+        let mut recv = std::mem::replace(&mut self.udp.recv, RecvBatch::new(0, 0));
+        let n = match recv.recv(&self.udp.socket) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
             Err(e) => {
@@ -243,32 +238,24 @@ impl Shell {
             }
         };
         for i in 0..n {
+            self.udp.counters.packets_in.inc();
             let verdict = match recv.datagram(i) {
                 Datagram::Whole(datagram, from) => {
-                    self.counters.packets_in.inc();
-                    self.counters.bytes_in.inc_by(datagram.len() as u64);
+                    self.udp.counters.bytes_in.inc_by(datagram.len() as u64);
                     self.ingest(now, datagram, from)
                 }
-                Datagram::Unusable => {
-                    self.counters.packets_in.inc();
-                    Err("oversized")
-                }
+                Datagram::Unusable => Err("oversized"),
             };
             match verdict {
                 Ok(()) => accepted += 1,
                 Err(reason) => self.exporter.drop(reason),
             }
         }
-        self.recv = recv;
-        // Aggregated delivery with `max_delay_ms: 0` sends what this batch brought.
-        guarded(&mut self.relay, &self.metrics, "aggregate", now, |r| {
-            r.flush_aggregates(now)
-        });
-        self.flush().await;
-        self.forget_closed();
+        self.udp.recv = recv;
+        self.end_batch(now).await;
         let latency = now.elapsed().as_secs_f64();
         for _ in 0..accepted {
-            self.counters.latency.observe(latency);
+            self.udp.counters.latency.observe(latency);
         }
     }
 
@@ -288,7 +275,9 @@ impl Shell {
         };
         let ssrc = be32(datagram, ssrc_at).ok_or("too_short")?;
         let id = self.relay.session_by_ssrc(ssrc).ok_or("unknown_ssrc")?;
-        let peer = self.peers.get_mut(&id).ok_or("unknown_ssrc")?;
+        let Some(Link::Udp(peer)) = self.links.get_mut(&id) else {
+            return Err("not_udp_session");
+        };
         if peer.addr.is_some_and(|a| a != from) {
             return Err("address_mismatch");
         }
@@ -305,140 +294,55 @@ impl Shell {
             tracing::debug!(session = id, addr = %from, "session latched");
             peer.addr = Some(from);
         }
-        let rtp = class == PacketClass::Rtp;
-        let place = if rtp { "rtp" } else { "rtcp" };
-        guarded(&mut self.relay, &self.metrics, place, now, |r| {
-            if rtp {
-                r.handle_rtp(now, id, plain);
-            } else {
-                r.handle_rtcp(now, id, plain);
-            }
-        });
+        deliver(&mut self.relay, &self.metrics, now, id, class, plain);
         Ok(())
     }
+}
 
-    /// Sends everything the core has queued, each packet protected in the batch's arena.
-    async fn flush(&mut self) {
-        let Self {
-            relay,
-            peers,
-            socket,
-            exporter,
-            counters,
-            batch,
-            ..
-        } = self;
-        while let Some(t) = relay.poll_transmit() {
-            let Some(peer) = peers.get_mut(&t.session) else {
-                continue;
-            };
-            let Some(addr) = peer.addr else {
-                continue;
-            };
-            let queued = match &mut peer.sec {
-                Security::Keyed(srtp) => {
-                    let profile = srtp.profile();
-                    let (room, protect): (usize, Protect) = match t.class {
-                        PacketClass::Rtp => {
-                            (profile.rtp_overhead(), SrtpSession::protect_rtp_slice)
-                        }
-                        PacketClass::Rtcp => {
-                            (profile.rtcp_overhead(), SrtpSession::protect_rtcp_slice)
-                        }
-                        PacketClass::Other => continue,
-                    };
-                    batch.push_sealed(addr, t.bytes, room, |buf, len| protect(srtp, buf, len))
-                }
-                Security::Plain => {
-                    batch.push(addr, t.bytes);
-                    Ok(())
-                }
-            };
-            if let Err(e) = queued {
-                tracing::debug!(error = %e, session = t.session, "SRTP protect refused");
-                exporter.drop(e.reason());
+impl UdpPort {
+    /// Protects one packet for a UDP session into the send batch; sent by
+    /// [`UdpPort::send_queued`].
+    pub(super) fn queue(&mut self, peer: &mut Peer, t: &Transmit<'_>, stats: &mut StatsExporter) {
+        let Some(addr) = peer.addr else {
+            return;
+        };
+        let batch = &mut self.batch;
+        let queued = match &mut peer.sec {
+            Security::Keyed(srtp) => {
+                let profile = srtp.profile();
+                let (room, protect): (usize, Protect) = match t.class {
+                    PacketClass::Rtp => (profile.rtp_overhead(), SrtpSession::protect_rtp_slice),
+                    PacketClass::Rtcp => (profile.rtcp_overhead(), SrtpSession::protect_rtcp_slice),
+                    PacketClass::Other => return,
+                };
+                batch.push_sealed(addr, t.bytes, room, |buf, len| protect(srtp, buf, len))
             }
-        }
-        if !batch.is_empty() {
-            let sent = batch.flush(socket).await;
-            counters.packets_out.inc_by(sent.packets);
-            counters.bytes_out.inc_by(sent.bytes);
+            Security::Plain => {
+                batch.push(addr, t.bytes);
+                Ok(())
+            }
+        };
+        if let Err(e) = queued {
+            tracing::debug!(error = %e, session = t.session, "SRTP protect refused");
+            stats.drop(e.reason());
         }
     }
 
-    /// Runs the core's timers, sends what they produce and forgets removed sessions.
-    async fn timeout(&mut self) {
-        let now = Instant::now();
-        guarded(&mut self.relay, &self.metrics, "timeout", now, |r| {
-            r.handle_timeout(now);
-        });
-        self.flush().await;
-        self.forget_closed();
-    }
-
-    /// Forgets the transport state of sessions the core removed by itself.
-    fn forget_closed(&mut self) {
-        while let Some(id) = self.relay.poll_closed() {
-            self.forget(id);
+    /// Sends the batch (one `sendmmsg` per [`super::batch::SEND_BATCH`] datagrams).
+    pub(super) async fn send_queued(&mut self) {
+        if !self.batch.is_empty() {
+            let sent = self.batch.flush(&self.socket).await;
+            self.counters.packets_out.inc_by(sent.packets);
+            self.counters.bytes_out.inc_by(sent.bytes);
         }
     }
 
-    /// Drops a session's transport state and tells the directory.
-    fn forget(&mut self, id: SessionId) {
-        if let (Some(peer), Some(dir)) = (self.peers.remove(&id), &self.directory) {
-            dir.release(&peer.room);
-        }
-    }
-
-    async fn command(&mut self, cmd: Command) {
-        let now = Instant::now();
-        let metrics = self.metrics.clone();
-        let fault = || CommandError::Internal;
-        match cmd {
-            Command::Join(join, reply) => {
-                let answer = self.join(join);
-                let _ = reply.send(answer);
-            }
-            Command::Leave(id, reply) => {
-                let result = guarded(&mut self.relay, &metrics, "command", now, |r| r.leave(id))
-                    .ok_or_else(fault)
-                    .and_then(|r| r.map_err(CommandError::from));
-                if result.is_ok() {
-                    self.forget(id);
-                }
-                // The BYEs for its stream go to the others now, not at the next input.
-                self.flush().await;
-                let _ = reply.send(result);
-            }
-            Command::SetInterest(id, interest, reply) => {
-                let result = guarded(&mut self.relay, &metrics, "command", now, |r| {
-                    r.set_interest(now, id, interest)
-                })
-                .ok_or_else(fault)
-                .and_then(|r| r.map_err(CommandError::from));
-                self.flush().await;
-                let _ = reply.send(result);
-            }
-            Command::SessionOwner(id, reply) => {
-                let owner = self.relay.session(id).map(|s| SessionOwner {
-                    room: s.room.to_string(),
-                    identity: s.identity.clone(),
-                });
-                let _ = reply.send(owner);
-            }
-            Command::RoomInfo(room, reply) => {
-                let _ = reply.send(self.relay.room_info(&room));
-            }
-            Command::Drain(reply) => {
-                self.relay.set_draining(true);
-                let _ = reply.send(self.relay.session_count());
-            }
-        }
-    }
-
-    /// Makes the session's keys, then joins it to the core.
-    fn join(&mut self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
-        let (sec, keys) = match cmd.profile {
+    /// A new UDP session's link: its SRTP context and the keys its join answer carries.
+    pub(super) fn new_link(
+        &self,
+        profile: Option<SrtpProfile>,
+    ) -> Result<(Peer, Option<SrtpKeys>), CommandError> {
+        let (sec, keys) = match profile {
             None if !self.insecure_plain_rtp => return Err(CommandError::PlainRtpDisabled),
             None => (Security::Plain, None),
             Some(profile) => {
@@ -450,23 +354,7 @@ impl Shell {
                 (Security::Keyed(Box::new(srtp)), Some(keys))
             }
         };
-        let now = Instant::now();
-        let room: Arc<str> = Arc::from(cmd.request.room.as_str());
-        let joined = guarded(&mut self.relay, &self.metrics, "command", now, |r| {
-            r.join(now, cmd.request)
-        })
-        .ok_or(CommandError::Internal)??;
-        let peer = Peer {
-            sec,
-            addr: None,
-            room,
-        };
-        self.peers.insert(joined.session, peer);
-        Ok(JoinAnswer {
-            joined,
-            rtp_addr: self.rtp_addr,
-            srtp: keys,
-        })
+        Ok((Peer { sec, addr: None }, keys))
     }
 }
 
@@ -482,31 +370,6 @@ fn new_session(profile: SrtpProfile) -> Result<(SrtpSession, SrtpKeys), SrtpErro
         relay_key: relay.to_base64(),
     };
     Ok((srtp, keys))
-}
-
-/// Asks for the configured socket buffers and logs what the kernel granted.
-fn size_buffers(socket: &UdpSocket, recv: Option<usize>, send: Option<usize>) -> io::Result<()> {
-    let s = socket2::SockRef::from(socket);
-    if let Some(bytes) = recv {
-        s.set_recv_buffer_size(bytes)?;
-    }
-    if let Some(bytes) = send {
-        s.set_send_buffer_size(bytes)?;
-    }
-    tracing::debug!(
-        recv = s.recv_buffer_size()?,
-        send = s.send_buffer_size()?,
-        "UDP socket buffers (bytes, as the kernel reports them)"
-    );
-    Ok(())
-}
-
-/// Sleeps until `deadline`, or forever when there is none.
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(t) => tokio::time::sleep_until(t.into()).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Reads a big-endian u32 at `at`, or `None` past the end.

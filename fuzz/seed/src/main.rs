@@ -55,8 +55,24 @@ fn main() -> Result<(), String> {
     for json in interest_examples()? {
         out.write("interest", json.as_bytes())?;
     }
+    for seed in roq_seeds(&rtp) {
+        out.write("roq", &seed)?;
+    }
     println!("seeds written under {}", out.0.display());
     Ok(())
+}
+
+/// RoQ inputs: a stream (flow identifier, then frames of real RTP packets) and a datagram
+/// with a four-byte flow identifier. The target reads each input both ways.
+fn roq_seeds(rtp: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut stream = vec![0x40, 0x41];
+    for p in rtp.iter().filter(|p| p.len() <= 300).take(4) {
+        stream.extend_from_slice(&[0x40 | (p.len() >> 8) as u8, p.len() as u8]);
+        stream.extend_from_slice(p);
+    }
+    let mut datagram = vec![0x80, 0x00, 0x12, 0x34];
+    datagram.extend_from_slice(rtp.first().map_or(&[][..], Vec::as_slice));
+    vec![stream, datagram]
 }
 
 /// A directory of corpora; each seed is named by its content, so reruns overwrite.

@@ -1,0 +1,423 @@
+//! The QUIC endpoint's accept loop and its connection tasks: handshake, session token,
+//! then inbound datagrams and streams as events for the relay task; a writer task per
+//! connection carries the session's unidirectional stream.
+
+use super::{ALPN, Attached, QuicEvent, SOCKET_BUFFER, Token};
+use crate::metrics::Metrics;
+use crate::relay::format_session_id;
+use crate::transport::roq::{self, FrameError, StreamReader};
+use bytes::{Bytes, BytesMut};
+use quinn::{Connection, Endpoint, Incoming, RecvStream, VarInt};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+
+/// Application error codes the relay closes a connection (or stops a stream) with; the
+/// RoQ draft's codes where one fits (§ Error codes), the relay's own above 0x1000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum ErrorCode {
+    /// ROQ_NO_ERROR: the session left or the relay stopped.
+    NoError = 0x00,
+    /// ROQ_PACKET_ERROR: a stream frame was empty or larger than the packet limit.
+    PacketError = 0x03,
+    /// ROQ_UNKNOWN_FLOW_ID: a stream named a flow the session does not have.
+    UnknownFlowId = 0x06,
+    /// The session token is unknown, already used, or for another relay.
+    TokenInvalid = 0x1001,
+    /// The session token has expired.
+    TokenExpired = 0x1002,
+    /// No token arrived in time.
+    TokenTimeout = 0x1003,
+    /// The relay removed the session (timeout, leave, a defect in its room).
+    SessionClosed = 0x1004,
+}
+
+impl ErrorCode {
+    /// As a QUIC varint.
+    pub fn varint(self) -> VarInt {
+        VarInt::from_u32(self as u32)
+    }
+
+    /// The code that closes a connection refused for `outcome`.
+    fn for_outcome(outcome: &str) -> Self {
+        match outcome {
+            "token_expired" => Self::TokenExpired,
+            "token_timeout" => Self::TokenTimeout,
+            _ => Self::TokenInvalid,
+        }
+    }
+}
+
+/// The longest token line read (32 hex digits and a line end, with room to spare).
+const MAX_TOKEN_LINE: usize = 128;
+
+/// How long a handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often a connection's datagram size and send budget are looked at.
+const PATH_POLL: Duration = Duration::from_millis(100);
+
+/// Frames that may wait for a session's unidirectional stream before more are dropped.
+const STREAM_DEPTH: usize = 1024;
+
+/// Datagram queue each way, in bytes.
+const DATAGRAM_BUFFER: usize = 1 << 20;
+
+/// Limits of the accept side.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub token_timeout: Duration,
+    pub max_pending: usize,
+}
+
+/// The relay tasks' inboxes, indexed by [`Token::shard`].
+pub(super) type Router = Arc<[mpsc::Sender<QuicEvent>]>;
+
+/// A server endpoint on `bind` with ALPN `roq`, datagrams on, large socket buffers.
+pub(super) fn endpoint(
+    bind: SocketAddr,
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> io::Result<Endpoint> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
+        .map_err(io::Error::other)?;
+    tls.alpn_protocols = vec![ALPN.as_bytes().to_vec()];
+    let crypto =
+        quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(io::Error::other)?;
+    let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    server.transport_config(Arc::new(transport_config()));
+    let socket = udp_socket(bind)?;
+    Endpoint::new(
+        quinn::EndpointConfig::default(),
+        Some(server),
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )
+}
+
+/// Transport parameters shared by the relay and the bundled client.
+pub fn transport_config() -> quinn::TransportConfig {
+    let mut t = quinn::TransportConfig::default();
+    t.max_concurrent_bidi_streams(VarInt::from_u32(1))
+        .max_concurrent_uni_streams(VarInt::from_u32(4))
+        .datagram_receive_buffer_size(Some(DATAGRAM_BUFFER))
+        .datagram_send_buffer_size(DATAGRAM_BUFFER)
+        .keep_alive_interval(Some(Duration::from_secs(5)));
+    t
+}
+
+/// A UDP socket on `bind` with [`SOCKET_BUFFER`]-byte buffers where the kernel allows.
+pub fn udp_socket(bind: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(bind),
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )?;
+    // Best effort: a smaller buffer only means more drops under bursts.
+    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
+    socket.bind(&bind.into())?;
+    Ok(socket.into())
+}
+
+/// Accepts connections until the endpoint closes; each gets its own task. Beyond
+/// `max_pending` connections without a token yet, new ones are refused.
+pub(super) async fn accept_loop(
+    endpoint: Endpoint,
+    router: Router,
+    limits: Limits,
+    metrics: Metrics,
+) {
+    let pending = Arc::new(Semaphore::new(limits.max_pending));
+    while let Some(incoming) = endpoint.accept().await {
+        let Ok(permit) = pending.clone().try_acquire_owned() else {
+            count(&metrics, "refused_pending");
+            incoming.refuse();
+            continue;
+        };
+        tokio::spawn(serve(
+            incoming,
+            permit,
+            router.clone(),
+            limits,
+            metrics.clone(),
+        ));
+    }
+}
+
+fn count(metrics: &Metrics, outcome: &str) {
+    metrics.quic_connections.with_label_values(&[outcome]).inc();
+}
+
+/// One connection: handshake, token, then its session's traffic until it closes.
+async fn serve(
+    incoming: Incoming,
+    permit: OwnedSemaphorePermit,
+    router: Router,
+    limits: Limits,
+    metrics: Metrics,
+) {
+    let conn = match tokio::time::timeout(HANDSHAKE_TIMEOUT, incoming).await {
+        Ok(Ok(conn)) => conn,
+        _ => return count(&metrics, "handshake_failed"),
+    };
+    let attach = tokio::time::timeout(limits.token_timeout, authenticate(&conn, &router)).await;
+    let (attached, frames, inbox) = match attach {
+        Ok(Ok(a)) => a,
+        other => {
+            let outcome = match other {
+                Ok(Err(outcome)) => outcome,
+                _ => "token_timeout",
+            };
+            count(&metrics, outcome);
+            conn.close(ErrorCode::for_outcome(outcome).varint(), outcome.as_bytes());
+            return;
+        }
+    };
+    drop(permit);
+    count(&metrics, "attached");
+    tracing::debug!(
+        session = %format_session_id(attached.session),
+        addr = %conn.remote_address(),
+        "QUIC connection attached"
+    );
+    tokio::spawn(write_stream(conn.clone(), attached.flow_id, frames));
+    let link = Link {
+        conn,
+        attached,
+        inbox,
+        metrics,
+    };
+    link.run().await;
+}
+
+/// Reads the token line from the connection's first bidirectional stream and attaches the
+/// connection to the token's session; answers the status line. Says why on failure
+/// (the connection's outcome).
+async fn authenticate(
+    conn: &Connection,
+    router: &Router,
+) -> Result<(Attached, mpsc::Receiver<Bytes>, mpsc::Sender<QuicEvent>), &'static str> {
+    let (mut send, mut recv) = conn.accept_bi().await.map_err(|_| "closed_before_token")?;
+    let line = read_line(&mut recv).await?;
+    let token = Token::parse(line.trim_end()).ok_or("token_invalid")?;
+    let inbox = router
+        .get(usize::from(token.shard()))
+        .ok_or("token_invalid")?;
+    let (stream, frames) = mpsc::channel(STREAM_DEPTH);
+    let (reply, answer) = oneshot::channel();
+    let attach = QuicEvent::Attach {
+        token,
+        conn: conn.clone(),
+        stream,
+        reply,
+    };
+    inbox.send(attach).await.map_err(|_| "relay_stopped")?;
+    let attached = answer.await.map_err(|_| "relay_stopped")??;
+    let status = format!("OK {}\n", format_session_id(attached.session));
+    send.write_all(status.as_bytes())
+        .await
+        .map_err(|_| "closed_before_token")?;
+    // The status line is all the stream carries; a peer gone by now shows in the link.
+    let _ = send.finish();
+    Ok((attached, frames, inbox.clone()))
+}
+
+/// Reads one line (up to [`MAX_TOKEN_LINE`] bytes, ended by `\n` or the stream's end).
+async fn read_line(recv: &mut RecvStream) -> Result<String, &'static str> {
+    let mut line = Vec::with_capacity(MAX_TOKEN_LINE);
+    let mut buf = [0u8; MAX_TOKEN_LINE];
+    loop {
+        let n = match recv.read(&mut buf).await {
+            Ok(Some(n)) => n,
+            Ok(None) => break,
+            Err(_) => return Err("closed_before_token"),
+        };
+        line.extend_from_slice(buf.get(..n).unwrap_or_default());
+        if line.len() > MAX_TOKEN_LINE {
+            return Err("token_invalid");
+        }
+        if line.contains(&b'\n') {
+            break;
+        }
+    }
+    let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len());
+    line.truncate(end);
+    String::from_utf8(line).map_err(|_| "token_invalid")
+}
+
+/// Writes the frames the relay task sends a session on one unidirectional stream: the
+/// flow identifier, then each (length, packet) frame as it comes.
+async fn write_stream(conn: Connection, flow_id: u64, mut frames: mpsc::Receiver<Bytes>) {
+    let Some(first) = frames.recv().await else {
+        return;
+    };
+    let Ok(mut stream) = conn.open_uni().await else {
+        return;
+    };
+    let mut head = Vec::with_capacity(8);
+    roq::write_varint(flow_id, &mut head);
+    if stream.write_all(&head).await.is_err() || stream.write_chunk(first).await.is_err() {
+        return;
+    }
+    while let Some(frame) = frames.recv().await {
+        if stream.write_chunk(frame).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// An attached connection's inbound side.
+struct Link {
+    conn: Connection,
+    attached: Attached,
+    inbox: mpsc::Sender<QuicEvent>,
+    metrics: Metrics,
+}
+
+impl Link {
+    /// Passes datagrams and stream packets on until the connection closes, and the path's
+    /// changes; then tells the relay task the session is gone.
+    async fn run(self) {
+        let mut poll = tokio::time::interval(PATH_POLL);
+        let mut path = None;
+        loop {
+            tokio::select! {
+                got = self.conn.read_datagram() => match got {
+                    Ok(d) => self.datagram(d),
+                    Err(_) => break,
+                },
+                got = self.conn.accept_uni() => match got {
+                    Ok(recv) => {
+                        tokio::spawn(read_stream(recv, self.packets()));
+                    }
+                    Err(_) => break,
+                },
+                _ = poll.tick() => self.path(&mut path).await,
+            }
+        }
+        let closed = QuicEvent::Closed {
+            session: self.attached.session,
+            conn: self.conn.stable_id(),
+        };
+        let _ = self.inbox.send(closed).await;
+    }
+
+    /// One DATAGRAM frame: flow identifier and packet.
+    fn datagram(&self, d: Bytes) {
+        let Some((flow, packet)) = roq::split_datagram(&d) else {
+            return self.metrics.drop("roq_malformed");
+        };
+        if flow != self.attached.flow_id {
+            return self.metrics.drop("roq_unknown_flow");
+        }
+        if packet.is_empty() {
+            return self.metrics.drop("roq_malformed");
+        }
+        let at = d.len() - packet.len();
+        self.packets().pass(d.slice(at..));
+    }
+
+    /// Reports the datagram size and send budget when either changed.
+    async fn path(&self, last: &mut Option<(Option<usize>, Option<u64>)>) {
+        let max_datagram = self.conn.max_datagram_size();
+        let send_bps = (self.conn.datagram_send_buffer_space() < DATAGRAM_BUFFER / 2).then(|| {
+            let cwnd = self.conn.stats().path.cwnd;
+            let rtt = self.conn.rtt().as_secs_f64().max(1e-4);
+            (cwnd as f64 * 8.0 / rtt) as u64
+        });
+        if *last == Some((max_datagram, send_bps)) {
+            return;
+        }
+        *last = Some((max_datagram, send_bps));
+        let event = QuicEvent::Path {
+            session: self.attached.session,
+            conn: self.conn.stable_id(),
+            max_datagram,
+            send_bps,
+        };
+        let _ = self.inbox.send(event).await;
+    }
+
+    fn packets(&self) -> Packets {
+        Packets {
+            inbox: self.inbox.clone(),
+            attached: self.attached,
+            conn: self.conn.stable_id(),
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
+/// Where a connection's packets go.
+struct Packets {
+    inbox: mpsc::Sender<QuicEvent>,
+    attached: Attached,
+    conn: usize,
+    metrics: Metrics,
+}
+
+impl Packets {
+    /// Hands one packet to the relay task, or drops it (counted) when its inbox is full.
+    fn pass(&self, data: Bytes) {
+        if data.len() > self.attached.max_packet {
+            return self.metrics.drop("oversized");
+        }
+        let event = QuicEvent::Packet {
+            session: self.attached.session,
+            conn: self.conn,
+            data,
+        };
+        if self.inbox.try_send(event).is_err() {
+            self.metrics.drop("quic_inbound_full");
+        }
+    }
+}
+
+/// Reads one peer-opened unidirectional stream: flow identifier, then frames. A stream
+/// for another flow, or with an empty or oversized frame, is stopped and counted.
+async fn read_stream(mut recv: RecvStream, packets: Packets) {
+    let max = packets.attached.max_packet;
+    let mut reader = StreamReader::new(max);
+    let mut buf = BytesMut::with_capacity(max * 2);
+    let mut ranges = Vec::new();
+    loop {
+        let chunk = match recv.read_chunk(max, true).await {
+            Ok(Some(chunk)) => chunk.bytes,
+            Ok(None) | Err(_) => return,
+        };
+        buf.extend_from_slice(&chunk);
+        let refused = loop {
+            match reader.next(&buf) {
+                Ok(Some(range)) => ranges.push(range),
+                Ok(None) => break None,
+                Err(FrameError::Oversized) => {
+                    break Some(("roq_oversized_frame", ErrorCode::PacketError));
+                }
+                Err(FrameError::Empty) => break Some(("roq_malformed", ErrorCode::PacketError)),
+            }
+        };
+        let refused = refused.or_else(|| {
+            reader
+                .flow()
+                .is_some_and(|f| f != packets.attached.flow_id)
+                .then_some(("roq_unknown_flow", ErrorCode::UnknownFlowId))
+        });
+        if let Some((reason, code)) = refused {
+            packets.metrics.drop(reason);
+            let _ = recv.stop(code.varint());
+            return;
+        }
+        let done = buf.split_to(reader.consumed()).freeze();
+        for range in ranges.drain(..) {
+            packets.pass(done.slice(range));
+        }
+    }
+}

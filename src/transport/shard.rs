@@ -1,0 +1,272 @@
+//! The relay task, shared by every transport: one tokio task owns the [`Relay`] core and
+//! each session's link, and hosts the ports that feed it (UDP+SRTP always, QUIC when
+//! enabled). It waits on every input at once (UDP datagrams, QUIC events, control
+//! [`Command`]s, the core's next timeout); after each batch of inputs it drains the core's
+//! output and hands each packet to the port of its session's link.
+//!
+//! The core has exactly one owner, so it needs no lock. The relay runs one such task per
+//! shard ([`super::shards`]), rooms pinned to a task: nothing here is global, and the
+//! shared QUIC endpoint finds the owning task of a connection from its session token
+//! ([`super::quic::Token::shard`]). After each input the task exports the core's
+//! statistics ([`StatsExporter`]).
+
+use super::command::{
+    Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner, TransportRequest,
+};
+use super::guard::guarded;
+use super::quic::{self, QuicEvent, QuicPort};
+use super::shards::RoomDirectory;
+use super::udp::{self, UdpPort};
+use crate::metrics::Metrics;
+use crate::metrics::export::StatsExporter;
+use crate::relay::{Relay, SessionId};
+use crate::rtp::PacketClass;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+/// Commands that may wait in the channel before senders block.
+const COMMAND_DEPTH: usize = 256;
+
+/// How a session's packets travel.
+pub(super) enum Link {
+    /// RTP/RTCP over UDP, with SRTP unless plain.
+    Udp(udp::Peer),
+    /// RTP over QUIC.
+    Quic(quic::Peer),
+}
+
+/// Everything the relay task owns.
+pub(super) struct Shard {
+    pub(super) relay: Relay,
+    pub(super) metrics: Metrics,
+    /// Exports the core's statistics after each input.
+    pub(super) exporter: StatsExporter,
+    pub(super) links: HashMap<SessionId, Link>,
+    /// Each session's room, for the directory.
+    pub(super) rooms: HashMap<SessionId, Arc<str>>,
+    /// The room directory of a sharded relay: told of every session this task forgets.
+    pub(super) directory: Option<Arc<RoomDirectory>>,
+    pub(super) udp: UdpPort,
+    pub(super) quic: Option<QuicPort>,
+}
+
+impl Shard {
+    /// Spawns the task; it ends when every [`RelayHandle`] is dropped.
+    pub(super) fn spawn(
+        self,
+        quic_events: Option<mpsc::Receiver<QuicEvent>>,
+    ) -> (RelayHandle, tokio::task::JoinHandle<()>) {
+        let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
+        (handle, tokio::spawn(self.run(commands, quic_events)))
+    }
+
+    async fn run(
+        mut self,
+        mut commands: mpsc::Receiver<Command>,
+        mut quic_events: Option<mpsc::Receiver<QuicEvent>>,
+    ) {
+        tracing::info!(addr = %self.udp.rtp_addr, "relay task running");
+        loop {
+            let deadline = self.relay.poll_timeout();
+            // Biased, commands first: a join or an interest change waits behind at most
+            // one input batch, however saturated the sockets; timers before the sockets
+            // so pacing and deadlines are not starved by input.
+            tokio::select! {
+                biased;
+                cmd = commands.recv() => match cmd {
+                    Some(cmd) => self.command(cmd).await,
+                    None => break,
+                },
+                () = sleep_until(deadline) => self.timeout().await,
+                ready = self.udp.socket.readable() => match ready {
+                    Ok(()) => self.receive_batch().await,
+                    Err(e) => tracing::warn!(error = %e, "UDP socket not readable"),
+                },
+                event = recv_some(&mut quic_events) => match (event, quic_events.as_mut()) {
+                    (Some(event), Some(rx)) => self.quic_batch(event, rx).await,
+                    _ => quic_events = None,
+                },
+            }
+            self.exporter.export(&mut self.relay);
+        }
+        tracing::info!("relay task stopped: every relay handle dropped");
+    }
+
+    /// After a batch of inputs: sends the aggregated packets the batch completed
+    /// (`max_delay_ms: 0`), everything queued, and forgets sessions the core removed.
+    pub(super) async fn end_batch(&mut self, now: Instant) {
+        guarded(&mut self.relay, &self.metrics, "aggregate", now, |r| {
+            r.flush_aggregates(now)
+        });
+        self.flush().await;
+        self.forget_closed();
+    }
+
+    /// Sends everything the core has queued, each packet by its session's link.
+    pub(super) async fn flush(&mut self) {
+        let Self {
+            relay,
+            links,
+            udp,
+            quic,
+            metrics,
+            exporter,
+            ..
+        } = self;
+        while let Some(t) = relay.poll_transmit() {
+            match links.get_mut(&t.session) {
+                Some(Link::Udp(peer)) => udp.queue(peer, &t, exporter),
+                Some(Link::Quic(peer)) => {
+                    if let Some(port) = quic.as_mut() {
+                        port.send(peer, &t, metrics);
+                    }
+                }
+                None => {}
+            }
+        }
+        udp.send_queued().await;
+    }
+
+    /// Runs the core's timers, sends what they produce and forgets removed sessions.
+    async fn timeout(&mut self) {
+        let now = Instant::now();
+        guarded(&mut self.relay, &self.metrics, "timeout", now, |r| {
+            r.handle_timeout(now);
+        });
+        self.flush().await;
+        self.forget_closed();
+    }
+
+    /// Forgets the links of sessions the core removed by itself.
+    pub(super) fn forget_closed(&mut self) {
+        while let Some(id) = self.relay.poll_closed() {
+            self.unlink(id);
+        }
+    }
+
+    /// Drops a session's link (closing its QUIC connection, if any) and tells the
+    /// directory.
+    pub(super) fn unlink(&mut self, id: SessionId) {
+        if let (Some(Link::Quic(peer)), Some(port)) = (self.links.remove(&id), self.quic.as_mut()) {
+            port.forget(peer);
+        }
+        if let (Some(room), Some(dir)) = (self.rooms.remove(&id), &self.directory) {
+            dir.release(&room);
+        }
+    }
+
+    async fn command(&mut self, cmd: Command) {
+        let now = Instant::now();
+        let metrics = self.metrics.clone();
+        let fault = || CommandError::Internal;
+        match cmd {
+            Command::Join(join, reply) => {
+                let answer = self.join(join);
+                let _ = reply.send(answer);
+            }
+            Command::Leave(id, reply) => {
+                let result = guarded(&mut self.relay, &metrics, "command", now, |r| r.leave(id))
+                    .ok_or_else(fault)
+                    .and_then(|r| r.map_err(CommandError::from));
+                self.unlink(id);
+                // The BYEs for its stream go to the others now, not at the next input.
+                self.flush().await;
+                let _ = reply.send(result);
+            }
+            Command::SetInterest(id, interest, reply) => {
+                let result = guarded(&mut self.relay, &metrics, "command", now, |r| {
+                    r.set_interest(now, id, interest)
+                })
+                .ok_or_else(fault)
+                .and_then(|r| r.map_err(CommandError::from));
+                self.flush().await;
+                let _ = reply.send(result);
+            }
+            Command::SessionOwner(id, reply) => {
+                let owner = self.relay.session(id).map(|s| SessionOwner {
+                    room: s.room.to_string(),
+                    identity: s.identity.clone(),
+                });
+                let _ = reply.send(owner);
+            }
+            Command::RoomInfo(room, reply) => {
+                let _ = reply.send(self.relay.room_info(&room));
+            }
+            Command::Drain(reply) => {
+                self.relay.set_draining(true);
+                let _ = reply.send(self.relay.session_count());
+            }
+        }
+    }
+
+    /// Prepares the session's link (keys or token), then joins it to the core.
+    fn join(&mut self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
+        let (link, srtp) = match cmd.transport {
+            TransportRequest::Rtp(profile) => {
+                let (peer, keys) = self.udp.new_link(profile)?;
+                (Link::Udp(peer), keys)
+            }
+            TransportRequest::Quic => {
+                let port = self.quic.as_mut().ok_or(CommandError::QuicDisabled)?;
+                (Link::Quic(port.new_link()?), None)
+            }
+        };
+        let now = Instant::now();
+        let room: Arc<str> = Arc::from(cmd.request.room.as_str());
+        let joined = guarded(&mut self.relay, &self.metrics, "command", now, |r| {
+            r.join(now, cmd.request)
+        })
+        .ok_or(CommandError::Internal)??;
+        self.rooms.insert(joined.session, room);
+        let mut link = link;
+        let quic = match (&mut link, self.quic.as_mut()) {
+            (Link::Quic(peer), Some(port)) => Some(port.register(joined.session, peer)),
+            _ => None,
+        };
+        self.links.insert(joined.session, link);
+        Ok(JoinAnswer {
+            joined,
+            rtp_addr: self.udp.rtp_addr,
+            srtp,
+            quic,
+        })
+    }
+}
+
+/// Hands one plaintext packet from session `id` to the core.
+pub(super) fn deliver(
+    relay: &mut Relay,
+    metrics: &Metrics,
+    now: Instant,
+    id: SessionId,
+    class: PacketClass,
+    plain: &[u8],
+) {
+    let rtp = class == PacketClass::Rtp;
+    let place = if rtp { "rtp" } else { "rtcp" };
+    guarded(relay, metrics, place, now, |r| {
+        if rtp {
+            r.handle_rtp(now, id, plain);
+        } else {
+            r.handle_rtcp(now, id, plain);
+        }
+    });
+}
+
+/// Receives from `rx` when there is one; otherwise never completes.
+async fn recv_some<T>(rx: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sleeps until `deadline`, or forever when there is none.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,247 @@
+//! RTP over QUIC end to end: a whole relay from `server::start` on loopback port 0, Rust
+//! [`Client`]s joining through the HTTP API with `"transport":"quic"`, in rooms shared
+//! with UDP/SRTP clients.
+
+mod support;
+
+use gsrelay::client::{Client, JoinOptions, Received};
+use gsrelay::control::token::Rights;
+use gsrelay::server::Server;
+use gsrelay::wire::json::Hex;
+use gsrelay::wire::{Head1, Loc2, Object, Rot2};
+use serde_json::{Value, json};
+use std::time::Duration;
+use support::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
+
+/// How long a packet that must come may take.
+const WAIT: Duration = Duration::from_secs(5);
+
+async fn join(server: &Server, room: &str, rights: Rights, quic: bool) -> Client {
+    let opts = JoinOptions {
+        quic,
+        ..JoinOptions::default()
+    };
+    let mut c = Client::join(&base(server), &token(room, rights), room, opts)
+        .await
+        .unwrap();
+    if !quic {
+        // A UDP session's address is latched by its first packet.
+        c.send_rr().await.unwrap();
+    }
+    c
+}
+
+fn head(id: u64, x: f32) -> Object {
+    Object::Head1(Head1 {
+        id,
+        time: 100,
+        location: Loc2 {
+            x,
+            y: 1.5,
+            z: -2.25,
+            vx: 0.5,
+            vy: -0.25,
+            vz: 0.0,
+        },
+        rotation: Rot2 {
+            si: 0.5,
+            sj: 0.0,
+            sk: -0.5,
+            ei: 0.25,
+            ej: 0.125,
+            ek: 0.0,
+        },
+        ipd: None,
+        extra: Hex::default(),
+    })
+}
+
+/// The next RTP packet `c` receives (RTCP skipped): SSRC, sequence number, objects.
+async fn next_objects(c: &mut Client) -> (u32, u16, Vec<Object>) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.recv(left).await.unwrap() {
+            Some(Received::Rtp {
+                ssrc, seq, payload, ..
+            }) => {
+                let objects = gsrelay::wire::decode(&payload, c.dialect()).unwrap();
+                return (ssrc, seq, objects);
+            }
+            Some(Received::Rtcp(_)) => continue,
+            None => panic!("no RTP within {WAIT:?}"),
+        }
+    }
+}
+
+/// Publishes until `subscriber` receives: a UDP subscriber's address is latched by its
+/// first packet, which a QUIC publisher's packets may overtake on their way to the relay.
+/// Then waits until nothing more is in flight.
+async fn until_flowing(publisher: &mut Client, subscriber: &mut Client) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        assert!(tokio::time::Instant::now() < deadline, "nothing flows");
+        publisher.send_objects(&[head(999, 0.0)]).await.unwrap();
+        if let Some(Received::Rtp { .. }) =
+            subscriber.recv(Duration::from_millis(100)).await.unwrap()
+        {
+            break;
+        }
+    }
+    while subscriber
+        .recv(Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_some()
+    {}
+}
+
+/// Publishes ten updates from `publisher` and asserts `subscriber` gets them in order,
+/// from the publisher's SSRC, with consecutive sequence numbers.
+async fn assert_forwarded(publisher: &mut Client, subscriber: &mut Client) {
+    until_flowing(publisher, subscriber).await;
+    let mut last_seq = None;
+    for i in 0..10u64 {
+        let object = head(7, i as f32);
+        publisher
+            .send_objects(std::slice::from_ref(&object))
+            .await
+            .unwrap();
+        let (ssrc, seq, objects) = next_objects(subscriber).await;
+        assert_eq!(ssrc, publisher.ssrc());
+        assert_eq!(objects, vec![object]);
+        if let Some(prev) = last_seq {
+            assert_eq!(seq, u16::wrapping_add(prev, 1), "consecutive numbering");
+        }
+        last_seq = Some(seq);
+    }
+}
+
+#[tokio::test]
+async fn a_quic_publisher_reaches_udp_subscribers_and_the_reverse() {
+    let server = start().await;
+    let mut quic_pub = join(&server, "mixed", PUBLISH, true).await;
+    let mut udp_sub = join(&server, "mixed", SUBSCRIBE, false).await;
+    assert_forwarded(&mut quic_pub, &mut udp_sub).await;
+
+    let mut udp_pub = join(&server, "mixed2", PUBLISH, false).await;
+    let mut quic_sub = join(&server, "mixed2", SUBSCRIBE, true).await;
+    assert_forwarded(&mut udp_pub, &mut quic_sub).await;
+
+    let mut quic_sub2 = join(&server, "mixed", SUBSCRIBE, true).await;
+    assert_forwarded(&mut quic_pub, &mut quic_sub2).await;
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_late_quic_joiner_gets_the_snapshot_a_udp_publisher_left() {
+    let server = start().await;
+    let mut publisher = join(&server, "snap", PUBLISH, false).await;
+    let objects: Vec<Object> = (0..200).map(|id| head(id, id as f32)).collect();
+    for chunk in objects.chunks(10) {
+        publisher.send_objects(chunk).await.unwrap();
+    }
+    // The relay has cached them once a subscriber joining now sees them in its snapshot.
+    let mut late = join(&server, "snap", SUBSCRIBE, true).await;
+    let relay_ssrc = late.relay_ssrc();
+    late.send_fir(relay_ssrc).await.unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < objects.len() {
+        let (ssrc, _, got) = next_objects(&mut late).await;
+        assert_eq!(ssrc, publisher.ssrc());
+        for o in got {
+            if let Object::Head1(h) = o {
+                seen.insert(h.id);
+            }
+        }
+    }
+    assert_eq!(seen.len(), 200, "every cached object arrived");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_quic_join_answers_the_documented_quic_object() {
+    let server = start().await;
+    let resp = reqwest::Client::new()
+        .post(format!("{}/v1/rooms/contract/sessions", base(&server)))
+        .bearer_auth(token("contract", ALL))
+        .json(&json!({"transport": "quic"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let answer: Value = resp.json().await.unwrap();
+    assert_eq!(answer["rtp"], Value::Null, "no rtp object over QUIC");
+    let q = &answer["quic"];
+    assert_eq!(q["addr"], server.quic.local_addr.to_string());
+    assert_eq!(q["alpn"], "roq");
+    let fp = q["cert_sha256"].as_str().unwrap();
+    assert_eq!(fp, server.quic.cert_sha256);
+    assert!(fp.len() == 64 && fp.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f')));
+    assert!(q["flow_id"].as_u64().is_some());
+    let tok = q["session_token"].as_str().unwrap();
+    assert_eq!(tok.len(), 32);
+
+    let refused = reqwest::Client::new()
+        .post(format!("{}/v1/rooms/contract/sessions", base(&server)))
+        .bearer_auth(token("contract", ALL))
+        .json(&json!({"transport": "quic", "srtp_profile": "AES_CM_128_HMAC_SHA1_80"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 422);
+
+    // A token for another room gets no session, hence no QUIC session token.
+    let other_room = reqwest::Client::new()
+        .post(format!("{}/v1/rooms/elsewhere/sessions", base(&server)))
+        .bearer_auth(token("contract", ALL))
+        .json(&json!({"transport": "quic"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other_room.status(), 403);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_quic_subscriber_keeps_its_session_across_an_address_change() {
+    let server = start().await;
+    let mut publisher = join(&server, "move", PUBLISH, true).await;
+    let mut subscriber = join(&server, "move", SUBSCRIBE, true).await;
+    assert_forwarded(&mut publisher, &mut subscriber).await;
+    let before = subscriber.local_addr().unwrap();
+    subscriber.rebind().unwrap();
+    let after = subscriber.local_addr().unwrap();
+    assert_ne!(before, after, "the endpoint moved to a new socket");
+    // The relay only learns the new path from a packet sent on it.
+    subscriber.send_rr().await.unwrap();
+    assert_forwarded(&mut publisher, &mut subscriber).await;
+    assert!(subscriber.quic_close_reason().is_none());
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn closing_the_quic_connection_leaves_the_session() {
+    let server = start().await;
+    let mut publisher = join(&server, "bye", PUBLISH, true).await;
+    let mut subscriber = join(&server, "bye", SUBSCRIBE, false).await;
+    assert_forwarded(&mut publisher, &mut subscriber).await;
+    let ssrc = publisher.ssrc();
+    drop(publisher);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match subscriber.recv(left).await.unwrap() {
+            Some(Received::Rtcp(items))
+                if items.iter().any(
+                    |i| matches!(i, gsrelay::rtp::RtcpItem::Bye { ssrcs } if ssrcs.contains(&ssrc)),
+                ) =>
+            {
+                break;
+            }
+            Some(_) => continue,
+            None => panic!("no BYE for the closed QUIC publisher"),
+        }
+    }
+    server.shutdown().await.unwrap();
+}
