@@ -7,10 +7,10 @@ mod support;
 use gsrelay::client::{Client, JoinOptions, Received};
 use gsrelay::control::token::Rights;
 use gsrelay::server::Server;
-use gsrelay::wire::json::Hex;
-use gsrelay::wire::{Head1, Loc2, Object, Rot2};
+use gsrelay::wire::Object;
 use serde_json::{Value, json};
 use std::time::Duration;
+use support::moving_head;
 use support::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
 
 /// How long a packet that must come may take.
@@ -29,31 +29,6 @@ async fn join(server: &Server, room: &str, rights: Rights, quic: bool) -> Client
         c.send_rr().await.unwrap();
     }
     c
-}
-
-fn head(id: u64, x: f32) -> Object {
-    Object::Head1(Head1 {
-        id,
-        time: 100,
-        location: Loc2 {
-            x,
-            y: 1.5,
-            z: -2.25,
-            vx: 0.5,
-            vy: -0.25,
-            vz: 0.0,
-        },
-        rotation: Rot2 {
-            si: 0.5,
-            sj: 0.0,
-            sk: -0.5,
-            ei: 0.25,
-            ej: 0.125,
-            ek: 0.0,
-        },
-        ipd: None,
-        extra: Hex::default(),
-    })
 }
 
 /// The next RTP packet `c` receives (RTCP skipped): SSRC, sequence number, objects.
@@ -81,7 +56,10 @@ async fn until_flowing(publisher: &mut Client, subscriber: &mut Client) {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         assert!(tokio::time::Instant::now() < deadline, "nothing flows");
-        publisher.send_objects(&[head(999, 0.0)]).await.unwrap();
+        publisher
+            .send_objects(&[moving_head(999, 0.0)])
+            .await
+            .unwrap();
         if let Some(Received::Rtp { .. }) =
             subscriber.recv(Duration::from_millis(100)).await.unwrap()
         {
@@ -102,7 +80,7 @@ async fn assert_forwarded(publisher: &mut Client, subscriber: &mut Client) {
     until_flowing(publisher, subscriber).await;
     let mut last_seq = None;
     for i in 0..10u64 {
-        let object = head(7, i as f32);
+        let object = moving_head(7, i as f32);
         publisher
             .send_objects(std::slice::from_ref(&object))
             .await
@@ -137,7 +115,7 @@ async fn a_quic_publisher_reaches_udp_subscribers_and_the_reverse() {
 async fn a_late_quic_joiner_gets_the_snapshot_a_udp_publisher_left() {
     let server = start().await;
     let mut publisher = join(&server, "snap", PUBLISH, false).await;
-    let objects: Vec<Object> = (0..200).map(|id| head(id, id as f32)).collect();
+    let objects: Vec<Object> = (0..200).map(|id| moving_head(id, id as f32)).collect();
     for chunk in objects.chunks(10) {
         publisher.send_objects(chunk).await.unwrap();
     }

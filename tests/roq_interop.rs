@@ -8,11 +8,11 @@ mod support;
 
 use gsrelay::client::{Client, JoinOptions, Received};
 use gsrelay::server::Server;
-use gsrelay::wire::json::Hex;
-use gsrelay::wire::{self, Dialect, Head1, Loc2, Object, Rot2};
+use gsrelay::wire::{self, Dialect, Object};
 use std::collections::BTreeSet;
 use std::process::Stdio;
 use std::time::Duration;
+use support::moving_head;
 use support::server::{PUBLISH, SUBSCRIBE, base, start, token};
 use support::tools::tool;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -22,31 +22,6 @@ const PEER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/roq_peer.
 
 /// How long the peer or a packet may take.
 const WAIT: Duration = Duration::from_secs(20);
-
-fn head(id: u64, x: f32) -> Object {
-    Object::Head1(Head1 {
-        id,
-        time: 100,
-        location: Loc2 {
-            x,
-            y: 1.5,
-            z: -2.25,
-            vx: 0.5,
-            vy: -0.25,
-            vz: 0.0,
-        },
-        rotation: Rot2 {
-            si: 0.5,
-            sj: 0.0,
-            sk: -0.5,
-            ei: 0.25,
-            ej: 0.125,
-            ek: 0.0,
-        },
-        ipd: None,
-        extra: Hex::default(),
-    })
-}
 
 /// Starts the aioquic peer in `mode` for `room` with the extra `args`.
 fn peer(
@@ -103,7 +78,7 @@ async fn an_aioquic_publisher_reaches_a_udp_srtp_subscriber() {
     .await
     .unwrap();
     sub.send_rr().await.unwrap();
-    let object = head(42, 3.5);
+    let object = moving_head(42, 3.5);
     let payload = wire::encode(std::slice::from_ref(&object), Dialect::default()).unwrap();
     let child = peer(
         &server,
@@ -155,7 +130,7 @@ async fn an_aioquic_subscriber_gets_the_snapshot_it_asks_for_with_a_fir() {
     )
     .await
     .unwrap();
-    let objects: Vec<Object> = (0..50).map(|id| head(id, id as f32)).collect();
+    let objects: Vec<Object> = (0..50).map(|id| moving_head(id, id as f32)).collect();
     for chunk in objects.chunks(5) {
         publisher.send_objects(chunk).await.unwrap();
     }

@@ -133,3 +133,33 @@ async fn a_stopped_shard_costs_only_its_rooms() {
     let body: serde_json::Value = ready.json().await.unwrap();
     assert_eq!(body["error"]["code"], "relay_stopped");
 }
+
+#[tokio::test]
+async fn quic_sessions_reach_the_shard_of_their_room() {
+    let server = start(2).await;
+    let url = base(&server);
+    let mut shards_used = Vec::new();
+    for (room, x) in [("a", 1.0), ("b", 2.0)] {
+        let mut s = join(&url, room, true).await;
+        let opts = JoinOptions {
+            quic: true,
+            ..JoinOptions::default()
+        };
+        let mut p = Client::join(&url, &token(room, PUBLISH), room, opts)
+            .await
+            .unwrap();
+        // Packets over QUIC and the subscriber's first UDP packet take different paths
+        // to the shard: publish until the subscriber has latched and receives.
+        let mut got = None;
+        for _ in 0..20 {
+            p.send_objects(&[head(1, x)]).await.unwrap();
+            got = s.recv_objects(Duration::from_millis(250)).await.unwrap();
+            if got.is_some() {
+                break;
+            }
+        }
+        assert_eq!(got.map(|(_, o)| o), Some(vec![head(1, x)]), "{room}");
+        shards_used.push(server.handle.directory().shard_of_room(room));
+    }
+    assert_ne!(shards_used[0], shards_used[1], "one room per shard");
+}

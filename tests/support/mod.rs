@@ -12,7 +12,8 @@ use gsrelay::metrics::export::StatsExporter;
 use gsrelay::relay::{ControlError, JoinRequest, Joined, Relay, RelayConfig, SessionId};
 use gsrelay::rtp::rtcp::{self, FirEntry};
 use gsrelay::rtp::{PacketClass, RtpHeader, RtpPacket};
-use gsrelay::wire::{self, Dialect, Head1, Loc2, Object};
+use gsrelay::wire::json::Hex;
+use gsrelay::wire::{self, Dialect, Head1, Loc2, Object, Rot2};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -176,6 +177,33 @@ pub fn head(id: u64, x: f32) -> Object {
             ..Loc2::default()
         },
         ..Head1::default()
+    })
+}
+
+/// A Head1 with every field of the draft set (velocity, rotation), so a codec or peer
+/// that drops any of them shows.
+pub fn moving_head(id: u64, x: f32) -> Object {
+    Object::Head1(Head1 {
+        id,
+        time: 100,
+        location: Loc2 {
+            x,
+            y: 1.5,
+            z: -2.25,
+            vx: 0.5,
+            vy: -0.25,
+            vz: 0.0,
+        },
+        rotation: Rot2 {
+            si: 0.5,
+            sj: 0.0,
+            sk: -0.5,
+            ei: 0.25,
+            ej: 0.125,
+            ek: 0.0,
+        },
+        ipd: None,
+        extra: Hex::default(),
     })
 }
 
