@@ -724,3 +724,41 @@ fn a_tmmbr_cap_moves_a_subscriber_to_packets_of_its_own_without_a_gap() {
     let next = out[to(&out, &capped)[0]].rtp().sequence_number();
     assert_eq!(next, seq.wrapping_add(1));
 }
+
+#[test]
+fn a_narrow_path_gets_packets_that_fit_it_from_its_own_view() {
+    let mut w = World::new();
+    let wide = join(&mut w, 0x2000_0001, false, true, aggregated(Some(0)));
+    let narrow = join(&mut w, 0x2000_0002, false, true, aggregated(Some(0)));
+    // A QUIC path of 400 bytes (the shell's input): the narrow member leaves the shared
+    // view for one whose packets fit.
+    w.relay.set_session_path(w.now, narrow.session, 400, None);
+    let senders: Vec<Joined> = (0..30)
+        .map(|i| publisher(&mut w, 0x3000_0000 + i))
+        .collect();
+    w.sent();
+    for (i, p) in senders.iter().enumerate() {
+        w.publish(p, &[head(1, i as f32)]);
+    }
+    w.relay.flush_aggregates(w.now);
+    let sent = w.sent();
+    let (to_wide, to_narrow) = (to(&sent, &wide), to(&sent, &narrow));
+    let count = |idx: &[usize]| -> usize {
+        idx.iter()
+            .map(|i| containers(&w, &sent[*i]).len())
+            .sum::<usize>()
+    };
+    assert_eq!(count(&to_wide), 30, "every sender reaches the wide member");
+    assert_eq!(
+        count(&to_narrow),
+        30,
+        "every sender reaches the narrow member"
+    );
+    for i in &to_narrow {
+        assert!(sent[*i].bytes.len() <= 400, "{} B", sent[*i].bytes.len());
+    }
+    assert!(
+        to_wide.iter().any(|i| sent[*i].bytes.len() > 400),
+        "the wide member's packets use its budget"
+    );
+}

@@ -517,10 +517,17 @@ impl Relay {
         let fits = max_packet
             .saturating_sub(RTP_HEADER_BYTES)
             .max(MIN_PAYLOAD_BUDGET);
-        s.payload_budget = self.cfg.payload_budget.min(fits);
+        let budget = self.cfg.payload_budget.min(fits);
+        let moved = s.payload_budget != budget;
+        s.payload_budget = budget;
         if s.path_bps != send_bps {
             s.path_bps = send_bps;
             s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
+        }
+        if moved {
+            // An aggregated subscriber's packets are built for its view: a narrower path
+            // needs a view whose packets fit it.
+            self.sync_delivery(id, now);
         }
     }
 
@@ -695,13 +702,7 @@ impl Relay {
             now,
         );
         self.pace_at = self.pace_at.into_iter().chain(due).min();
-        let mut tx = Tx::new(
-            &mut self.out,
-            &mut self.stats,
-            self.relay_ssrc,
-            now,
-            self.cfg.payload_budget,
-        );
+        let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now);
         self.agg
             .fan_out(&self.sessions[&from].room, &packet, &mut tx);
         self.count_paced();

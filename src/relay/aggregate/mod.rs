@@ -54,6 +54,9 @@ pub fn shares_view(s: &Session) -> bool {
 struct ViewKey {
     dialect: Dialect,
     max_delay: Duration,
+    /// Largest payload its members' paths take (QUIC datagrams, browsers): members of
+    /// one shared packet must all be able to receive it whole.
+    budget: usize,
     streams: Filter<u32>,
     types: Filter<TypeSel>,
 }
@@ -64,6 +67,8 @@ struct Placement {
     echo: bool,
     dialect: Dialect,
     max_delay: Duration,
+    /// Payload budget of the subscriber's path.
+    budget: usize,
     /// `None`: a view of its own.
     key: Option<ViewKey>,
 }
@@ -77,9 +82,11 @@ impl Placement {
             echo: i.echo,
             dialect: s.dialect,
             max_delay,
+            budget: s.payload_budget,
             key: shares_view(s).then(|| ViewKey {
                 dialect: s.dialect,
                 max_delay,
+                budget: s.payload_budget,
                 streams: i.streams.clone(),
                 types: i.types.clone(),
             }),
@@ -96,6 +103,8 @@ struct View {
     /// A shared view's filters, to select each packet's objects once.
     filter: Interest,
     max_delay: Duration,
+    /// Largest payload of its packets.
+    budget: usize,
     members: Vec<SessionId>,
     pending: Builder,
     history: History,
@@ -108,6 +117,7 @@ impl View {
             history: &mut self.history,
             targets: &self.members,
             max_delay: self.max_delay,
+            budget: self.budget,
         }
     }
 
@@ -138,7 +148,6 @@ pub(super) struct Tx<'a> {
     stats: &'a mut RelayStats,
     relay_ssrc: u32,
     now: Instant,
-    budget: usize,
 }
 
 impl<'a> Tx<'a> {
@@ -148,14 +157,12 @@ impl<'a> Tx<'a> {
         stats: &'a mut RelayStats,
         relay_ssrc: u32,
         now: Instant,
-        budget: usize,
     ) -> Self {
         Self {
             out,
             stats,
             relay_ssrc,
             now,
-            budget,
         }
     }
 }
@@ -167,6 +174,7 @@ struct Sink<'a> {
     history: &'a mut History,
     targets: &'a [SessionId],
     max_delay: Duration,
+    budget: usize,
 }
 
 /// Every view and member of the relay.
@@ -238,6 +246,7 @@ impl Aggregator {
                 && (view.key.is_none() && p.key.is_none() || p.key.is_some() && view.key == p.key)
             {
                 view.max_delay = p.max_delay;
+                view.budget = p.budget;
                 return;
             }
             self.leave_view(id, vid, Some(tx));
@@ -246,7 +255,7 @@ impl Aggregator {
             Some(key) => self.find_shared(room, key),
             None => None,
         }
-        .unwrap_or_else(|| self.new_view(room, p.key, p.max_delay));
+        .unwrap_or_else(|| self.new_view(room, p.key, p.max_delay, p.budget));
         if let Some(view) = self.view_mut(vid) {
             view.members.push(id);
         }
@@ -308,7 +317,13 @@ impl Aggregator {
         })
     }
 
-    fn new_view(&mut self, room: &Arc<str>, key: Option<ViewKey>, max_delay: Duration) -> ViewId {
+    fn new_view(
+        &mut self,
+        room: &Arc<str>,
+        key: Option<ViewKey>,
+        max_delay: Duration,
+        budget: usize,
+    ) -> ViewId {
         let filter = key.as_ref().map_or_else(Interest::default, |k| Interest {
             streams: k.streams.clone(),
             types: k.types.clone(),
@@ -320,6 +335,7 @@ impl Aggregator {
             key,
             filter,
             max_delay,
+            budget,
             members: Vec::new(),
             pending: Builder::default(),
             history: History::default(),
@@ -422,6 +438,7 @@ impl Aggregator {
                     history: &mut view.history,
                     targets: std::slice::from_ref(&run[0].0),
                     max_delay: Duration::ZERO,
+                    budget: view.budget,
                 },
                 false => view.sink(),
             };
@@ -510,11 +527,11 @@ fn add_unit(
     if pieces.is_empty() {
         return sink.pending.since().map(|t| t + sink.max_delay);
     }
-    if !sink.pending.is_empty() && sink.pending.size_with(ssrc, pieces) > tx.budget {
+    if !sink.pending.is_empty() && sink.pending.size_with(ssrc, pieces) > sink.budget {
         flush(sink, members, s, tx);
     }
     sink.pending.add(tx.now, ssrc, bytes, pieces);
-    if sink.pending.size() >= tx.budget {
+    if sink.pending.size() >= sink.budget {
         flush(sink, members, s, tx);
     }
     sink.pending.since().map(|t| t + sink.max_delay)
@@ -555,8 +572,7 @@ impl Relay {
     /// [`Relay::poll_timeout`] / [`Relay::handle_timeout`].
     pub fn flush_aggregates(&mut self, now: Instant) {
         self.out.now = Some(now);
-        let budget = self.cfg.payload_budget;
-        let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now, budget);
+        let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now);
         self.agg.flush_due(&mut tx);
     }
 
@@ -565,8 +581,7 @@ impl Relay {
     pub(super) fn mix(&mut self, now: Instant, urgent: bool) {
         let mut d = self.out.take_diverted();
         if !d.packets.is_empty() {
-            let budget = self.cfg.payload_budget;
-            let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now, budget);
+            let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now);
             self.agg.absorb(&mut d, urgent, &mut tx);
         }
         self.out.restore_diverted(d);
@@ -593,8 +608,7 @@ impl Relay {
             relevance::place(room, s, center);
         }
         let room = s.room.clone();
-        let budget = self.cfg.payload_budget;
-        let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now, budget);
+        let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now);
         match want {
             Some(p) => self.agg.place(id, &room, p, &mut tx),
             None => self.agg.remove(id, Some(&mut tx)),
