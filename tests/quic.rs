@@ -108,6 +108,11 @@ async fn a_quic_publisher_reaches_udp_subscribers_and_the_reverse() {
 
     let mut quic_sub2 = join(&server, "mixed", SUBSCRIBE, true).await;
     assert_forwarded(&mut quic_pub, &mut quic_sub2).await;
+    // Each transport times what it forwarded, under its own label.
+    for transport in ["quic", "udp"] {
+        let timed = server.metrics.latency(transport).get_sample_count();
+        assert!(timed >= 10, "{transport}: {timed} forwarding latencies");
+    }
     server.shutdown().await.unwrap();
 }
 

@@ -12,7 +12,7 @@ use crate::transport::roq;
 use crate::transport::shard::{Link, Shard, deliver};
 use crate::transport::udp::RECV_BATCH;
 use bytes::{Bytes, BytesMut};
-use prometheus::IntCounter;
+use prometheus::{Histogram, IntCounter};
 use quinn::{Connection, SendDatagramError};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -66,6 +66,8 @@ struct Counters {
     packets_out: IntCounter,
     bytes_in: IntCounter,
     bytes_out: IntCounter,
+    /// From a batch's arrival at the relay task to its forwarded copies handed to quinn.
+    latency: Histogram,
 }
 
 impl QuicPort {
@@ -89,6 +91,7 @@ impl QuicPort {
                 packets_out: m.packets.with_label_values(&[TRANSPORT, "out"]),
                 bytes_in: m.bytes.with_label_values(&[TRANSPORT, "in"]),
                 bytes_out: m.bytes.with_label_values(&[TRANSPORT, "out"]),
+                latency: m.latency(TRANSPORT),
             },
         }
     }
@@ -194,17 +197,24 @@ impl Shard {
         inbox: &mut mpsc::Receiver<QuicEvent>,
     ) {
         let now = Instant::now();
-        self.quic_event(now, first);
+        let mut packets = u32::from(self.quic_event(now, first));
         for _ in 1..RECV_BATCH {
             match inbox.try_recv() {
-                Ok(event) => self.quic_event(now, event),
+                Ok(event) => packets += u32::from(self.quic_event(now, event)),
                 Err(_) => break,
             }
         }
         self.end_batch(now).await;
+        if let Some(port) = &self.quic {
+            let latency = now.elapsed().as_secs_f64();
+            for _ in 0..packets {
+                port.counters.latency.observe(latency);
+            }
+        }
     }
 
-    fn quic_event(&mut self, now: Instant, event: QuicEvent) {
+    /// Handles one event; true when it was a packet the core took.
+    fn quic_event(&mut self, now: Instant, event: QuicEvent) -> bool {
         match event {
             QuicEvent::Attach {
                 token,
@@ -213,16 +223,19 @@ impl Shard {
                 reply,
             } => {
                 let _ = reply.send(self.attach(now, token, conn, stream));
+                false
             }
             QuicEvent::Packet {
                 session,
                 conn,
                 data,
-            } => {
-                if let Err(reason) = self.quic_packet(now, session, conn, &data) {
-                    self.metrics.drop(reason);
+            } => match self.quic_packet(now, session, conn, &data) {
+                Ok(()) => true,
+                Err(reason) => {
+                    self.exporter.drop(reason);
+                    false
                 }
-            }
+            },
             QuicEvent::Path {
                 session,
                 conn,
@@ -230,7 +243,7 @@ impl Shard {
                 send_bps,
             } => {
                 let Some(peer) = self.live_peer(session, conn) else {
-                    return;
+                    return false;
                 };
                 let flow = roq::varint_len(peer.flow_id);
                 if let Some(live) = &mut peer.live {
@@ -241,6 +254,7 @@ impl Shard {
                 guarded(&mut self.relay, &self.metrics, "path", now, |r| {
                     r.set_session_path(now, session, max_packet, send_bps)
                 });
+                false
             }
             QuicEvent::Closed { session, conn } => {
                 if self.live_peer(session, conn).is_some() {
@@ -250,6 +264,7 @@ impl Shard {
                     });
                     self.unlink(session);
                 }
+                false
             }
         }
     }
