@@ -267,7 +267,7 @@ async fn manifests_match_what_serve_uses() {
         assert_eq!(c["args"], serde_json::json!(["serve"]), "{overlay}");
 
         // Ports: what serve binds, reachable from outside the pod, and nothing it does
-        // not bind (QUIC is parsed but not bound yet).
+        // not bind.
         let (http, http_proto) = r.port("http").expect("port http");
         let (rtp, rtp_proto) = r.port("rtp").expect("port rtp");
         assert_eq!(
@@ -287,10 +287,16 @@ async fn manifests_match_what_serve_uses() {
                 .unwrap_or_else(|| panic!("{overlay}: port {name}"));
             assert_eq!(port, (rtp + k as u16, "UDP"), "{overlay}: {name}");
         }
+        let (quic, quic_proto) = r.port("quic").expect("port quic");
+        assert_eq!(
+            (quic, quic_proto),
+            (cfg.quic_addr.port(), "UDP"),
+            "{overlay}"
+        );
         assert_eq!(
             c["ports"].as_array().unwrap().len(),
-            1 + shards,
-            "{overlay}: only http and one rtp port per shard"
+            2 + shards,
+            "{overlay}: only http, quic and one rtp port per shard"
         );
 
         // Each pod advertises its own address and the port it binds.
@@ -298,6 +304,11 @@ async fn manifests_match_what_serve_uses() {
         assert_eq!(
             cfg.rtp_advertise_addr,
             Some(SocketAddr::new(pod_ip, rtp)),
+            "{overlay}"
+        );
+        assert_eq!(
+            cfg.quic_advertise_addr,
+            Some(SocketAddr::new(pod_ip, quic)),
             "{overlay}"
         );
         let secret = cfg.token_secret.as_deref().expect("a token secret");
