@@ -61,6 +61,11 @@ pub struct ServeConfig {
     pub quic_cert: Option<PathBuf>,
     /// PEM private key of [`Self::quic_cert`].
     pub quic_key: Option<PathBuf>,
+    /// WebRTC data channels, every peer on this one port (UDP; port 0 picks a free port).
+    pub webrtc_addr: SocketAddr,
+    /// The address offered to WebRTC peers as the relay's ICE candidate instead of the
+    /// bound one.
+    pub webrtc_advertise_addr: Option<SocketAddr>,
     /// The RTP address put in join answers instead of the bound one (NAT, Kubernetes
     /// Service).
     pub rtp_advertise_addr: Option<SocketAddr>,
@@ -94,6 +99,8 @@ impl Default for ServeConfig {
             quic_advertise_addr: None,
             quic_cert: None,
             quic_key: None,
+            webrtc_addr: SocketAddr::from(([0, 0, 0, 0], 8445)),
+            webrtc_advertise_addr: None,
             rtp_advertise_addr: None,
             token_secret: None,
             token_max_ttl_secs: DEFAULT_MAX_TTL_SECS,
@@ -120,6 +127,8 @@ impl fmt::Debug for ServeConfig {
             .field("quic_advertise_addr", &self.quic_advertise_addr)
             .field("quic_cert", &self.quic_cert)
             .field("quic_key", &self.quic_key)
+            .field("webrtc_addr", &self.webrtc_addr)
+            .field("webrtc_advertise_addr", &self.webrtc_advertise_addr)
             .field("rtp_advertise_addr", &self.rtp_advertise_addr)
             .field(
                 "token_secret",
@@ -212,6 +221,13 @@ pub struct ServeArgs {
         requires = "quic_cert"
     )]
     pub quic_key: Option<PathBuf>,
+    /// WebRTC data-channel UDP address, one port for every peer [default: 0.0.0.0:8445].
+    #[arg(long, env = "GSRELAY_WEBRTC_ADDR", value_name = "ADDR")]
+    pub webrtc_addr: Option<SocketAddr>,
+    /// Address offered to WebRTC peers as the relay's ICE candidate instead of the bound
+    /// one (behind NAT or a Service).
+    #[arg(long, env = "GSRELAY_WEBRTC_ADVERTISE_ADDR", value_name = "ADDR")]
+    pub webrtc_advertise_addr: Option<SocketAddr>,
     /// RTP address told to clients instead of the bound one (behind NAT or a Service).
     #[arg(long, env = "GSRELAY_RTP_ADVERTISE_ADDR", value_name = "ADDR")]
     pub rtp_advertise_addr: Option<SocketAddr>,
@@ -354,6 +370,10 @@ impl ServeArgs {
         set(&mut cfg.http_addr, &self.http_addr);
         set(&mut cfg.rtp_addr, &self.rtp_addr);
         set(&mut cfg.quic_addr, &self.quic_addr);
+        set(&mut cfg.webrtc_addr, &self.webrtc_addr);
+        if self.webrtc_advertise_addr.is_some() {
+            cfg.webrtc_advertise_addr = self.webrtc_advertise_addr;
+        }
         set(&mut cfg.shards, &self.shards);
         set(&mut cfg.udp_recv_buffer_bytes, &self.udp_recv_buffer_bytes);
         set(&mut cfg.udp_send_buffer_bytes, &self.udp_send_buffer_bytes);

@@ -15,6 +15,7 @@ use crate::transport::command::RelayHandle;
 use crate::transport::quic::{self, QuicConfig, QuicEndpoint, QuicInfo, QuicShard};
 use crate::transport::shards::{self, RoomDirectory, ShardThread, Shards};
 use crate::transport::udp::UdpConfig;
+use crate::transport::webrtc::{self, WebRtcConfig, WebRtcEndpoint, WebRtcShard};
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -43,6 +44,8 @@ pub struct Server {
     pub rtp_addrs: Vec<SocketAddr>,
     /// The QUIC endpoint: its bound address and certificate fingerprint.
     pub quic: QuicInfo,
+    /// Where the WebRTC port is bound.
+    pub webrtc_addr: SocketAddr,
     /// Routes control operations to the shards.
     pub handle: Shards,
     /// The relay's metrics.
@@ -58,6 +61,8 @@ pub struct Server {
     lag_probes: Vec<AbortOnDrop>,
     /// Closed (every QUIC connection told "relay stopped") when the server is dropped.
     _quic_endpoint: QuicEndpoint,
+    /// Stops the WebRTC port's reader when the server is dropped.
+    _webrtc_endpoint: WebRtcEndpoint,
 }
 
 /// Aborts a background task when dropped: the lag probe holds a relay handle, and the
@@ -127,14 +132,22 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
     };
     let (quic_endpoint, quic_parts) = quic::bind(quic_cfg, &metrics, count)
         .with_context(|| format!("binding the QUIC address {}", cfg.quic_addr))?;
+    let webrtc_cfg = WebRtcConfig {
+        advertise: cfg.webrtc_advertise_addr,
+        max_message: cfg.relay.max_packet_bytes,
+        ..WebRtcConfig::new(cfg.webrtc_addr)
+    };
+    let (webrtc_endpoint, webrtc_parts) = webrtc::bind(webrtc_cfg, &metrics, count)
+        .with_context(|| format!("binding the WebRTC address {}", cfg.webrtc_addr))?;
     let directory = Arc::new(RoomDirectory::new(
         count,
         cfg.relay.max_rooms,
         cfg.relay.max_sessions,
     ));
     let mut started: Vec<ShardThread> = Vec::with_capacity(count);
-    for (k, quic_part) in quic_parts.into_iter().enumerate() {
-        let shard = start_shard(k, &cfg, &directory, quic_part, &metrics)
+    let parts = quic_parts.into_iter().zip(webrtc_parts);
+    for (k, (quic_part, webrtc_part)) in parts.enumerate() {
+        let shard = start_shard(k, &cfg, &directory, quic_part, webrtc_part, &metrics)
             .await
             .with_context(|| format!("starting shard {k} (RTP address {})", cfg.rtp_addr))?;
         started.push(shard);
@@ -190,12 +203,18 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         self_signed = quic.self_signed,
         "RTP over QUIC listening (ALPN roq)"
     );
+    tracing::info!(
+        webrtc = %webrtc_endpoint.local_addr,
+        webrtc_advertised = ?cfg.webrtc_advertise_addr,
+        "WebRTC data channels listening (ICE-lite)"
+    );
 
     Ok(Server {
         http_addr,
         rtp_addr: rtp_addrs[0],
         rtp_addrs,
         quic,
+        webrtc_addr: webrtc_endpoint.local_addr,
         handle: router,
         metrics,
         dev_secret,
@@ -206,6 +225,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         shard_threads: started.into_iter().map(|s| s.thread).collect(),
         lag_probes,
         _quic_endpoint: quic_endpoint,
+        _webrtc_endpoint: webrtc_endpoint,
     })
 }
 
@@ -216,6 +236,7 @@ async fn start_shard(
     cfg: &ServeConfig,
     directory: &Arc<RoomDirectory>,
     quic: QuicShard,
+    webrtc: WebRtcShard,
     metrics: &Metrics,
 ) -> anyhow::Result<ShardThread> {
     let count = directory.shards();
@@ -233,7 +254,7 @@ async fn start_shard(
         recv_buffer: (cfg.udp_recv_buffer_bytes > 0).then_some(cfg.udp_recv_buffer_bytes),
         send_buffer: (cfg.udp_send_buffer_bytes > 0).then_some(cfg.udp_send_buffer_bytes),
     };
-    shards::start(k, udp, Some(quic), relay, metrics).await
+    shards::start(k, udp, Some(quic), Some(webrtc), relay, metrics).await
 }
 
 /// `addr` with its port moved up by `k` (port 0 stays 0: each shard gets a free port).

@@ -44,7 +44,7 @@ async fn relay() -> Harness {
         ..QuicConfig::new(local)
     };
     let (quic, mut shards) = quic::bind(quic, &metrics, 1).unwrap();
-    let t = udp::spawn_with(udp_cfg, shards.pop(), relay, metrics.clone())
+    let t = udp::spawn_with(udp_cfg, shards.pop(), None, relay, metrics.clone())
         .await
         .unwrap();
     Harness { t, quic, metrics }

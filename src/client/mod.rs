@@ -327,6 +327,7 @@ impl Client {
                 relay_key: s.relay_key,
             }),
             quic,
+            webrtc: None,
         };
         let mut client = Self::from_answer(answer, http.opts.dialect).await?;
         client.http = Some(http);

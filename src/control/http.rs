@@ -17,9 +17,10 @@ use crate::metrics::Metrics;
 use crate::relay::{ControlError, Interest, JoinRequest, format_session_id, parse_session_id};
 use crate::rtp::SrtpProfile;
 use crate::transport::command::{
-    CommandError, JoinCommand, QuicAnswer, SrtpKeys, TransportRequest,
+    CommandError, JoinCommand, QuicAnswer, SrtpKeys, TransportRequest, WebRtcAnswer, WebRtcOffer,
 };
 use crate::transport::shards::Shards;
+use crate::transport::webrtc::{self, OfferError};
 use crate::wire::Dialect;
 use axum::Json;
 use axum::Router;
@@ -190,7 +191,15 @@ impl From<CommandError> for ApiError {
             CommandError::PlainRtpDisabled => {
                 Self::new(StatusCode::FORBIDDEN, "plain_rtp_disabled", message)
             }
-            CommandError::QuicDisabled => Self::unprocessable("unsupported_transport", message),
+            CommandError::QuicDisabled | CommandError::WebRtcDisabled => {
+                Self::unprocessable("unsupported_transport", message)
+            }
+            CommandError::WebRtcOffer(OfferError::NoAddress) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "webrtc_address_unknown",
+                message,
+            ),
+            CommandError::WebRtcOffer(e) => Self::unprocessable(e.code(), message),
             CommandError::Stopped => relay_stopped(),
             CommandError::Internal => {
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
@@ -507,6 +516,7 @@ struct JoinBody {
     #[serde(default)]
     interest: Interest,
     srtp_profile: Option<String>,
+    sdp_offer: Option<String>,
 }
 
 /// `srtp_profile` in a join: a profile name, or `"none"` for plain RTP.
@@ -523,6 +533,8 @@ struct JoinAnswerBody {
     rtp: Option<RtpBody>,
     #[serde(skip_serializing_if = "Option::is_none")]
     quic: Option<QuicBody>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    webrtc: Option<WebRtcAnswer>,
 }
 
 /// The `quic` object of a QUIC join's answer (`docs/api.md`).
@@ -563,8 +575,9 @@ async fn join(
         ));
     }
     let body: JoinBody = parse_json(&body, None)?;
+    let webrtc = webrtc_offer(&body, &headers).await?;
     let quic = match body.transport.as_str() {
-        "rtp" => false,
+        "rtp" | "webrtc" => false,
         "quic" if body.srtp_profile.is_none() => true,
         "quic" => {
             return Err(ApiError::unprocessable(
@@ -575,7 +588,9 @@ async fn join(
         other => {
             return Err(ApiError::unprocessable(
                 "unsupported_transport",
-                format!("transport: {other:?} is not supported; use \"rtp\" or \"quic\""),
+                format!(
+                    "transport: {other:?} is not supported; use \"rtp\", \"quic\" or \"webrtc\""
+                ),
             ));
         }
     };
@@ -614,7 +629,9 @@ async fn join(
                 dialect: body.dialect,
                 interest: body.interest,
             },
-            transport: if quic {
+            transport: if let Some(offer) = webrtc {
+                TransportRequest::WebRtc(Box::new(offer))
+            } else if quic {
                 TransportRequest::Quic
             } else {
                 TransportRequest::Rtp(profile)
@@ -636,7 +653,7 @@ async fn join(
         ssrc: answer.joined.ssrc,
         relay_ssrc: answer.joined.relay_ssrc,
         streams: answer.joined.streams,
-        rtp: (!quic).then(|| RtpBody {
+        rtp: (answer.quic.is_none() && answer.webrtc.is_none()).then(|| RtpBody {
             addr: advertised_addr(answer.rtp_addr, &headers),
             srtp: answer.srtp,
         }),
@@ -647,6 +664,7 @@ async fn join(
             flow_id: q.flow_id,
             session_token: q.session_token,
         }),
+        webrtc: answer.webrtc,
     };
     Ok((
         StatusCode::CREATED,
@@ -654,6 +672,55 @@ async fn join(
         Json(body),
     )
         .into_response())
+}
+
+/// The offer of a WebRTC join, checked; `None` for the other transports. An offer
+/// belongs to a WebRTC join only, and a WebRTC join names no SRTP profile.
+async fn webrtc_offer(
+    body: &JoinBody,
+    headers: &HeaderMap,
+) -> Result<Option<WebRtcOffer>, ApiError> {
+    let invalid = |m: &str| ApiError::unprocessable("invalid_request", m);
+    match (body.transport.as_str(), &body.sdp_offer) {
+        ("webrtc", None) => Err(invalid(
+            "sdp_offer: a WebRTC join carries the client's SDP offer",
+        )),
+        ("webrtc", Some(_)) if body.srtp_profile.is_some() => Err(invalid(
+            "srtp_profile: DTLS protects WebRTC; a WebRTC join names no SRTP profile",
+        )),
+        ("webrtc", Some(sdp)) => {
+            webrtc::check_offer(sdp)
+                .map_err(|e| ApiError::unprocessable(e.code(), e.to_string()))?;
+            Ok(Some(WebRtcOffer {
+                sdp: sdp.clone(),
+                host: host_ip(headers).await,
+            }))
+        }
+        (_, Some(_)) => Err(invalid(
+            "sdp_offer: only a WebRTC join carries an SDP offer",
+        )),
+        (_, None) => Ok(None),
+    }
+}
+
+/// The IP address of the host the client reached the API on (its `Host` header), resolved
+/// when it is a name: the relay's ICE candidate when it is bound to the unspecified address.
+async fn host_ip(headers: &HeaderMap) -> Option<std::net::IpAddr> {
+    let authority = headers
+        .get(header::HOST)?
+        .to_str()
+        .ok()?
+        .parse::<axum::http::uri::Authority>()
+        .ok()?;
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    if let Ok(ip) = host.parse() {
+        return Some(ip);
+    }
+    let mut found = tokio::net::lookup_host((host, 0)).await.ok()?;
+    found.next().map(|a| a.ip())
 }
 
 /// Where clients send RTP. A relay bound to the unspecified address with no advertised

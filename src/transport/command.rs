@@ -4,7 +4,7 @@
 use crate::relay::{ControlError, Interest, JoinRequest, Joined, RoomInfo, SessionId};
 use crate::rtp::SrtpProfile;
 use serde::Serialize;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use tokio::sync::{mpsc, oneshot};
 
 /// SRTP keys handed to a client at join (RFC 4568 inline form: base64 of key ‖ salt).
@@ -29,6 +29,33 @@ pub struct JoinAnswer {
     pub srtp: Option<SrtpKeys>,
     /// How to reach the session over QUIC; `Some` exactly for QUIC joins.
     pub quic: Option<QuicAnswer>,
+    /// The relay's SDP answer; `Some` exactly for WebRTC joins.
+    pub webrtc: Option<WebRtcAnswer>,
+}
+
+/// A WebRTC join's offer (WHIP-style signalling, `docs/api.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebRtcOffer {
+    /// The client's SDP offer.
+    pub sdp: String,
+    /// The address the client reached the API on, for the relay's ICE candidate when the
+    /// relay is bound to the unspecified address with no advertised one.
+    pub host: Option<IpAddr>,
+}
+
+/// What a WebRTC join answers (see `docs/api.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WebRtcAnswer {
+    /// The relay's SDP answer (ICE-lite, one host candidate).
+    pub sdp_answer: String,
+    /// The relay's ICE candidate address.
+    pub addr: SocketAddr,
+    /// The label of the data channel the client opens.
+    pub channel: &'static str,
+    /// Largest message (one RTP or RTCP packet) the relay accepts.
+    pub max_message_size: usize,
+    /// Largest packet the relay sends the session.
+    pub max_packet: usize,
 }
 
 /// What a client needs to carry its session over QUIC (see `docs/api.md`).
@@ -47,13 +74,16 @@ pub struct QuicAnswer {
 }
 
 /// Which transport a join asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TransportRequest {
     /// RTP/RTCP over UDP with this SRTP profile; `None` asks for plain RTP (refused
     /// unless the relay runs with `--insecure-plain-rtp`).
     Rtp(Option<SrtpProfile>),
     /// RTP over QUIC (RoQ); refused when the relay runs no QUIC transport.
     Quic,
+    /// WebRTC data channels answering this offer; refused when the relay runs no WebRTC
+    /// transport.
+    WebRtc(Box<WebRtcOffer>),
 }
 
 /// The room and identity of a session, for authorizing operations on it.
@@ -86,6 +116,12 @@ pub enum CommandError {
     /// QUIC asked for, but the relay runs no QUIC transport.
     #[error("the QUIC transport is not enabled on this relay")]
     QuicDisabled,
+    /// WebRTC asked for, but the relay runs no WebRTC transport.
+    #[error("the WebRTC transport is not enabled on this relay")]
+    WebRtcDisabled,
+    /// The WebRTC offer cannot be answered.
+    #[error(transparent)]
+    WebRtcOffer(#[from] crate::transport::webrtc::OfferError),
     /// The relay task has stopped.
     #[error("the relay is not running")]
     Stopped,

@@ -17,6 +17,7 @@ use super::guard::guarded;
 use super::quic::{self, QuicEvent, QuicPort};
 use super::shards::RoomDirectory;
 use super::udp::{self, UdpPort};
+use super::webrtc::{self, WebRtcPort};
 use crate::metrics::Metrics;
 use crate::metrics::export::StatsExporter;
 use crate::relay::{Relay, SessionId};
@@ -35,6 +36,8 @@ pub(super) enum Link {
     Udp(udp::Peer),
     /// RTP over QUIC.
     Quic(quic::Peer),
+    /// RTP over WebRTC data channels (boxed: a peer connection is large).
+    WebRtc(Box<webrtc::Peer>),
 }
 
 /// Everything the relay task owns.
@@ -50,6 +53,7 @@ pub(super) struct Shard {
     pub(super) directory: Option<Arc<RoomDirectory>>,
     pub(super) udp: UdpPort,
     pub(super) quic: Option<QuicPort>,
+    pub(super) webrtc: Option<WebRtcPort>,
 }
 
 impl Shard {
@@ -57,15 +61,18 @@ impl Shard {
     pub(super) fn spawn(
         self,
         quic_events: Option<mpsc::Receiver<QuicEvent>>,
+        webrtc_inbox: Option<mpsc::Receiver<webrtc::Inbound>>,
     ) -> (RelayHandle, tokio::task::JoinHandle<()>) {
         let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
-        (handle, tokio::spawn(self.run(commands, quic_events)))
+        let task = self.run(commands, quic_events, webrtc_inbox);
+        (handle, tokio::spawn(task))
     }
 
     async fn run(
         mut self,
         mut commands: mpsc::Receiver<Command>,
         mut quic_events: Option<mpsc::Receiver<QuicEvent>>,
+        mut webrtc_inbox: Option<mpsc::Receiver<webrtc::Inbound>>,
     ) {
         tracing::info!(addr = %self.udp.rtp_addr, "relay task running");
         loop {
@@ -88,6 +95,13 @@ impl Shard {
                     (Some(event), Some(rx)) => self.quic_batch(event, rx).await,
                     _ => quic_events = None,
                 },
+                got = recv_some(&mut webrtc_inbox) => match (got, webrtc_inbox.as_mut()) {
+                    (Some(datagram), Some(rx)) => self.webrtc_batch(datagram, rx).await,
+                    _ => webrtc_inbox = None,
+                },
+                () = sleep_until(self.webrtc.as_ref().and_then(WebRtcPort::next_timeout)) => {
+                    self.webrtc_timeout().await;
+                }
             }
             self.exporter.export(&mut self.relay);
         }
@@ -111,10 +125,12 @@ impl Shard {
             links,
             udp,
             quic,
+            webrtc,
             metrics,
             exporter,
             ..
         } = self;
+        let now = Instant::now();
         while let Some(t) = relay.poll_transmit() {
             match links.get_mut(&t.session) {
                 Some(Link::Udp(peer)) => udp.queue(peer, &t, exporter),
@@ -123,10 +139,18 @@ impl Shard {
                         port.send(peer, &t, metrics);
                     }
                 }
+                Some(Link::WebRtc(peer)) => {
+                    if let Some(port) = webrtc.as_mut() {
+                        port.send(now, peer, &t, metrics);
+                    }
+                }
                 None => {}
             }
         }
         udp.send_queued().await;
+        if let Some(port) = webrtc.as_mut() {
+            port.send_queued(links).await;
+        }
     }
 
     /// Runs the core's timers, sends what they produce and forgets removed sessions.
@@ -146,11 +170,17 @@ impl Shard {
         }
     }
 
-    /// Drops a session's link (closing its QUIC connection, if any) and tells the
-    /// directory.
+    /// Drops a session's link (closing its QUIC or WebRTC connection, if any) and tells
+    /// the directory.
     pub(super) fn unlink(&mut self, id: SessionId) {
-        if let (Some(Link::Quic(peer)), Some(port)) = (self.links.remove(&id), self.quic.as_mut()) {
-            port.forget(peer);
+        match (
+            self.links.remove(&id),
+            self.quic.as_mut(),
+            self.webrtc.as_mut(),
+        ) {
+            (Some(Link::Quic(peer)), Some(port), _) => port.forget(peer),
+            (Some(Link::WebRtc(peer)), _, Some(port)) => port.forget(*peer),
+            _ => {}
         }
         if let (Some(room), Some(dir)) = (self.rooms.remove(&id), &self.directory) {
             dir.release(&room);
@@ -203,6 +233,7 @@ impl Shard {
 
     /// Prepares the session's link (keys or token), then joins it to the core.
     fn join(&mut self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
+        let mut webrtc = None;
         let (link, srtp) = match cmd.transport {
             TransportRequest::Rtp(profile) => {
                 let (peer, keys) = self.udp.new_link(profile)?;
@@ -211,6 +242,12 @@ impl Shard {
             TransportRequest::Quic => {
                 let port = self.quic.as_mut().ok_or(CommandError::QuicDisabled)?;
                 (Link::Quic(port.new_link()?), None)
+            }
+            TransportRequest::WebRtc(offer) => {
+                let port = self.webrtc.as_mut().ok_or(CommandError::WebRtcDisabled)?;
+                let (peer, answer) = port.new_link(&offer)?;
+                webrtc = Some(answer);
+                (Link::WebRtc(Box::new(peer)), None)
             }
         };
         let now = Instant::now();
@@ -225,12 +262,19 @@ impl Shard {
             (Link::Quic(peer), Some(port)) => Some(port.register(joined.session, peer)),
             _ => None,
         };
+        if let (Link::WebRtc(peer), Some(port)) = (&mut link, self.webrtc.as_mut()) {
+            port.register(joined.session, peer);
+            guarded(&mut self.relay, &self.metrics, "path", now, |r| {
+                r.set_session_path(now, joined.session, webrtc::MAX_SEND_PACKET, None)
+            });
+        }
         self.links.insert(joined.session, link);
         Ok(JoinAnswer {
             joined,
             rtp_addr: self.udp.rtp_addr,
             srtp,
             quic,
+            webrtc,
         })
     }
 }

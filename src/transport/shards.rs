@@ -10,6 +10,7 @@
 use super::command::{CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner};
 use super::quic::QuicShard;
 use super::udp::{self, UdpConfig};
+use super::webrtc::WebRtcShard;
 use crate::metrics::Metrics;
 use crate::relay::{ControlError, Interest, Relay, RoomInfo, SessionId, shard_of};
 use anyhow::Context;
@@ -261,6 +262,7 @@ pub async fn start(
     k: usize,
     udp: UdpConfig,
     quic: Option<QuicShard>,
+    webrtc: Option<WebRtcShard>,
     relay: Relay,
     metrics: &Metrics,
 ) -> anyhow::Result<ShardThread> {
@@ -268,7 +270,7 @@ pub async fn start(
     let (ready, started) = oneshot::channel();
     let thread = std::thread::Builder::new()
         .name(format!("{SHARD_THREADS}{k}"))
-        .spawn(move || run(udp, quic, relay, metrics, ready))
+        .spawn(move || run(udp, quic, webrtc, relay, metrics, ready))
         .context("spawning the shard thread")?;
     let (handle, addr) = started.await.context("the shard thread ended at start")??;
     Ok(ShardThread {
@@ -283,6 +285,7 @@ pub async fn start(
 fn run(
     udp: UdpConfig,
     quic: Option<QuicShard>,
+    webrtc: Option<WebRtcShard>,
     relay: Relay,
     metrics: Metrics,
     ready: oneshot::Sender<anyhow::Result<(RelayHandle, SocketAddr)>>,
@@ -298,7 +301,7 @@ fn run(
         }
     };
     rt.block_on(async move {
-        match udp::spawn_with(udp, quic, relay, metrics).await {
+        match udp::spawn_with(udp, quic, webrtc, relay, metrics).await {
             Ok(t) => {
                 let _ = ready.send(Ok((t.handle, t.local_addr)));
                 if let Err(e) = t.task.await {

@@ -42,6 +42,7 @@ use super::quic::QuicShard;
 use super::recv::{Datagram, RecvBatch};
 use super::shard::{Link, Shard, deliver};
 use super::shards::RoomDirectory;
+use super::webrtc::WebRtcShard;
 use crate::metrics::Metrics;
 use crate::metrics::export::StatsExporter;
 use crate::relay::{Relay, Transmit};
@@ -98,14 +99,16 @@ pub struct UdpTransport {
 
 /// Binds the UDP socket and spawns the relay task that owns `relay`, UDP only.
 pub async fn spawn(cfg: UdpConfig, relay: Relay, metrics: Metrics) -> io::Result<UdpTransport> {
-    spawn_with(cfg, None, relay, metrics).await
+    spawn_with(cfg, None, None, relay, metrics).await
 }
 
 /// Binds the UDP socket and spawns the relay task that owns `relay`, hosting this shard's
-/// share of the QUIC endpoint when `quic` is given.
+/// share of the QUIC endpoint when `quic` is given and of the WebRTC port when `webrtc`
+/// is.
 pub async fn spawn_with(
     cfg: UdpConfig,
     quic: Option<QuicShard>,
+    webrtc: Option<WebRtcShard>,
     relay: Relay,
     metrics: Metrics,
 ) -> io::Result<UdpTransport> {
@@ -131,6 +134,10 @@ pub async fn spawn_with(
         Some(q) => (Some(q.port), Some(q.events)),
         None => (None, None),
     };
+    let (webrtc, inbox) = match webrtc {
+        Some(w) => w.start().map(|(port, inbox)| (Some(port), Some(inbox)))?,
+        None => (None, None),
+    };
     let shard = Shard {
         relay,
         exporter: StatsExporter::new(&metrics),
@@ -140,8 +147,9 @@ pub async fn spawn_with(
         directory: cfg.directory,
         udp,
         quic,
+        webrtc,
     };
-    let (handle, task) = shard.spawn(events);
+    let (handle, task) = shard.spawn(events, inbox);
     Ok(UdpTransport {
         handle,
         local_addr,

@@ -7,7 +7,7 @@
 // - RoQ framing (RFC 9695): QUIC varint flow id + one RTP/RTCP packet per datagram, and
 //   flow id then (varint length, packet)* on a unidirectional stream;
 // - room state keyed by (SSRC, objectID), prediction (Loc2/Rot2 extrapolation);
-// - the HTTP join, and a WebTransport connection (a WebRTC one is pending the server).
+// - the HTTP join, and a WebTransport or a WebRTC data-channel connection.
 //
 // Objects are plain JS objects shaped like the JSON that `gsrelay decode` prints
 // (`{"type":"Head1","id":1,...}`), except that byte fields (`extra`, `data`) are
@@ -1567,14 +1567,87 @@ async function handshake(wt, token) {
   return status;
 }
 
+/** The label of the data channel the relay expects (docs/api.md, "WebRTC"). */
+export const WEBRTC_CHANNEL = "gsrelay";
+
 /**
- * WebRTC data-channel transport: PENDING. The relay's WebRTC side (ICE-lite, one UDP
- * port, WHIP-style `sdp_offer`/`sdp_answer` join) is not there yet, so this rejects with
- * an error saying so rather than pretending to connect.
+ * A live session over a WebRTC data channel. The signalling is the join itself, in the
+ * style of WHIP: `open(joinWith)` makes the offer (one data channel, unordered,
+ * `maxRetransmits: 0`), calls `joinWith(sdpOffer)`, which must join with
+ * `{"transport":"webrtc","sdp_offer":...}` and resolve to the join answer, applies the
+ * answer's `webrtc.sdp_answer` and waits for the channel to open. The relay is ICE-lite
+ * with one host candidate: the browser's candidates need not be gathered first. Each
+ * message, both ways, is one RTP or RTCP packet (DTLS protects it). The join answer is
+ * `answer` on the connection, set as soon as the join returns (so a caller can leave the
+ * session when opening then fails).
  */
 export class WebRtcConnection {
-  static async open() {
-    throw new Error("WebRTC transport is pending the relay's server side; use WebTransport");
+  static async open(joinWith, { onpacket, RTCPeerConnectionImpl = globalThis.RTCPeerConnection,
+    timeoutMs = 10000, onanswer } = {}) {
+    if (typeof RTCPeerConnectionImpl !== "function") throw new TypeError("this browser has no RTCPeerConnection");
+    const pc = new RTCPeerConnectionImpl();
+    const dc = pc.createDataChannel(WEBRTC_CHANNEL, { ordered: false, maxRetransmits: 0 });
+    const c = new WebRtcConnection(pc, dc, onpacket);
+    try {
+      await pc.setLocalDescription(await pc.createOffer());
+      c.answer = await joinWith(pc.localDescription.sdp);
+      onanswer?.(c.answer);
+      const info = c.answer && c.answer.webrtc;
+      if (!info || !info.sdp_answer) throw new TypeError("the join answer has no webrtc {sdp_answer}");
+      c.maxPacketSize = info.max_message_size ?? c.maxPacketSize;
+      await pc.setRemoteDescription({ type: "answer", sdp: info.sdp_answer });
+      await c.opened(timeoutMs);
+    } catch (e) {
+      c.close();
+      throw e;
+    }
+    return c;
+  }
+
+  constructor(pc, dc, onpacket) {
+    this.pc = pc;
+    this.dc = dc;
+    this.answer = null;
+    this.onpacket = onpacket ?? (() => {});
+    /** Largest packet the relay accepts (its answer says; 1200 until then). */
+    this.maxPacketSize = 1200;
+    /** Bytes waiting in the channel beyond which `send` drops rather than queues. */
+    this.maxBuffered = 256 * 1024;
+    this.dropped = { oversize: 0, closed: 0, buffered: 0 };
+    dc.binaryType = "arraybuffer";
+    dc.onmessage = (e) => {
+      if (e.data instanceof ArrayBuffer) this.onpacket(new Uint8Array(e.data));
+    };
+    this.closed = new Promise((resolve) => {
+      dc.addEventListener("close", () => resolve());
+      pc.addEventListener("connectionstatechange", () => {
+        if (pc.connectionState === "failed" || pc.connectionState === "closed") resolve();
+      });
+    });
+  }
+
+  /** Resolves once the channel is open; rejects if the connection fails or `ms` pass. */
+  opened(ms) {
+    if (this.dc.readyState === "open") return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`WebRTC channel not open after ${ms} ms`)), ms);
+      this.dc.addEventListener("open", () => { clearTimeout(timer); resolve(); });
+      this.closed.then(() => { clearTimeout(timer); reject(new Error("WebRTC connection closed while opening")); });
+    });
+  }
+
+  /** Sends one RTP or RTCP packet as one message; false (and counted) if it cannot go. */
+  async send(packet) {
+    if (this.dc.readyState !== "open") { this.dropped.closed++; return false; }
+    if (packet.length > this.maxPacketSize) { this.dropped.oversize++; return false; }
+    if (this.dc.bufferedAmount > this.maxBuffered) { this.dropped.buffered++; return false; }
+    this.dc.send(packet);
+    return true;
+  }
+
+  close() {
+    this.dc.close();
+    this.pc.close();
   }
 }
 
@@ -1590,16 +1663,21 @@ export class WebRtcConnection {
 export class Session {
   static async connect({ baseUrl = location.origin, room, token, dialect = "draft01", interest,
     roomState, transport = hasWebTransport() ? "webtransport" : "webrtc" } = {}) {
-    if (transport !== "webtransport") await WebRtcConnection.open(); // pending: rejects before joining
     const request = { transport, dialect };
     if (interest) request.interest = interest;
     const startedMs = performance.now();
-    const answer = await join({ baseUrl, room, token, request });
-    const s = new Session({ baseUrl, token, answer, dialect, startedMs, roomState });
+    const s = new Session({ baseUrl, token, answer: null, dialect, startedMs, roomState });
+    const onpacket = (p) => s.onPacket(p);
     try {
-      s.conn = await WebTransportConnection.open(answer, { onpacket: (p) => s.onPacket(p) });
+      if (transport === "webrtc") {
+        const joinWith = (sdp) => join({ baseUrl, room, token, request: { ...request, sdp_offer: sdp } });
+        s.conn = await WebRtcConnection.open(joinWith, { onpacket, onanswer: (a) => { s.answer = a; } });
+      } else {
+        s.answer = await join({ baseUrl, room, token, request });
+        s.conn = await WebTransportConnection.open(s.answer, { onpacket });
+      }
     } catch (e) {
-      await leave({ baseUrl, sessionId: answer.session_id, token }).catch(() => {});
+      if (s.answer) await leave({ baseUrl, sessionId: s.answer.session_id, token }).catch(() => {});
       throw e;
     }
     await s.requestSnapshot();

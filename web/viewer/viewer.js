@@ -35,9 +35,14 @@ function readAddress() {
   const params = new URLSearchParams(location.hash.slice(1) || location.search.slice(1));
   const token = params.get("token");
   const room = params.get("room");
+  const transport = params.get("transport");
   if (token || room) history.replaceState(null, "", location.pathname);
-  return { token, room };
+  return { token, room, transport };
 }
+
+/** The live transport: the address's `transport=`, else WebTransport where the browser has it. */
+let transport = null;
+const TRANSPORT_NAMES = { webtransport: "WebTransport", webrtc: "WebRTC" };
 
 async function start(token, room) {
   await stop();
@@ -47,14 +52,10 @@ async function start(token, room) {
   setStatus(`joining ${room}…`);
   pollInfo(token, room);
   viewer.timers.push(setInterval(() => pollInfo(token, room), INFO_EVERY_MS));
-  if (!gs.hasWebTransport()) {
-    $("transport").textContent = "this browser has no WebTransport; WebRTC is pending the relay's side";
-    setStatus("room inspection only", "error");
-    return;
-  }
+  const chosen = transport ?? (gs.hasWebTransport() ? "webtransport" : "webrtc");
   try {
-    viewer.session = await gs.Session.connect({ room, token, roomState: viewer.room, transport: "webtransport" });
-    $("transport").textContent = `WebTransport, session ${viewer.session.answer.session_id}`;
+    viewer.session = await gs.Session.connect({ room, token, roomState: viewer.room, transport: chosen });
+    $("transport").textContent = `${TRANSPORT_NAMES[chosen] ?? chosen}, session ${viewer.session.answer.session_id}`;
     setStatus(`live in ${room}`, "live");
   } catch (e) {
     const pending = e instanceof gs.ApiError && e.code === "unsupported_transport";
@@ -264,7 +265,9 @@ function renderTable() {
 
 function init() {
   $("version").textContent = `gsrelay client ${gs.VERSION} · WebTransport ${gs.hasWebTransport() ? "available" : "unavailable"} in this browser`;
-  const { token, room } = readAddress();
+  const address = readAddress();
+  const { token, room } = address;
+  transport = address.transport;
   if (token) $("token").value = token;
   const claims = token ? gs.tokenClaims(token) : null;
   if (room || claims?.room) $("room").value = room ?? claims.room;
