@@ -105,6 +105,8 @@ fn help_lists_every_setting_with_its_variable() {
         "--http-addr",
         "--rtp-addr",
         "--quic-addr",
+        "--webrtc-addr",
+        "--webrtc-advertise-addr",
         "--rtp-advertise-addr",
         "--token-secret",
         "--insecure-plain-rtp",
@@ -160,7 +162,13 @@ fn serve_on_embedded_defaults_prints_a_working_example_token() {
     // needs the UDP transport
     let relay = Serve::spawn(
         Command::new(BIN)
-            .args(["serve", "--quic-addr", "127.0.0.1:0"])
+            .args([
+                "serve",
+                "--quic-addr",
+                "127.0.0.1:0",
+                "--webrtc-addr",
+                "127.0.0.1:0",
+            ])
             // Port 0 through the environment, to cover that path too.
             .env("GSRELAY_HTTP_ADDR", "127.0.0.1:0")
             .env("GSRELAY_RTP_ADDR", "127.0.0.1:0")

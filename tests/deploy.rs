@@ -293,10 +293,16 @@ async fn manifests_match_what_serve_uses() {
             (cfg.quic_addr.port(), "UDP"),
             "{overlay}"
         );
+        let (webrtc, webrtc_proto) = r.port("webrtc").expect("port webrtc");
+        assert_eq!(
+            (webrtc, webrtc_proto),
+            (cfg.webrtc_addr.port(), "UDP"),
+            "{overlay}"
+        );
         assert_eq!(
             c["ports"].as_array().unwrap().len(),
-            2 + shards,
-            "{overlay}: only http, quic and one rtp port per shard"
+            3 + shards,
+            "{overlay}: only http, quic, webrtc and one rtp port per shard"
         );
 
         // Each pod advertises its own address and the port it binds.
@@ -309,6 +315,11 @@ async fn manifests_match_what_serve_uses() {
         assert_eq!(
             cfg.quic_advertise_addr,
             Some(SocketAddr::new(pod_ip, quic)),
+            "{overlay}"
+        );
+        assert_eq!(
+            cfg.webrtc_advertise_addr,
+            Some(SocketAddr::new(pod_ip, webrtc)),
             "{overlay}"
         );
         let secret = cfg.token_secret.as_deref().expect("a token secret");
@@ -334,6 +345,7 @@ async fn manifests_match_what_serve_uses() {
             http_addr: local,
             rtp_addr: local,
             quic_addr: local,
+            webrtc_addr: local,
             ..cfg.clone()
         })
         .await

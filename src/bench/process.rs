@@ -61,6 +61,8 @@ impl RelayProcess {
             // contend for the default QUIC port; join answers carry the bound one.
             .arg("--quic-addr")
             .arg(std::net::SocketAddr::new(spec.rtp_addr.ip(), 0).to_string())
+            .arg("--webrtc-addr")
+            .arg(std::net::SocketAddr::new(spec.rtp_addr.ip(), 0).to_string())
             .args(&spec.args)
             .env("GSRELAY_TOKEN_SECRET", &spec.token_secret)
             .env("RUST_LOG", "warn")

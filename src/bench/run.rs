@@ -244,6 +244,7 @@ fn relay_config(
         http_addr: loopback,
         rtp_addr: loopback,
         quic_addr: loopback,
+        webrtc_addr: loopback,
         rtp_advertise_addr: proxy.as_ref().map(ProxyListener::local_addr),
         token_secret: Some(secret.to_owned()),
         insecure_plain_rtp: s.security == Security::Plain,

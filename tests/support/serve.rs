@@ -69,6 +69,8 @@ impl Serve {
             "127.0.0.1:0",
             "--quic-addr",
             "127.0.0.1:0",
+            "--webrtc-addr",
+            "127.0.0.1:0",
         ])
         .args(extra);
         for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("GSRELAY_")) {

@@ -51,6 +51,7 @@ pub fn config(drain_grace_secs: u64) -> ServeConfig {
         http_addr: local,
         rtp_addr: local,
         quic_addr: local,
+        webrtc_addr: local,
         token_secret: Some(SECRET.into()),
         drain_grace_secs,
         ..ServeConfig::default()

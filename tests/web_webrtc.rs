@@ -1,0 +1,200 @@
+//! WebRTC data channels in headless Chromium (`web/test/webrtc.mjs`, Playwright), against
+//! the built relay, with Rust clients over UDP/SRTP on the other side:
+//! - the viewer joins over WebRTC and shows a Rust publisher's Head1 moving, its drawn
+//!   position within a bound of where the publisher has it;
+//! - a page joining late gets a 1 000-object snapshot whole over its data channel;
+//! - a page publishing over WebRTC reaches a UDP/SRTP subscriber.
+//!
+//! Needs Debian's `chromium` and `playwright-core` in `.tools` (scripts/test.sh installs
+//! both).
+
+mod support;
+
+use gsrelay::client::{Client, JoinOptions};
+use gsrelay::control::token::Rights;
+use gsrelay::wire::{Head1, Loc2, Object, Object1, Vec3};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use support::serve::Serve;
+
+/// Objects in the late joiner's snapshot.
+const SNAPSHOT_OBJECTS: u64 = 1000;
+
+/// Where the page's publisher puts its head: the subscriber looks for exactly this.
+const BROWSER_HEAD_X: f32 = 42.5;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn env_path(var: &str, default: PathBuf) -> PathBuf {
+    std::env::var_os(var).map_or(default, PathBuf::from)
+}
+
+fn epoch_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A head moving along x at 1 m/s from x = 0 at `t0_ms` (epoch), with that rate in its
+/// Loc2 so that a viewer predicts between updates.
+fn moving_head(t0_ms: u64) -> Object {
+    let now = epoch_ms();
+    Object::Head1(Head1 {
+        id: 1,
+        time: (now & 0xffff) as u16,
+        location: Loc2 {
+            x: (now - t0_ms) as f32 / 1000.0,
+            y: 1.7,
+            vx: 1.0,
+            ..Loc2::default()
+        },
+        ..Head1::default()
+    })
+}
+
+/// The snapshot's objects, in packets that fit the relay's limit.
+fn crowd() -> Vec<Vec<Object>> {
+    let objects: Vec<Object> = (0..SNAPSHOT_OBJECTS)
+        .map(|i| {
+            Object::Object1(Object1 {
+                id: 1000 + i,
+                position: Vec3 {
+                    x: (i % 40) as f32,
+                    y: 0.0,
+                    z: (i / 40) as f32,
+                },
+                active: true,
+                ..Object1::default()
+            })
+        })
+        .collect();
+    objects.chunks(25).map(<[Object]>::to_vec).collect()
+}
+
+#[test]
+fn webrtc_pages_and_rust_clients_share_a_room_in_chromium() {
+    let chromium = env_path("GSRELAY_CHROMIUM", PathBuf::from("/usr/bin/chromium"));
+    let tools = env_path("GSRELAY_NODE_TOOLS", root().join(".tools"));
+    assert!(
+        chromium.is_file(),
+        "no Chromium at {} (scripts/test.sh installs Debian's chromium; or set GSRELAY_CHROMIUM)",
+        chromium.display()
+    );
+    assert!(
+        tools.join("node_modules/playwright-core").is_dir(),
+        "no playwright-core in {} (scripts/test.sh installs it; or set GSRELAY_NODE_TOOLS)",
+        tools.display()
+    );
+
+    let relay = Serve::dev(&[]);
+    let all = Rights {
+        publish: true,
+        subscribe: true,
+        admin: true,
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let join = |identity: &str| {
+        let token = relay.token("dev", identity, all);
+        rt.block_on(Client::join(
+            &relay.base,
+            &token,
+            "dev",
+            JoinOptions::default(),
+        ))
+        .unwrap()
+    };
+
+    // The crowd, published once before any page joins: only a snapshot can carry it.
+    let mut crowd_client = join("crowd");
+    let crowd_ssrc = crowd_client.ssrc();
+    rt.block_on(async {
+        for packet in crowd() {
+            crowd_client.send_objects(&packet).await.unwrap();
+        }
+    });
+
+    // A moving head over UDP/SRTP every 30 ms until the pages are done.
+    let t0 = epoch_ms();
+    let done = Arc::new(AtomicBool::new(false));
+    let mut mover = join("mover");
+    let mover_ssrc = mover.ssrc();
+    let moving = {
+        let done = done.clone();
+        rt.spawn(async move {
+            while !done.load(Ordering::Relaxed) {
+                mover.send_objects(&[moving_head(t0)]).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+        })
+    };
+
+    // A UDP/SRTP subscriber waiting for the page's head; it writes the stop file when it
+    // has it, which ends the page's publishing.
+    let stop_file = std::env::temp_dir().join(format!("gsrelay-webrtc-{}", std::process::id()));
+    let _ = std::fs::remove_file(&stop_file);
+    let mut listener = join("listener");
+    let heard = {
+        let stop_file = stop_file.clone();
+        rt.spawn(async move {
+            listener.send_rr().await.unwrap();
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+            while tokio::time::Instant::now() < deadline {
+                let Some((ssrc, objects)) = listener
+                    .recv_objects(Duration::from_millis(500))
+                    .await
+                    .unwrap()
+                else {
+                    continue;
+                };
+                let found = objects.iter().any(
+                    |o| matches!(o, Object::Head1(h) if h.id == 7 && h.location.x == BROWSER_HEAD_X),
+                );
+                if found {
+                    std::fs::write(&stop_file, b"heard").unwrap();
+                    return Some(ssrc);
+                }
+            }
+            None
+        })
+    };
+
+    let out = Command::new("node")
+        .arg(root().join("web/test/webrtc.mjs"))
+        .env("GSRELAY_BASE", &relay.base)
+        .env("GSRELAY_TOKEN", relay.token("dev", "page", all))
+        .env("GSRELAY_MOVER_SSRC", mover_ssrc.to_string())
+        .env("GSRELAY_MOVER_T0_MS", t0.to_string())
+        .env("GSRELAY_CROWD_SSRC", crowd_ssrc.to_string())
+        .env("GSRELAY_CROWD_OBJECTS", SNAPSHOT_OBJECTS.to_string())
+        .env("GSRELAY_BROWSER_HEAD_X", BROWSER_HEAD_X.to_string())
+        .env("GSRELAY_STOP_FILE", &stop_file)
+        .env("GSRELAY_CHROMIUM", &chromium)
+        .env("GSRELAY_NODE_TOOLS", &tools)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run node ({e}): scripts/test.sh installs it"));
+    done.store(true, Ordering::Relaxed);
+    rt.block_on(moving).unwrap();
+    let heard = rt.block_on(heard).unwrap();
+    let _ = std::fs::remove_file(&stop_file);
+
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let closing = stdout
+        .lines()
+        .rev()
+        .find(|l| l.ends_with(" failed"))
+        .expect("webrtc.mjs prints its tally");
+    assert!(closing.ends_with(" 0 failed"), "{closing}");
+    assert!(out.status.success());
+    let browser_ssrc = heard.expect("the UDP/SRTP subscriber got the page's head");
+    assert!(
+        stdout.contains(&format!("publisher ssrc {browser_ssrc}")),
+        "the head came from the page's stream ({browser_ssrc})"
+    );
+}
