@@ -1,5 +1,6 @@
 //! The Rust client: joins a room over the HTTP API, then speaks SRTP/SRTCP with the relay
-//! over UDP, or RTP over QUIC ([`JoinOptions::quic`]). Used by the tests and the bench
+//! over UDP, or RTP over QUIC ([`JoinOptions::quic`]), or over a WebRTC data channel
+//! ([`JoinOptions::webrtc`]). Used by the tests and the bench
 //! clients; allocation is fine here.
 //!
 //! It receives in either delivery mode (`docs/relay.md`, "Delivery modes"):
@@ -24,9 +25,11 @@
 mod feedback;
 mod quic;
 mod state;
+mod webrtc;
 
 pub use quic::client_config as quic_client_config;
 pub use state::{RoomState, Update, updates};
+pub use webrtc::WebRtcPeer;
 
 use crate::relay::{Delivery, Interest, Joined, SessionId, parse_session_id};
 use crate::rtp::ntp;
@@ -50,6 +53,9 @@ pub const PAYLOAD_TYPE: u8 = 96;
 /// The RTP clock rate of game state (draft §4).
 const CLOCK_RATE: u64 = 90_000;
 
+/// How long a WebRTC join waits for its data channel to open.
+const WEBRTC_OPEN_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// `srtp_profile` value that asks for plain RTP.
 const PLAIN_RTP: &str = "none";
 
@@ -70,6 +76,9 @@ pub struct JoinOptions {
     pub plain_rtp: bool,
     /// Carry the session over QUIC (RoQ) instead of UDP/SRTP.
     pub quic: bool,
+    /// Carry the session over a WebRTC data channel instead of UDP/SRTP (ignored with
+    /// `quic`).
+    pub webrtc: bool,
 }
 
 impl JoinOptions {
@@ -146,6 +155,9 @@ pub enum ClientError {
     /// The QUIC connection failed or the relay refused it.
     #[error("QUIC: {0}")]
     Quic(String),
+    /// The WebRTC connection failed.
+    #[error("WebRTC: {0}")]
+    WebRtc(String),
 }
 
 /// The JSON body of a join.
@@ -161,6 +173,8 @@ struct JoinBody<'a> {
     interest: Option<&'a Interest>,
     #[serde(skip_serializing_if = "Option::is_none")]
     srtp_profile: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sdp_offer: Option<String>,
 }
 
 /// The JSON answer to a join (DESIGN §2).
@@ -172,6 +186,13 @@ struct AnswerBody {
     streams: Vec<u32>,
     rtp: Option<RtpBody>,
     quic: Option<QuicBody>,
+    webrtc: Option<WebRtcBody>,
+}
+
+#[derive(Deserialize)]
+struct WebRtcBody {
+    sdp_answer: String,
+    addr: String,
 }
 
 #[derive(Deserialize)]
@@ -270,19 +291,28 @@ impl Client {
     /// Posts the join for `http`'s room and options, wanting `ssrc`.
     async fn open(http: Http, ssrc: Option<u32>) -> Result<Self, ClientError> {
         let opts = &http.opts;
+        let mut webrtc = match opts.webrtc && !opts.quic {
+            true => Some(WebRtcPeer::offer()?),
+            false => None,
+        };
         let body = JoinBody {
-            transport: if opts.quic { "quic" } else { "rtp" },
+            transport: match (opts.quic, &webrtc) {
+                (true, _) => "quic",
+                (false, Some(_)) => "webrtc",
+                (false, None) => "rtp",
+            },
             ssrc,
             require_ssrc: opts.require_ssrc,
             dialect: opts.dialect,
             interest: opts.interest.as_ref(),
-            srtp_profile: if opts.quic {
+            srtp_profile: if opts.quic || webrtc.is_some() {
                 None
             } else if opts.plain_rtp {
                 Some(PLAIN_RTP)
             } else {
                 opts.profile.map(SrtpProfile::name)
             },
+            sdp_offer: webrtc.as_ref().map(WebRtcPeer::offer_sdp).transpose()?,
         };
         let resp = http
             .client
@@ -294,7 +324,18 @@ impl Client {
         let answer: AnswerBody = checked(resp).await?.json().await?;
         let session = parse_session_id(&answer.session_id)
             .ok_or_else(|| ClientError::BadAnswer(format!("session_id {}", answer.session_id)))?;
+        let link = match (&mut webrtc, answer.webrtc) {
+            (Some(peer), Some(w)) => {
+                let relay = resolve(&w.addr, "webrtc.addr").await?;
+                let deadline = tokio::time::Instant::now() + WEBRTC_OPEN_TIMEOUT;
+                peer.accept(relay, &w.sdp_answer, deadline).await?;
+                webrtc.map(|peer| Link::WebRtc(Box::new(peer)))
+            }
+            (Some(_), None) => return Err(ClientError::BadAnswer("no webrtc answer".into())),
+            (None, _) => None,
+        };
         let (rtp, quic) = match (answer.rtp, answer.quic) {
+            _ if link.is_some() => (None, None),
             (Some(rtp), None) => (Some(rtp), None),
             (None, Some(q)) => {
                 let addr = resolve(&q.addr, "quic.addr").await?;
@@ -329,7 +370,10 @@ impl Client {
             quic,
             webrtc: None,
         };
-        let mut client = Self::from_answer(answer, http.opts.dialect).await?;
+        let mut client = match link {
+            Some(link) => Self::with_link(answer, http.opts.dialect, link)?,
+            None => Self::from_answer(answer, http.opts.dialect).await?,
+        };
         client.http = Some(http);
         Ok(client)
     }
@@ -342,6 +386,11 @@ impl Client {
             Some(q) => Link::Quic(QuicLink::connect(q).await?),
             None => udp_link(&answer).await?,
         };
+        Self::with_link(answer, dialect, link)
+    }
+
+    /// A client for a joined session reached over `link`.
+    fn with_link(answer: JoinAnswer, dialect: Dialect, link: Link) -> Result<Self, ClientError> {
         let mut random = [0u8; 7];
         getrandom::fill(&mut random)
             .map_err(|e| ClientError::Io(std::io::Error::other(e.to_string())))?;
@@ -393,6 +442,7 @@ impl Client {
         match &self.link {
             Link::Udp { socket, .. } => socket.local_addr(),
             Link::Quic(q) => q.local_addr(),
+            Link::WebRtc(w) => w.socket()?.local_addr(),
         }
     }
 
@@ -402,8 +452,8 @@ impl Client {
     pub fn rebind(&self) -> Result<(), ClientError> {
         match &self.link {
             Link::Quic(q) => Ok(q.rebind()?),
-            Link::Udp { .. } => Err(ClientError::Io(std::io::Error::other(
-                "a UDP session cannot change its address",
+            Link::Udp { .. } | Link::WebRtc(_) => Err(ClientError::Io(std::io::Error::other(
+                "only a QUIC session can change its address",
             ))),
         }
     }
@@ -412,7 +462,7 @@ impl Client {
     pub fn quic_close_reason(&self) -> Option<quinn::ConnectionError> {
         match &self.link {
             Link::Quic(q) => q.close_reason(),
-            Link::Udp { .. } => None,
+            Link::Udp { .. } | Link::WebRtc(_) => None,
         }
     }
 
@@ -422,6 +472,7 @@ impl Client {
         match &self.link {
             Link::Udp { socket, .. } => socket.peer_addr(),
             Link::Quic(q) => Ok(q.remote_address()),
+            Link::WebRtc(w) => w.socket()?.peer_addr(),
         }
     }
 
@@ -430,6 +481,7 @@ impl Client {
     pub fn set_recv_buffer(&self, bytes: usize) -> std::io::Result<()> {
         match &self.link {
             Link::Udp { socket, .. } => socket2::SockRef::from(socket).set_recv_buffer_size(bytes),
+            Link::WebRtc(w) => socket2::SockRef::from(w.socket()?).set_recv_buffer_size(bytes),
             // The QUIC endpoint's socket is made with large buffers.
             Link::Quic(_) => Ok(()),
         }
@@ -569,6 +621,7 @@ impl Client {
                 Ok(())
             }
             Link::Quic(q) => q.send(&self.out).await,
+            Link::WebRtc(w) => w.send(&self.out).await,
         }
     }
 
@@ -598,6 +651,10 @@ impl Client {
                         )));
                     }
                     Err(_elapsed) => return Ok(None),
+                },
+                Link::WebRtc(w) => match w.recv(deadline).await? {
+                    Some(packet) => parse(classify(&packet), &packet),
+                    None => return Ok(None),
                 },
             };
             match got {
@@ -714,6 +771,8 @@ enum Link {
     },
     /// RTP over QUIC.
     Quic(QuicLink),
+    /// RTP over a WebRTC data channel (boxed: a peer connection is large).
+    WebRtc(Box<WebRtcPeer>),
 }
 
 /// `DELETE /v1/sessions/{id}`.

@@ -52,7 +52,8 @@ pub struct WebRtcAnswer {
     pub addr: SocketAddr,
     /// The label of the data channel the client opens.
     pub channel: &'static str,
-    /// Largest message (one RTP or RTCP packet) the relay accepts.
+    /// Largest message (one RTP or RTCP packet) the relay accepts; larger ones are
+    /// dropped and counted.
     pub max_message_size: usize,
     /// Largest packet the relay sends the session.
     pub max_packet: usize,

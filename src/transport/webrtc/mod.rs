@@ -49,6 +49,12 @@ pub const CHANNEL_LABEL: &str = "gsrelay";
 /// datagram, so losing a datagram loses one packet and nothing is reassembled.
 pub const MAX_SEND_PACKET: usize = 1160;
 
+/// The `a=max-message-size` of the relay's answers: RFC 8841's default. It is larger
+/// than any packet the relay takes so that a larger message still reaches the relay whole
+/// and is dropped there, counted (`oversized`); `rtc` would drop it unseen. The SCTP
+/// receive window bounds what a peer can make the relay hold meanwhile.
+const SCTP_MAX_MESSAGE: u32 = 64 * 1024;
+
 /// How the WebRTC transport runs.
 #[derive(Debug, Clone)]
 pub struct WebRtcConfig {
@@ -57,8 +63,8 @@ pub struct WebRtcConfig {
     /// Address offered to peers as the relay's ICE candidate (behind NAT / a Kubernetes
     /// Service).
     pub advertise: Option<SocketAddr>,
-    /// Largest RTP/RTCP packet accepted from a peer, which is also the
-    /// `a=max-message-size` of the relay's answers.
+    /// Largest RTP/RTCP packet accepted from a peer; a larger message is dropped and
+    /// counted (`oversized`).
     pub max_message: usize,
     /// Bytes of messages one session may have waiting in its SCTP send queue; beyond that
     /// the core's packets for it are dropped and counted (`webrtc_send_buffer_full`), so a

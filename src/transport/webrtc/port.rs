@@ -8,8 +8,8 @@
 
 use super::demux::{Kind, classify};
 use super::{
-    CHANNEL_LABEL, Inbound, MAX_SEND_PACKET, OfferError, Routes, WebRtcConfig, candidate_addr,
-    check_offer, new_password, new_ufrag,
+    CHANNEL_LABEL, Inbound, MAX_SEND_PACKET, OfferError, Routes, SCTP_MAX_MESSAGE, WebRtcConfig,
+    candidate_addr, check_offer, new_password, new_ufrag,
 };
 use crate::metrics::Metrics;
 use crate::relay::{Relay, SessionId, Transmit};
@@ -176,9 +176,7 @@ impl WebRtcPort {
         let settings = SettingEngineBuilder::new()
             .with_lite(true)
             .with_ice_credentials(ufrag.clone(), password)
-            .with_sctp_max_message_size(SctpMaxMessageSize::Bounded(
-                u32::try_from(self.max_message).unwrap_or(u32::MAX),
-            ))
+            .with_sctp_max_message_size(SctpMaxMessageSize::Bounded(SCTP_MAX_MESSAGE))
             .with_sctp_max_receive_buffer_size(RECEIVE_WINDOW)
             .build();
         let now = Instant::now();
