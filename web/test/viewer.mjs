@@ -48,7 +48,9 @@ async function run(page) {
   t.check(h["cache-control"] === "no-cache" && /^"[0-9a-f]{32}"$/.test(h.etag ?? ""), "module cache headers");
 
   // The viewer, with the token in the fragment (which it then removes from the address).
-  const html = await page.goto(`${base}/viewer#token=${env.GSRELAY_TOKEN}&room=dev`);
+  // WebTransport named: the objects on the map are the ones fed below, not a live stream's
+  // (the viewer over WebRTC is tests/web_webrtc.rs).
+  const html = await page.goto(`${base}/viewer#token=${env.GSRELAY_TOKEN}&room=dev&transport=webtransport`);
   t.check(html.status() === 200 && /script-src 'self'/.test(html.headers()["content-security-policy"] ?? ""), "viewer CSP");
   await page.waitForFunction(() => window.gsrelayViewer !== undefined, null, WAIT);
   t.check(!page.url().includes("token="), `token left in the address: ${page.url()}`);
@@ -82,7 +84,7 @@ async function run(page) {
     return tr && tr.children[1].textContent === who && tr.children[2].textContent === "3";
   }, [publisher, env.GSRELAY_PUBLISHER_IDENTITY], WAIT).then(() => t.check(true), (e) => t.check(false, `publisher row: ${e.message}`));
   // Live transport: offered by the relay (a session) or clearly reported as not offered.
-  await page.waitForFunction(() => /not offered|WebTransport, session/.test(document.getElementById("transport").textContent), null, WAIT)
+  await page.waitForFunction(() => /not offered|(WebTransport|WebRTC), session/.test(document.getElementById("transport").textContent), null, WAIT)
     .then(() => t.check(true), (e) => t.check(false, `transport status: ${e.message}`));
 
   // Packets in, as a transport delivers them: a stream of six objects, and an aggregated
@@ -129,7 +131,7 @@ async function run(page) {
     return tr && [...tr.children].map((c) => c.textContent);
   });
   t.check(row && row[2] === "6" && Number(row[3]) > 0, `stream row ${row}`);
-  t.check(row && /WebTransport|not offered/.test(await page.textContent("#transport")), "transport shown");
+  t.check(row && /WebTransport|WebRTC|not offered/.test(await page.textContent("#transport")), "transport shown");
 
   // The screenshot (after the view has eased onto the objects; for the image only).
   await page.waitForTimeout(1200);
@@ -158,8 +160,8 @@ async function run(page) {
 
   // Without the admin right the page still opens: no inspection table, no error shown.
   await page.goto("about:blank"); // else the new fragment is a same-document navigation
-  await page.goto(`${base}/viewer#token=${env.GSRELAY_SUBSCRIBE_TOKEN}&room=dev`);
-  await page.waitForFunction(() => /not offered|WebTransport, session/.test(document.getElementById("transport").textContent), null, WAIT)
+  await page.goto(`${base}/viewer#token=${env.GSRELAY_SUBSCRIBE_TOKEN}&room=dev&transport=webtransport`);
+  await page.waitForFunction(() => /not offered|(WebTransport|WebRTC), session/.test(document.getElementById("transport").textContent), null, WAIT)
     .then(() => t.check(true), (e) => t.check(false, `subscriber's transport status: ${e.message}`));
   await page.waitForFunction(() => window.gsrelayViewer.info?.error?.status === 403, null, WAIT);
   const renders = await page.evaluate(() => window.gsrelayViewer.renders);

@@ -52,17 +52,23 @@ async function start(token, room) {
   setStatus(`joining ${room}…`);
   pollInfo(token, room);
   viewer.timers.push(setInterval(() => pollInfo(token, room), INFO_EVERY_MS));
-  const chosen = transport ?? (gs.hasWebTransport() ? "webtransport" : "webrtc");
-  try {
-    viewer.session = await gs.Session.connect({ room, token, roomState: viewer.room, transport: chosen });
-    $("transport").textContent = `${TRANSPORT_NAMES[chosen] ?? chosen}, session ${viewer.session.answer.session_id}`;
-    setStatus(`live in ${room}`, "live");
-  } catch (e) {
-    const pending = e instanceof gs.ApiError && e.code === "unsupported_transport";
-    $("transport").textContent = pending
-      ? `not offered by this relay yet (${e.code}): showing room inspection only`
-      : `failed: ${e.message}`;
-    setStatus(pending ? `watching ${room} (inspection)` : "live transport failed", pending ? "" : "error");
+  const wanted = transport ?? (gs.hasWebTransport() ? "webtransport" : "webrtc");
+  // Unless the address chose, a relay that does not offer WebTransport is tried over WebRTC.
+  const tries = transport || wanted === "webrtc" ? [wanted] : [wanted, "webrtc"];
+  for (const [i, chosen] of tries.entries()) {
+    try {
+      viewer.session = await gs.Session.connect({ room, token, roomState: viewer.room, transport: chosen });
+      $("transport").textContent = `${TRANSPORT_NAMES[chosen] ?? chosen}, session ${viewer.session.answer.session_id}`;
+      setStatus(`live in ${room}`, "live");
+      return;
+    } catch (e) {
+      const pending = e instanceof gs.ApiError && e.code === "unsupported_transport";
+      if (pending && i + 1 < tries.length) continue;
+      $("transport").textContent = pending
+        ? `not offered by this relay yet (${e.code}): showing room inspection only`
+        : `failed: ${e.message}`;
+      setStatus(pending ? `watching ${room} (inspection)` : "live transport failed", pending ? "" : "error");
+    }
   }
 }
 
