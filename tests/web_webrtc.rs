@@ -26,6 +26,10 @@ const SNAPSHOT_OBJECTS: u64 = 1000;
 /// Where the page's publisher puts its head: the subscriber looks for exactly this.
 const BROWSER_HEAD_X: f32 = 42.5;
 
+/// The relay's session timeout: longer than the JS client's report interval (5 s), short
+/// enough for the viewer to be seen outliving it.
+const SESSION_TIMEOUT_S: u64 = 7;
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -92,7 +96,7 @@ fn webrtc_pages_and_rust_clients_share_a_room_in_chromium() {
         tools.display()
     );
 
-    let relay = Serve::dev(&[]);
+    let relay = Serve::dev(&["--session-timeout", &SESSION_TIMEOUT_S.to_string()]);
     let all = Rights {
         publish: true,
         subscribe: true,
@@ -119,7 +123,8 @@ fn webrtc_pages_and_rust_clients_share_a_room_in_chromium() {
         }
     });
 
-    // A moving head over UDP/SRTP every 30 ms until the pages are done.
+    // A moving head over UDP/SRTP every 30 ms until the pages are done; the crowd's client
+    // reports meanwhile, so the session timeout never takes its state away.
     let t0 = epoch_ms();
     let done = Arc::new(AtomicBool::new(false));
     let mut mover = join("mover");
@@ -127,8 +132,14 @@ fn webrtc_pages_and_rust_clients_share_a_room_in_chromium() {
     let moving = {
         let done = done.clone();
         rt.spawn(async move {
-            while !done.load(Ordering::Relaxed) {
+            for tick in 0u64.. {
+                if done.load(Ordering::Relaxed) {
+                    break;
+                }
                 mover.send_objects(&[moving_head(t0)]).await.unwrap();
+                if tick % 30 == 0 {
+                    crowd_client.send_rr().await.unwrap();
+                }
                 tokio::time::sleep(Duration::from_millis(30)).await;
             }
         })
@@ -142,9 +153,9 @@ fn webrtc_pages_and_rust_clients_share_a_room_in_chromium() {
     let heard = {
         let stop_file = stop_file.clone();
         rt.spawn(async move {
-            listener.send_rr().await.unwrap();
             let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
             while tokio::time::Instant::now() < deadline {
+                listener.send_rr().await.unwrap();
                 let Some((ssrc, objects)) = listener
                     .recv_objects(Duration::from_millis(500))
                     .await
@@ -174,6 +185,7 @@ fn webrtc_pages_and_rust_clients_share_a_room_in_chromium() {
         .env("GSRELAY_CROWD_OBJECTS", SNAPSHOT_OBJECTS.to_string())
         .env("GSRELAY_BROWSER_HEAD_X", BROWSER_HEAD_X.to_string())
         .env("GSRELAY_STOP_FILE", &stop_file)
+        .env("GSRELAY_SESSION_TIMEOUT_S", SESSION_TIMEOUT_S.to_string())
         .env("GSRELAY_CHROMIUM", &chromium)
         .env("GSRELAY_NODE_TOOLS", &tools)
         .output()

@@ -1652,6 +1652,12 @@ export class WebRtcConnection {
 }
 
 /**
+ * How often a session sends a receiver report (RFC 3550's minimum interval): it is how the
+ * relay knows a session that publishes nothing is still there (`session_timeout`).
+ */
+export const REPORT_INTERVAL_MS = 5000;
+
+/**
  * A session: join, connect, room state, publish, snapshot request, leave. `roomState`
  * lets the caller supply the RoomState to fill (it must speak `dialect`).
  *
@@ -1681,6 +1687,7 @@ export class Session {
       throw e;
     }
     await s.requestSnapshot();
+    s.reports = setInterval(() => s.conn.send(buildRr(s.answer.ssrc)).catch(() => {}), REPORT_INTERVAL_MS);
     return s;
   }
 
@@ -1694,6 +1701,7 @@ export class Session {
     this.seq = Math.floor(Math.random() * 65536);
     this.firSeq = 0;
     this.conn = null;
+    this.reports = null;
   }
 
   onPacket(p) {
@@ -1719,6 +1727,7 @@ export class Session {
 
   /** Closes the transport and leaves the room. */
   async close() {
+    clearInterval(this.reports);
     try { this.conn?.close(); } finally {
       await leave({ baseUrl: this.baseUrl, sessionId: this.answer.session_id, token: this.token })
         .catch(() => {});

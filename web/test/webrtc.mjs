@@ -5,6 +5,7 @@
 // GSRELAY_CROWD_SSRC and GSRELAY_CROWD_OBJECTS (a Rust client that published that many
 // objects before any page joined), GSRELAY_BROWSER_HEAD_X (where the page's head goes),
 // GSRELAY_STOP_FILE (written once a Rust UDP/SRTP subscriber got the page's head),
+// GSRELAY_SESSION_TIMEOUT_S (the relay's session_timeout: the viewer must outlive it),
 // GSRELAY_CHROMIUM, GSRELAY_NODE_TOOLS. Prints "N passed, M failed".
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -32,9 +33,10 @@ try {
   const pageErrors = [];
   const page = await context.newPage();
   page.on("pageerror", (e) => pageErrors.push(e.message));
-  await viewerFollowsTheMover(page);
+  const connectedAt = await viewerFollowsTheMover(page);
   await lateJoinerGetsTheCrowd(await context.newPage());
   await pagePublishesToUdp(await context.newPage());
+  await viewerOutlivesTheSessionTimeout(page, connectedAt);
   t.check(pageErrors.length === 0, `uncaught errors in the viewer: ${pageErrors}`);
 } catch (e) {
   t.check(false, `unexpected: ${e.stack}`);
@@ -51,10 +53,19 @@ async function viewerFollowsTheMover(page) {
   await page.goto(`${base}/viewer#token=${env.GSRELAY_TOKEN}&room=dev&transport=webrtc`);
   await page.waitForFunction(() => /^WebRTC, session s[0-9a-f]{16}$/.test(document.getElementById("transport").textContent), null, WAIT)
     .then(() => t.check(true), async (e) => t.check(false, `viewer over WebRTC: ${await page.textContent("#transport")} ${e.message}`));
+  const connectedAt = Date.now();
   const opened = await page.evaluate(() => window.gsrelayViewer.session?.conn?.dc?.readyState);
   t.check(opened === "open", `viewer's data channel ${opened}`);
   await page.waitForFunction((ssrc) => window.gsrelayViewer.drawn.some((d) => d.ssrc === ssrc && d.key === "1"), mover, WAIT)
     .then(() => t.check(true), (e) => t.check(false, `mover's head drawn: ${e.message}`));
+  await headFollowsTheMover(page, "viewer");
+  return connectedAt;
+}
+
+/** Samples the drawn head for 1.25 s: each sample within the bound, and moving. */
+async function headFollowsTheMover(page, what) {
+  const mover = Number(env.GSRELAY_MOVER_SSRC);
+  const t0 = Number(env.GSRELAY_MOVER_T0_MS);
   const samples = [];
   for (let i = 0; i < 6; i++) {
     samples.push(await page.evaluate(([ssrc, t0]) => {
@@ -65,9 +76,19 @@ async function viewerFollowsTheMover(page) {
   }
   const errors = samples.map((s) => Math.abs(s.x - s.expected));
   const worst = Math.max(...errors);
-  console.log(`viewer: drawn head within ${worst.toFixed(3)} m of the mover's (bound ${POSITION_BOUND_M} m)`);
-  t.check(errors.every((e) => e <= POSITION_BOUND_M), `drawn head off by ${errors.map((e) => e.toFixed(3))}`);
-  t.check(samples.at(-1).x - samples[0].x > 0.9, `head moved ${samples[0].x} → ${samples.at(-1).x} in 1.25 s`);
+  console.log(`${what}: drawn head within ${worst.toFixed(3)} m of the mover's (bound ${POSITION_BOUND_M} m)`);
+  t.check(errors.every((e) => e <= POSITION_BOUND_M), `${what}: drawn head off by ${errors.map((e) => e.toFixed(3))}`);
+  t.check(samples.at(-1).x - samples[0].x > 0.9, `${what}: head moved ${samples[0].x} → ${samples.at(-1).x} in 1.25 s`);
+}
+
+/** Past the relay's session timeout the viewer, which publishes nothing, is still live. */
+async function viewerOutlivesTheSessionTimeout(page, connectedAt) {
+  const past = connectedAt + (Number(env.GSRELAY_SESSION_TIMEOUT_S) + 1) * 1000;
+  await page.bringToFront(); // a background tab's animation frames are throttled
+  await page.waitForTimeout(Math.max(0, past - Date.now()));
+  await headFollowsTheMover(page, "viewer after the session timeout");
+  const live = await page.evaluate(() => document.getElementById("transport").textContent);
+  t.check(/^WebRTC, session/.test(live), `viewer transport after the session timeout: ${live}`);
 }
 
 /** A page joining over WebRTC after the crowd was published gets all of it. */
