@@ -147,6 +147,21 @@ fn in_process_report_has_every_key() {
 }
 
 #[test]
+fn webrtc_clients_are_measured_like_udp_ones() {
+    let r = tiny(&["--transport", "webrtc"]);
+    check_common(&r, "inprocess");
+    assert_eq!(r["scenario"]["transport"], "webrtc");
+    let loss = num(&r, "loss_ratio");
+    assert!(loss < 0.05, "loss {loss}");
+    let snap = &r["snapshot_ms"];
+    assert_eq!(
+        num(snap, "completed"),
+        1.0,
+        "the late joiner's snapshot: {snap}"
+    );
+}
+
+#[test]
 fn baseline_report_has_every_key() {
     let r = tiny(&["--baseline"]);
     check_common(&r, "baseline");

@@ -49,16 +49,23 @@ pub enum BenchTransport {
     Quic,
     /// Publishers over QUIC, subscribers over UDP: every packet crosses transports.
     Mixed,
+    /// A WebRTC data channel for every client (the Rust client's `rtc` peer connection).
+    Webrtc,
 }
 
 impl BenchTransport {
     /// Whether a client in `role` (publisher or not) joins over QUIC.
     pub fn quic(self, publisher: bool) -> bool {
         match self {
-            Self::Udp => false,
+            Self::Udp | Self::Webrtc => false,
             Self::Quic => true,
             Self::Mixed => publisher,
         }
+    }
+
+    /// Whether clients join over WebRTC.
+    pub fn webrtc(self) -> bool {
+        self == Self::Webrtc
     }
 }
 

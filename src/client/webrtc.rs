@@ -140,8 +140,10 @@ impl WebRtcPeer {
             .ok_or_else(|| std::io::Error::other("no answer yet"))
     }
 
-    /// Sends one message.
+    /// Sends one message, first taking in whatever has arrived (acknowledgements, checks)
+    /// and running due timers, so that a client that only sends keeps its connection.
     pub async fn send(&mut self, packet: &[u8]) -> Result<(), ClientError> {
+        self.pump()?;
         let now = std::time::Instant::now();
         let mut dc = self
             .pc
@@ -166,6 +168,46 @@ impl WebRtcPeer {
         }
     }
 
+    /// Feeds every datagram already received and the timer if it is due, without waiting.
+    fn pump(&mut self) -> Result<(), ClientError> {
+        let socket = self
+            .socket
+            .as_ref()
+            .ok_or_else(|| rtc_error("no answer yet"))?;
+        loop {
+            let (n, from) = match socket.try_recv_from(&mut self.buf) {
+                Ok(got) => got,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e.into()),
+            };
+            let message = BytesMut::from(self.buf.get(..n).unwrap_or_default());
+            let transport = self.context(from);
+            let now = std::time::Instant::now();
+            self.pc
+                .handle_read(TaggedBytesMut {
+                    now,
+                    transport,
+                    message,
+                })
+                .map_err(rtc_error)?;
+        }
+        let now = std::time::Instant::now();
+        if self.pc.poll_timeout().is_some_and(|t| t <= now) {
+            self.pc.handle_timeout(now).map_err(rtc_error)?;
+        }
+        self.take_events();
+        Ok(())
+    }
+
+    fn context(&self, from: SocketAddr) -> TransportContext {
+        TransportContext {
+            local_addr: self.local,
+            peer_addr: from,
+            transport_protocol: TransportProtocol::UDP,
+            ecn: None,
+        }
+    }
+
     /// Waits for one datagram or timer, and feeds it; false once `deadline` has passed.
     async fn step(&mut self, deadline: Instant) -> Result<bool, ClientError> {
         let socket = self
@@ -180,12 +222,7 @@ impl WebRtcPeer {
             got = socket.recv_from(&mut self.buf) => {
                 let (n, from) = got?;
                 let message = BytesMut::from(self.buf.get(..n).unwrap_or_default());
-                let transport = TransportContext {
-                    local_addr: self.local,
-                    peer_addr: from,
-                    transport_protocol: TransportProtocol::UDP,
-                    ecn: None,
-                };
+                let transport = self.context(from);
                 let now = std::time::Instant::now();
                 self.pc
                     .handle_read(TaggedBytesMut { now, transport, message })
