@@ -189,6 +189,40 @@ async fn offers_the_relay_cannot_answer_are_refused_with_a_clear_422() {
     assert!(answer.get("rtp").is_none(), "{answer}");
 }
 
+#[tokio::test]
+async fn an_unspecified_bind_offers_the_api_host_or_says_it_cannot() {
+    let server = gsrelay::server::start(gsrelay::config::ServeConfig {
+        webrtc_addr: "0.0.0.0:0".parse().unwrap(),
+        ..support::server::config(1)
+    })
+    .await
+    .unwrap();
+    let offer = WebRtcPeer::offer().unwrap().offer_sdp().unwrap();
+    let join_as = |host: &'static str| {
+        let (url, offer) = (base(&server), offer.clone());
+        async move {
+            let resp = reqwest::Client::new()
+                .post(format!("{url}/v1/rooms/any/sessions"))
+                .header(reqwest::header::HOST, host)
+                .bearer_auth(token("any", ALL))
+                .json(&json!({"transport": "webrtc", "sdp_offer": offer}))
+                .send()
+                .await
+                .unwrap();
+            (resp.status(), resp.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, answer) = join_as("127.0.0.1").await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let port = server.webrtc_addr.port();
+    assert_eq!(answer["webrtc"]["addr"], format!("127.0.0.1:{port}"));
+    let sdp = answer["webrtc"]["sdp_answer"].as_str().unwrap();
+    assert!(sdp.contains(&format!("127.0.0.1 {port} typ host")), "{sdp}");
+    let (status, answer) = join_as("relay.example").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
+    assert_eq!(answer["error"]["code"], "webrtc_address_unknown");
+}
+
 /// A STUN binding request whose USERNAME is `username` (routing needs no integrity).
 fn binding(username: &str) -> Vec<u8> {
     let pad = username.len().next_multiple_of(4);
@@ -301,6 +335,7 @@ async fn a_peer_that_never_reads_costs_no_other_session() {
     // Opens its channel, then is never driven again: no SACK, no consent check.
     let stalled = join(&server, "stall", SUBSCRIBE, true).await;
     let before = dropped(&server, "webrtc_send_buffer_full");
+    let coalesced_before = server.metrics.pacing.coalesced.get();
     // Large packets: a few hundred fill the stalled session's send queue.
     let padding = Object::Unknown(gsrelay::wire::Unknown {
         tag: 16384,
@@ -328,9 +363,23 @@ async fn a_peer_that_never_reads_costs_no_other_session() {
         }
     }
     assert_eq!(received, PACKETS, "the reading subscriber lost packets");
+    // The stalled session is capped to its queue's drain rate: the core coalesces its
+    // updates, and what still reaches its queue is bounded (256 KiB, then dropped).
+    let coalesced = server.metrics.pacing.coalesced.get() - coalesced_before;
+    let full = dropped(&server, "webrtc_send_buffer_full") - before;
     assert!(
-        dropped(&server, "webrtc_send_buffer_full") > before,
-        "the stalled peer's queue never filled"
+        coalesced > 0,
+        "the stalled peer's updates were not coalesced ({full} dropped with its queue full)"
+    );
+    let queued = server
+        .metrics
+        .bytes
+        .with_label_values(&["webrtc", "out"])
+        .get();
+    let offered = u64::from(PACKETS) * 900;
+    assert!(
+        queued <= 256 * 1024 && queued < offered / 2,
+        "{queued} bytes queued for a peer that reads nothing (of {offered} offered)"
     );
     drop(stalled);
 }

@@ -575,7 +575,7 @@ async fn join(
         ));
     }
     let body: JoinBody = parse_json(&body, None)?;
-    let webrtc = webrtc_offer(&body, &headers).await?;
+    let webrtc = webrtc_offer(&body, &headers)?;
     let quic = match body.transport.as_str() {
         "rtp" | "webrtc" => false,
         "quic" if body.srtp_profile.is_none() => true,
@@ -676,10 +676,7 @@ async fn join(
 
 /// The offer of a WebRTC join, checked; `None` for the other transports. An offer
 /// belongs to a WebRTC join only, and a WebRTC join names no SRTP profile.
-async fn webrtc_offer(
-    body: &JoinBody,
-    headers: &HeaderMap,
-) -> Result<Option<WebRtcOffer>, ApiError> {
+fn webrtc_offer(body: &JoinBody, headers: &HeaderMap) -> Result<Option<WebRtcOffer>, ApiError> {
     let invalid = |m: &str| ApiError::unprocessable("invalid_request", m);
     match (body.transport.as_str(), &body.sdp_offer) {
         ("webrtc", None) => Err(invalid(
@@ -693,7 +690,7 @@ async fn webrtc_offer(
                 .map_err(|e| ApiError::unprocessable(e.code(), e.to_string()))?;
             Ok(Some(WebRtcOffer {
                 sdp: sdp.clone(),
-                host: host_ip(headers).await,
+                host: host_ip(headers),
             }))
         }
         (_, Some(_)) => Err(invalid(
@@ -703,9 +700,11 @@ async fn webrtc_offer(
     }
 }
 
-/// The IP address of the host the client reached the API on (its `Host` header), resolved
-/// when it is a name: the relay's ICE candidate when it is bound to the unspecified address.
-async fn host_ip(headers: &HeaderMap) -> Option<std::net::IpAddr> {
+/// The IP address of the host the client reached the API on (its `Host` header, an
+/// address or `localhost`): the relay's ICE candidate when it is bound to the unspecified
+/// address with none advertised. A name is not resolved: a client-chosen header must not
+/// make the relay query DNS, and a relay reached by name should advertise its address.
+fn host_ip(headers: &HeaderMap) -> Option<std::net::IpAddr> {
     let authority = headers
         .get(header::HOST)?
         .to_str()
@@ -716,11 +715,10 @@ async fn host_ip(headers: &HeaderMap) -> Option<std::net::IpAddr> {
         .host()
         .trim_start_matches('[')
         .trim_end_matches(']');
-    if let Ok(ip) = host.parse() {
-        return Some(ip);
+    if host.eq_ignore_ascii_case("localhost") {
+        return Some(std::net::Ipv4Addr::LOCALHOST.into());
     }
-    let mut found = tokio::net::lookup_host((host, 0)).await.ok()?;
-    found.next().map(|a| a.ip())
+    host.parse().ok()
 }
 
 /// Where clients send RTP. A relay bound to the unspecified address with no advertised
@@ -857,5 +855,15 @@ mod advertise_tests {
         assert_eq!(advertised_addr(any, &HeaderMap::new()), "0.0.0.0:5004");
         let bound: std::net::SocketAddr = "10.1.2.3:5004".parse().unwrap();
         assert_eq!(advertised_addr(bound, &host("other:1")), "10.1.2.3:5004");
+    }
+
+    #[test]
+    fn a_webrtc_candidate_comes_from_an_address_host_never_a_name() {
+        let ip = |h: &str| host_ip(&host(h)).map(|a| a.to_string());
+        assert_eq!(ip("127.0.0.1:8080").as_deref(), Some("127.0.0.1"));
+        assert_eq!(ip("[::1]:8080").as_deref(), Some("::1"));
+        assert_eq!(ip("LocalHost:8080").as_deref(), Some("127.0.0.1"));
+        assert_eq!(ip("relay.example:8080"), None);
+        assert_eq!(host_ip(&HeaderMap::new()), None);
     }
 }

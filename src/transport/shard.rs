@@ -179,7 +179,7 @@ impl Shard {
             self.webrtc.as_mut(),
         ) {
             (Some(Link::Quic(peer)), Some(port), _) => port.forget(peer),
-            (Some(Link::WebRtc(peer)), _, Some(port)) => port.forget(*peer),
+            (Some(Link::WebRtc(peer)), _, Some(port)) => port.forget(id, *peer),
             _ => {}
         }
         if let (Some(room), Some(dir)) = (self.rooms.remove(&id), &self.directory) {

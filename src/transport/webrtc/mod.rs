@@ -15,12 +15,14 @@
 //!   sessions and drives them (DTLS, SCTP, data channels) on its own thread; a
 //!   data-channel message in is one RTP or RTCP packet for the core, and each packet the
 //!   core sends a WebRTC session is one message out. DTLS protects them: no SRTP.
+//! - [`meter`]: a session's send budget from its SCTP send queue.
 //! - [`offer`]: the check of a join's SDP offer.
 //!
 //! The signalling is one HTTP exchange in the style of WHIP (RFC 9725): the join carries
 //! the offer and its answer the relay's SDP answer (`docs/api.md`).
 
 mod demux;
+mod meter;
 mod offer;
 mod port;
 
@@ -68,7 +70,9 @@ pub struct WebRtcConfig {
     pub max_message: usize,
     /// Bytes of messages one session may have waiting in its SCTP send queue; beyond that
     /// the core's packets for it are dropped and counted (`webrtc_send_buffer_full`), so a
-    /// peer that stops reading holds at most this much of the relay's memory.
+    /// peer that stops reading holds at most this much of the relay's memory. From a
+    /// quarter of it the core is given the queue's drain rate as the session's cap
+    /// ([`meter`]), so it coalesces rather than fills the queue.
     pub max_buffered: usize,
 }
 

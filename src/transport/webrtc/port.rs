@@ -7,6 +7,7 @@
 //! arena, not per packet (the stack's DTLS and SCTP layers allocate inside `rtc`).
 
 use super::demux::{Kind, classify};
+use super::meter::SendMeter;
 use super::{
     CHANNEL_LABEL, Inbound, MAX_SEND_PACKET, OfferError, Routes, SCTP_MAX_MESSAGE, WebRtcConfig,
     candidate_addr, check_offer, new_password, new_ufrag,
@@ -74,6 +75,10 @@ pub(in crate::transport) struct Peer {
     deadline: Option<Instant>,
     /// Has messages queued since its datagrams were last taken.
     dirty: bool,
+    /// Bytes handed to its channel so far.
+    sent: u64,
+    /// Its send budget from its queue.
+    meter: SendMeter,
 }
 
 impl Peer {
@@ -216,6 +221,8 @@ impl WebRtcPort {
             channel: None,
             deadline: None,
             dirty: false,
+            sent: 0,
+            meter: SendMeter::default(),
         };
         let answer = WebRtcAnswer {
             sdp_answer,
@@ -233,13 +240,15 @@ impl WebRtcPort {
         self.schedule(id, peer);
     }
 
-    /// Forgets a removed session: its routes, and its peer connection (closed, its last
-    /// datagrams sent with the next flush).
-    pub(in crate::transport) fn forget(&mut self, mut peer: Peer) {
+    /// Forgets a removed session: its routes (those no other session has taken over since),
+    /// and its peer connection (closed, its last datagrams sent with the next flush).
+    pub(in crate::transport) fn forget(&mut self, id: SessionId, mut peer: Peer) {
         self.by_ufrag.remove(&peer.ufrag);
         for addr in &peer.addrs {
-            self.by_addr.remove(addr);
-            self.routes.remove(addr);
+            if self.by_addr.get(addr) == Some(&id) {
+                self.by_addr.remove(addr);
+                self.routes.remove_if(addr, |_, shard| *shard == self.shard);
+            }
         }
         let _ = peer.pc.close();
         while let Some(w) = peer.pc.poll_write() {
@@ -263,17 +272,18 @@ impl WebRtcPort {
         }
     }
 
-    /// Routes `addr` to the session, its connectivity check having passed.
+    /// Routes `addr` to the session, a connectivity check from it having passed. Each
+    /// check does so again, so an address another session held and gave up routes back.
     fn learn(&mut self, id: SessionId, peer: &mut Peer, addr: SocketAddr) {
-        if peer.addrs.contains(&addr) || peer.addrs.len() >= MAX_ADDRS {
-            return;
+        if !peer.addrs.contains(&addr) {
+            if peer.addrs.len() >= MAX_ADDRS {
+                return;
+            }
+            tracing::debug!(session = id, %addr, "WebRTC connectivity check passed");
+            peer.addrs.push(addr);
         }
-        tracing::debug!(session = id, %addr, "WebRTC connectivity check passed");
-        peer.addrs.push(addr);
-        if let Some(old) = self.by_addr.insert(addr, id)
-            && old != id
-        {
-            tracing::debug!(session = old, %addr, "address taken over by another session");
+        if self.by_addr.insert(addr, id).is_some_and(|old| old != id) {
+            tracing::debug!(session = id, %addr, "address taken over from another session");
         }
         self.routes.insert(addr, self.shard);
     }
@@ -307,8 +317,33 @@ impl WebRtcPort {
                 Err(reason) => metrics.drop(reason),
             }
         }
+        self.meter(now, id, peer, relay, metrics);
         self.schedule(id, peer);
         out
+    }
+
+    /// Gives the core the session's cap when its send queue's state changed it.
+    fn meter(
+        &self,
+        now: Instant,
+        id: SessionId,
+        peer: &mut Peer,
+        relay: &mut Relay,
+        metrics: &Metrics,
+    ) {
+        let Some(ch) = peer.channel else {
+            return;
+        };
+        let queued = peer
+            .pc
+            .data_channel(ch)
+            .map_or(0, |dc| dc.outstanding_bytes());
+        if let Some(cap) = peer.meter.update(now, peer.sent, queued, self.max_buffered) {
+            tracing::debug!(session = id, cap_bps = ?cap, queued, "WebRTC send cap");
+            guarded(relay, metrics, "path", now, |r| {
+                r.set_session_path(now, id, MAX_SEND_PACKET, cap)
+            });
+        }
     }
 
     /// Queues the peer connection's datagrams in the send batch.
@@ -391,6 +426,7 @@ impl WebRtcPort {
         let message = self.arena.split();
         match dc.send(now, message) {
             Ok(()) => {
+                peer.sent += t.bytes.len() as u64;
                 self.counters.packets_out.inc();
                 self.counters.bytes_out.inc_by(t.bytes.len() as u64);
             }
@@ -470,19 +506,16 @@ impl Shard {
                 return 0;
             }
         };
-        let peer = match id.and_then(|id| links.get_mut(&id).map(|l| (id, l))) {
-            Some((id, Link::WebRtc(peer))) => (id, peer),
-            _ => {
-                let reason = if checked.is_some() {
-                    "webrtc_unknown_username"
-                } else {
-                    "webrtc_unknown_address"
-                };
-                metrics.drop(reason);
-                return 0;
-            }
+        let Some((id, Link::WebRtc(peer))) = id.and_then(|id| links.get_mut(&id).map(|l| (id, l)))
+        else {
+            let reason = if checked.is_some() {
+                "webrtc_unknown_username"
+            } else {
+                "webrtc_unknown_address"
+            };
+            metrics.drop(reason);
+            return 0;
         };
-        let (id, peer) = peer;
         let context = peer.context(from);
         let _ = peer.pc.handle_read(TaggedBytesMut {
             now,
