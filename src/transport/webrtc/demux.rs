@@ -153,6 +153,41 @@ mod tests {
         assert_eq!(route(&dtls, from, &routes), Ok(3));
     }
 
+    /// Every reason the reader drops a datagram for.
+    const REASONS: [&str; 4] = [
+        "too_short",
+        "webrtc_malformed_stun",
+        "webrtc_unknown_username",
+        "webrtc_unknown_address",
+    ];
+
+    /// Routes `d` from a stranger: a shard only for STUN naming a relay-shaped ufrag,
+    /// else one of [`REASONS`].
+    fn routed_or_refused(d: &[u8]) -> Result<(), proptest::test_runner::TestCaseError> {
+        let from = "127.0.0.1:9".parse().unwrap();
+        match route(d, from, &Routes::default()) {
+            Ok(k) => proptest::prop_assert!(
+                matches!(classify(d), Ok(Kind::Stun(u)) if shard_of_ufrag(u) == Some(k))
+            ),
+            Err(reason) => proptest::prop_assert!(REASONS.contains(&reason), "{reason}"),
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_datagram_is_routed_by_a_relay_ufrag_or_refused(
+            d in proptest::collection::vec(0u8..=255, 0..128),
+        ) {
+            routed_or_refused(&d)?;
+        }
+
+        #[test]
+        fn any_username_is_routed_by_a_relay_ufrag_or_refused(name in "[ -~]{0,40}") {
+            routed_or_refused(&binding(name.as_bytes()))?;
+        }
+    }
+
     #[test]
     fn truncated_stun_is_malformed_never_a_panic() {
         let m = binding(b"01abcdefabcdefab:browser");
