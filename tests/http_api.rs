@@ -351,9 +351,14 @@ async fn invalid_join_bodies_are_422_naming_the_field() {
             "radius",
         ),
         (
-            json!({"transport": "webrtc"}),
+            json!({"transport": "sctp"}),
             "unsupported_transport",
             "transport",
+        ),
+        (
+            json!({"transport": "webrtc"}),
+            "invalid_request",
+            "sdp_offer",
         ),
         (json!({}), "invalid_request", "transport"),
         (
