@@ -11,10 +11,12 @@
 //!   a connectivity check from it passed. Each datagram goes to the owning shard's relay
 //!   task over a bounded channel; when that is full the datagram is dropped and counted
 //!   (`webrtc_inbound_full`), never queued.
-//! - [`port`]: the relay task's side. Each shard owns the peer connections of its
-//!   sessions and drives them (DTLS, SCTP, data channels) on its own thread; a
-//!   data-channel message in is one RTP or RTCP packet for the core, and each packet the
-//!   core sends a WebRTC session is one message out. DTLS protects them: no SRTP.
+//! - [`port`], [`shell`] and [`peer`]: the relay task's side. Each shard owns the peer
+//!   connections of its sessions ([`peer`]) and drives them (DTLS, SCTP, data channels) on
+//!   its own thread: [`shell`] takes the datagrams and deadlines, [`port`] routes, sends
+//!   and meters. A data-channel message in is one RTP or RTCP packet for the core, and
+//!   each packet the core sends a WebRTC session is one message out. DTLS protects them:
+//!   no SRTP.
 //! - [`meter`]: a session's send budget from its SCTP send queue.
 //! - [`offer`]: the check of a join's SDP offer.
 //!
@@ -24,10 +26,13 @@
 mod demux;
 mod meter;
 mod offer;
+mod peer;
 mod port;
+mod shell;
 
 pub use offer::{OfferError, check_offer};
-pub(super) use port::{Peer, WebRtcPort};
+pub(super) use peer::Peer;
+pub(super) use port::WebRtcPort;
 
 use crate::metrics::Metrics;
 use bytes::BytesMut;
