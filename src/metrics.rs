@@ -80,6 +80,8 @@ pub struct Metrics {
     pub session_rtt: Histogram,
     /// QUIC connections by outcome (`attached`, or why one was refused or closed).
     pub quic_connections: IntCounterVec,
+    /// WebRTC peer connections by outcome (`connected`, and how one ended).
+    pub webrtc_connections: IntCounterVec,
 }
 
 /// What pacing does to object updates, each counter resolved once so the hot path does
@@ -327,6 +329,12 @@ impl Metrics {
                 "QUIC connections by outcome: attached to a session, or why refused or closed.",
                 &["outcome"],
             ),
+            webrtc_connections: counter_vec(
+                "gsrelay_webrtc_connections_total",
+                "WebRTC peer connections by outcome: connected, or how one ended (failed, \
+                 closed, never_connected).",
+                &["outcome"],
+            ),
             registry,
         };
         let collectors: Vec<Box<dyn Collector>> = vec![
@@ -363,6 +371,7 @@ impl Metrics {
             Box::new(m.rtcp_reports.clone()),
             Box::new(m.session_rtt.clone()),
             Box::new(m.quic_connections.clone()),
+            Box::new(m.webrtc_connections.clone()),
             Box::new(build_info()),
             Box::new(kernel::UdpRcvbufErrors::new()),
         ];

@@ -107,6 +107,11 @@ async fn webrtc_and_udp_clients_reach_each_other() {
                 .get()
                 > 0
     );
+    let connected = server
+        .metrics
+        .webrtc_connections
+        .with_label_values(&["connected"]);
+    assert_eq!(connected.get(), 1);
     web.leave().await.unwrap();
 }
 
@@ -187,6 +192,20 @@ async fn offers_the_relay_cannot_answer_are_refused_with_a_clear_422() {
     );
     assert_eq!(answer["webrtc"]["channel"], "gsrelay");
     assert!(answer.get("rtp").is_none(), "{answer}");
+    // Joined, never connected, left: counted so, for the operator to see.
+    let id = answer["session_id"].as_str().unwrap();
+    let left = reqwest::Client::new()
+        .delete(format!("{}/v1/sessions/{id}", base(&server)))
+        .bearer_auth(token("offers", ALL))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(left.status(), StatusCode::NO_CONTENT);
+    let never = server
+        .metrics
+        .webrtc_connections
+        .with_label_values(&["never_connected"]);
+    assert_eq!(never.get(), 1);
 }
 
 #[tokio::test]

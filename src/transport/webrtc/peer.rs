@@ -4,6 +4,7 @@
 
 use super::meter::SendMeter;
 use super::{OfferError, SCTP_MAX_MESSAGE};
+use prometheus::IntCounterVec;
 use rtc::data_channel::RTCDataChannelId;
 use rtc::peer_connection::configuration::setting_engine::{
     SctpMaxMessageSize, SettingEngineBuilder,
@@ -43,6 +44,8 @@ pub(in crate::transport) struct Peer {
     pub(super) sent: u64,
     /// Its send budget from its queue.
     pub(super) meter: SendMeter,
+    /// Has reached the connected state (DTLS up) once.
+    pub(super) connected: bool,
 }
 
 impl Peer {
@@ -100,6 +103,7 @@ impl Peer {
             dirty: false,
             sent: 0,
             meter: SendMeter::default(),
+            connected: false,
         };
         Ok((peer, sdp_answer))
     }
@@ -124,9 +128,9 @@ impl Peer {
         )
     }
 
-    /// Handles the peer connection's events (session `id`'s); true when it failed or
-    /// closed.
-    pub(super) fn events(&mut self, id: u64) -> bool {
+    /// Handles the peer connection's events (session `id`'s), counting how connections
+    /// go in `outcomes`; true when it failed or closed.
+    pub(super) fn events(&mut self, id: u64, outcomes: &IntCounterVec) -> bool {
         let mut closed = false;
         while let Some(event) = self.pc.poll_event() {
             match event {
@@ -143,10 +147,17 @@ impl Peer {
                 }
                 RTCPeerConnectionEvent::OnConnectionStateChangeEvent(state) => {
                     tracing::debug!(session = id, %state, "WebRTC connection state");
-                    closed |= matches!(
-                        state,
-                        RTCPeerConnectionState::Failed | RTCPeerConnectionState::Closed
-                    );
+                    let outcome = match state {
+                        RTCPeerConnectionState::Connected if !self.connected => {
+                            self.connected = true;
+                            "connected"
+                        }
+                        RTCPeerConnectionState::Failed => "failed",
+                        RTCPeerConnectionState::Closed => "closed",
+                        _ => continue,
+                    };
+                    outcomes.with_label_values(&[outcome]).inc();
+                    closed |= outcome != "connected";
                 }
                 _ => {}
             }

@@ -19,7 +19,7 @@ use crate::transport::command::{CommandError, WebRtcAnswer, WebRtcOffer};
 use crate::transport::guard::guarded;
 use crate::transport::shard::{Link, deliver};
 use bytes::BytesMut;
-use prometheus::{Histogram, IntCounter};
+use prometheus::{Histogram, IntCounter, IntCounterVec};
 use rtc::peer_connection::message::RTCMessage;
 use rtc::sansio::Protocol;
 use std::cmp::Reverse;
@@ -57,6 +57,8 @@ pub(in crate::transport) struct WebRtcPort {
     batch: SendBatch,
     arena: BytesMut,
     pub(super) counters: Counters,
+    /// `gsrelay_webrtc_connections_total`.
+    outcomes: IntCounterVec,
 }
 
 pub(super) struct Counters {
@@ -107,6 +109,7 @@ impl WebRtcPort {
                 bytes_out: m.bytes.with_label_values(&[TRANSPORT, "out"]),
                 latency: m.latency(TRANSPORT),
             },
+            outcomes: m.webrtc_connections.clone(),
         }
     }
 
@@ -149,6 +152,11 @@ impl WebRtcPort {
                 self.by_addr.remove(addr);
                 self.routes.remove_if(addr, |_, shard| *shard == self.shard);
             }
+        }
+        if !peer.connected {
+            // Joined, never connected: the peer never reached the port (a firewall, a
+            // wrong advertised address) or gave up.
+            self.outcomes.with_label_values(&["never_connected"]).inc();
         }
         let _ = peer.pc.close();
         while let Some(w) = peer.pc.poll_write() {
@@ -202,7 +210,7 @@ impl WebRtcPort {
     ) -> Driven {
         let mut out = Driven::default();
         self.take_datagrams(id, peer, checked);
-        out.closed = peer.events(id);
+        out.closed = peer.events(id, &self.outcomes);
         while let Some(m) = peer.pc.poll_read() {
             let RTCMessage::DataChannelMessage(_, msg) = m.message else {
                 continue;
