@@ -149,7 +149,7 @@ impl Shard {
         }
         udp.send_queued().await;
         if let Some(port) = webrtc.as_mut() {
-            port.send_queued(links).await;
+            port.send_queued(links);
         }
     }
 

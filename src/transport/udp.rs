@@ -135,7 +135,10 @@ pub async fn spawn_with(
         None => (None, None),
     };
     let (webrtc, inbox) = match webrtc {
-        Some(w) => w.start().map(|(port, inbox)| (Some(port), Some(inbox)))?,
+        Some(w) => {
+            let (port, inbox) = w.start();
+            (Some(port), Some(inbox))
+        }
         None => (None, None),
     };
     let shard = Shard {

@@ -112,19 +112,17 @@ pub struct WebRtcShard {
 }
 
 impl WebRtcShard {
-    /// Starts hosting the share in the calling runtime (the shard's): its port, and the
-    /// inbox the reader feeds.
-    pub(super) fn start(self) -> io::Result<(WebRtcPort, mpsc::Receiver<Inbound>)> {
-        let socket = tokio::net::UdpSocket::from_std(self.socket)?;
+    /// Its port, and the inbox the reader feeds.
+    pub(super) fn start(self) -> (WebRtcPort, mpsc::Receiver<Inbound>) {
         let port = WebRtcPort::new(
             self.shard,
-            socket,
+            self.socket,
             self.routes,
             &self.cfg,
             self.local_addr,
             &self.metrics,
         );
-        Ok((port, self.inbox))
+        (port, self.inbox)
     }
 }
 

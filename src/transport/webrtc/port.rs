@@ -14,7 +14,6 @@ use super::{
 use crate::metrics::Metrics;
 use crate::relay::{Relay, SessionId, Transmit};
 use crate::rtp::{PacketClass, classify as classify_rtp};
-use crate::transport::batch::SendBatch;
 use crate::transport::command::{CommandError, WebRtcAnswer, WebRtcOffer};
 use crate::transport::guard::guarded;
 use crate::transport::shard::{Link, deliver};
@@ -25,8 +24,8 @@ use rtc::sansio::Protocol;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::net::SocketAddr;
+use std::net::UdpSocket;
 use std::time::Instant;
-use tokio::net::UdpSocket;
 
 /// Transport label in metrics.
 const TRANSPORT: &str = "webrtc";
@@ -54,7 +53,6 @@ pub(in crate::transport) struct WebRtcPort {
     pub(super) timers: BinaryHeap<Reverse<(Instant, SessionId)>>,
     /// Sessions with messages queued, whose datagrams the next flush takes.
     dirty: Vec<SessionId>,
-    batch: SendBatch,
     arena: BytesMut,
     pub(super) counters: Counters,
     /// `gsrelay_webrtc_connections_total`.
@@ -66,6 +64,8 @@ pub(super) struct Counters {
     packets_out: IntCounter,
     bytes_in: IntCounter,
     bytes_out: IntCounter,
+    /// `webrtc_send_blocked` drops: the socket's send buffer was full.
+    send_blocked: IntCounter,
     /// From a batch's arrival at the relay task to its forwarded copies sent.
     pub(super) latency: Histogram,
 }
@@ -100,13 +100,13 @@ impl WebRtcPort {
             by_addr: HashMap::new(),
             timers: BinaryHeap::new(),
             dirty: Vec::new(),
-            batch: SendBatch::default(),
             arena: BytesMut::new(),
             counters: Counters {
                 packets_in: m.packets.with_label_values(&[TRANSPORT, "in"]),
                 packets_out: m.packets.with_label_values(&[TRANSPORT, "out"]),
                 bytes_in: m.bytes.with_label_values(&[TRANSPORT, "in"]),
                 bytes_out: m.bytes.with_label_values(&[TRANSPORT, "out"]),
+                send_blocked: m.dropped.with_label_values(&["webrtc_send_blocked"]),
                 latency: m.latency(TRANSPORT),
             },
             outcomes: m.webrtc_connections.clone(),
@@ -160,7 +160,7 @@ impl WebRtcPort {
         }
         let _ = peer.pc.close();
         while let Some(w) = peer.pc.poll_write() {
-            self.batch.push(w.transport.peer_addr, &w.message);
+            self.transmit(w.transport.peer_addr, &w.message);
         }
     }
 
@@ -250,14 +250,28 @@ impl WebRtcPort {
         }
     }
 
-    /// Queues the peer connection's datagrams in the send batch.
+    /// Sends the peer connection's datagrams.
     fn take_datagrams(&mut self, id: SessionId, peer: &mut Peer, checked: Option<SocketAddr>) {
         while let Some(w) = peer.pc.poll_write() {
             let to = w.transport.peer_addr;
             if checked == Some(to) {
                 self.learn(id, peer, to);
             }
-            self.batch.push(to, &w.message);
+            self.transmit(to, &w.message);
+        }
+    }
+
+    /// Sends one datagram now. The socket is non-blocking and not registered with the
+    /// shard's runtime (see `docs/architecture.md`, "Shards"): a full send buffer drops the
+    /// datagram, counted, and SCTP recovers or the session's cap slows it.
+    fn transmit(&self, to: SocketAddr, datagram: &[u8]) {
+        match self.socket.send_to(datagram, to) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                self.counters.send_blocked.inc();
+            }
+            // ICMP errors surfaced by some platforms: nothing to do for one datagram.
+            Err(e) => tracing::debug!(error = %e, %to, "WebRTC send failed"),
         }
     }
 
@@ -313,9 +327,8 @@ impl WebRtcPort {
         }
     }
 
-    /// Takes the datagrams of every session sent to since the last call, and sends the
-    /// batch.
-    pub(in crate::transport) async fn send_queued(&mut self, links: &mut HashMap<SessionId, Link>) {
+    /// Sends the datagrams of every session sent to since the last call.
+    pub(in crate::transport) fn send_queued(&mut self, links: &mut HashMap<SessionId, Link>) {
         let mut dirty = std::mem::take(&mut self.dirty);
         for id in dirty.drain(..) {
             if let Some(Link::WebRtc(peer)) = links.get_mut(&id) {
@@ -325,8 +338,5 @@ impl WebRtcPort {
             }
         }
         self.dirty = dirty;
-        if !self.batch.is_empty() {
-            self.batch.flush(&self.socket).await;
-        }
     }
 }
