@@ -3,7 +3,8 @@
 //!
 //! - [`command`]: the channel through which the control plane drives the relay task.
 //! - [`guard`]: fault isolation every shell puts around its inputs to the core.
-//! - [`batch`] and [`recv`]: datagrams sent with `sendmmsg` and read with `recvmmsg`.
+//! - [`batch`] and [`recv`]: datagrams sent with `sendmmsg` and read with `recvmmsg`
+//!   (`mmsg`: both calls without allocation).
 //! - [`shards`]: routing of control operations to the shard owning a room or session.
 //! - [`shard`]: the relay task, which owns the core and hosts the transports' ports.
 //! - [`udp`]: RTP/RTCP over UDP (rtcp-mux) with SRTP.
@@ -12,6 +13,7 @@
 pub mod batch;
 pub mod command;
 pub mod guard;
+mod mmsg;
 pub mod quic;
 pub mod recv;
 pub mod roq;
