@@ -82,8 +82,9 @@ const MAX_TOKEN_LINE: usize = 128;
 /// How long a handshake may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long a refused peer has to read its status line before the connection closes.
-const REFUSAL_LINGER: Duration = Duration::from_secs(1);
+/// How long a peer has to close its token stream, or a refused one to read its status
+/// line before the connection closes.
+const LINGER: Duration = Duration::from_secs(1);
 
 /// How often a connection's datagram size and send budget are looked at.
 const PATH_POLL: Duration = Duration::from_millis(100);
@@ -278,7 +279,7 @@ impl Refusal {
 
     /// Writes the status line (if the peer opened a stream for it) and closes the
     /// connection with the outcome's code once the line is read or after
-    /// [`REFUSAL_LINGER`].
+    /// [`LINGER`].
     async fn tell(self, conn: &quinn::Connection) {
         let code = ErrorCode::for_outcome(self.outcome);
         let Some((session, mut status)) = self.status else {
@@ -287,7 +288,7 @@ impl Refusal {
         let line = refusal_line(self.outcome);
         if status.write_all(line.as_bytes()).await.is_ok() && status.finish().is_ok() {
             // Done when the peer has every byte (or stopped reading).
-            let _ = tokio::time::timeout(REFUSAL_LINGER, status.stopped()).await;
+            let _ = tokio::time::timeout(LINGER, status.stopped()).await;
         }
         session.close(code.code(), self.outcome.as_bytes());
     }
@@ -309,7 +310,9 @@ async fn admit(
         .accept_bi()
         .await
         .map_err(|_| Refusal::early("closed_before_token"))?;
-    match attach(&session, protocol, &mut recv, router).await {
+    let attached = attach(&session, protocol, &mut recv, router).await;
+    tokio::spawn(drain(recv));
+    match attached {
         Ok((attached, frames, inbox)) => {
             let status = format!("OK {}\n", format_session_id(attached.session));
             send.write_all(status.as_bytes())
@@ -351,6 +354,13 @@ async fn attach(
     let attached = answer.await.map_err(|_| "relay_stopped")??;
     Ok((attached, frames, inbox.clone()))
 }
+/// Reads what follows the token line up to the peer's end of the stream, so that the
+/// relay never stops a stream the peer is still closing (a browser's `close()` of its
+/// writer fails on the STOP_SENDING that dropping the stream early would send).
+async fn drain(mut recv: RecvStream) {
+    let _ = tokio::time::timeout(LINGER, recv.read_to_end(MAX_TOKEN_LINE)).await;
+}
+
 /// Reads one line (up to [`MAX_TOKEN_LINE`] bytes, ended by `\n` or the stream's end).
 async fn read_line(recv: &mut RecvStream) -> Result<String, &'static str> {
     let mut line = Vec::with_capacity(MAX_TOKEN_LINE);
