@@ -25,7 +25,7 @@ mod feedback;
 mod quic;
 mod state;
 
-pub use quic::client_config as quic_client_config;
+pub use quic::{client_config as quic_client_config, client_config_for as quic_client_config_for};
 pub use state::{RoomState, Update, updates};
 
 use crate::relay::{Delivery, Interest, Joined, SessionId, parse_session_id};

@@ -92,6 +92,11 @@ const PATH_POLL: Duration = Duration::from_millis(100);
 /// Frames that may wait for a session's unidirectional stream before more are dropped.
 const STREAM_DEPTH: usize = 1024;
 
+/// The send rate a session is paced to while more than half of [`STREAM_DEPTH`] waits for
+/// its stream (a peer that does not read, or reads slowly): the core then sends it the
+/// latest state of each object at this rate instead of queueing every update.
+const BACKLOGGED_BPS: u64 = 64_000;
+
 /// Datagram queue each way, in bytes.
 const DATAGRAM_BUFFER: usize = 1 << 20;
 
@@ -214,7 +219,13 @@ async fn serve(
         return count(&metrics, None, "handshake_failed");
     };
     let admit = tokio::time::timeout(limits.token_timeout, admit(conn.clone(), protocol, &router));
-    let (session, attached, frames, inbox) = match admit.await {
+    let Admitted {
+        session,
+        attached,
+        frames,
+        backlog,
+        inbox,
+    } = match admit.await {
         Ok(Ok(admitted)) => admitted,
         Ok(Err(refusal)) => {
             count(&metrics, Some(protocol), refusal.outcome);
@@ -239,6 +250,7 @@ async fn serve(
         session,
         protocol,
         attached,
+        backlog,
         inbox,
         metrics,
     };
@@ -254,14 +266,18 @@ fn negotiated(conn: &quinn::Connection) -> Option<Protocol> {
     Protocol::from_alpn(&data.protocol?)
 }
 
-/// An admitted connection: its session, what the relay task attached, the frames for its
-/// unidirectional stream, and the relay task's inbox.
-type Admitted = (
-    Session,
-    Attached,
-    mpsc::Receiver<Bytes>,
-    mpsc::Sender<QuicEvent>,
-);
+/// An admitted connection.
+struct Admitted {
+    session: Session,
+    /// What the relay task attached.
+    attached: Attached,
+    /// The frames for its unidirectional stream (its writer task's).
+    frames: mpsc::Receiver<Bytes>,
+    /// The relay task's end of `frames`, to see how many wait.
+    backlog: mpsc::WeakSender<Bytes>,
+    /// The relay task's inbox.
+    inbox: mpsc::Sender<QuicEvent>,
+}
 
 /// Why a connection was not admitted, and the stream to tell it on if it opened one.
 struct Refusal {
@@ -283,6 +299,10 @@ impl Refusal {
     async fn tell(self, conn: &quinn::Connection) {
         let code = ErrorCode::for_outcome(self.outcome);
         let Some((session, mut status)) = self.status else {
+            if self.outcome == "wrong_path" {
+                // The 404 is on its way: let the peer read it and close first.
+                let _ = tokio::time::timeout(LINGER, conn.closed()).await;
+            }
             return conn.close(code.varint(), self.outcome.as_bytes());
         };
         let line = refusal_line(self.outcome);
@@ -313,14 +333,20 @@ async fn admit(
     let attached = attach(&session, protocol, &mut recv, router).await;
     tokio::spawn(drain(recv));
     match attached {
-        Ok((attached, frames, inbox)) => {
+        Ok((attached, frames, backlog, inbox)) => {
             let status = format!("OK {}\n", format_session_id(attached.session));
             send.write_all(status.as_bytes())
                 .await
                 .map_err(|_| Refusal::early("closed_before_token"))?;
             // The status line is all the stream carries; a peer gone by now shows in the link.
             let _ = send.finish();
-            Ok((session, attached, frames, inbox))
+            Ok(Admitted {
+                session,
+                attached,
+                frames,
+                backlog,
+                inbox,
+            })
         }
         Err(outcome) => Err(Refusal {
             outcome,
@@ -329,19 +355,28 @@ async fn admit(
     }
 }
 
+/// What [`attach`] answers: the session, its stream's frames and their sender, the inbox.
+type Attachment = (
+    Attached,
+    mpsc::Receiver<Bytes>,
+    mpsc::WeakSender<Bytes>,
+    mpsc::Sender<QuicEvent>,
+);
+
 /// Reads the token line and has the relay task it names attach the session.
 async fn attach(
     session: &Session,
     protocol: Protocol,
     recv: &mut RecvStream,
     router: &Router,
-) -> Result<(Attached, mpsc::Receiver<Bytes>, mpsc::Sender<QuicEvent>), &'static str> {
+) -> Result<Attachment, &'static str> {
     let line = read_line(recv).await?;
     let token = Token::parse(line.trim_end()).ok_or("token_invalid")?;
     let inbox = router
         .get(usize::from(token.shard()))
         .ok_or("token_invalid")?;
     let (stream, frames) = mpsc::channel(STREAM_DEPTH);
+    let backlog = stream.downgrade();
     let (reply, answer) = oneshot::channel();
     let attach = QuicEvent::Attach {
         token,
@@ -352,7 +387,7 @@ async fn attach(
     };
     inbox.send(attach).await.map_err(|_| "relay_stopped")?;
     let attached = answer.await.map_err(|_| "relay_stopped")??;
-    Ok((attached, frames, inbox.clone()))
+    Ok((attached, frames, backlog, inbox.clone()))
 }
 /// Reads what follows the token line up to the peer's end of the stream, so that the
 /// relay never stops a stream the peer is still closing (a browser's `close()` of its
@@ -410,6 +445,8 @@ struct Link {
     session: Session,
     protocol: Protocol,
     attached: Attached,
+    /// The relay task's sender of the session's stream frames.
+    backlog: mpsc::WeakSender<Bytes>,
     inbox: mpsc::Sender<QuicEvent>,
     metrics: Metrics,
 }
@@ -465,11 +502,19 @@ impl Link {
     async fn path(&self, last: &mut Option<(Option<usize>, Option<u64>)>) {
         let conn: &quinn::Connection = &self.session;
         let max_datagram = self.protocol.max_datagram(conn);
-        let send_bps = (conn.datagram_send_buffer_space() < DATAGRAM_BUFFER / 2).then(|| {
-            let cwnd = conn.stats().path.cwnd;
-            let rtt = conn.rtt().as_secs_f64().max(1e-4);
-            (cwnd as f64 * 8.0 / rtt) as u64
-        });
+        let backlogged = self
+            .backlog
+            .upgrade()
+            .is_some_and(|s| s.capacity() < STREAM_DEPTH / 2);
+        let send_bps = if backlogged {
+            Some(BACKLOGGED_BPS)
+        } else {
+            (conn.datagram_send_buffer_space() < DATAGRAM_BUFFER / 2).then(|| {
+                let cwnd = conn.stats().path.cwnd;
+                let rtt = conn.rtt().as_secs_f64().max(1e-4);
+                (cwnd as f64 * 8.0 / rtt) as u64
+            })
+        };
         if *last == Some((max_datagram, send_bps)) {
             return;
         }
