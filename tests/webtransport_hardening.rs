@@ -248,8 +248,7 @@ async fn a_connect_to_another_path_is_refused_with_404_and_counted() {
     let refused = h
         .session_with("/elsewhere", quic::transport_config())
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(refused.contains("404"), "{refused}");
     eventually("counted", || h.outcome("wrong_path") == 1).await;
 }
