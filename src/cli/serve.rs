@@ -95,8 +95,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if server.quic.self_signed {
             // Clients pin this (join answers carry it too), as they copy the dev token.
             println!(
-                "QUIC self-signed certificate sha256: {}",
-                server.quic.cert_sha256
+                "QUIC self-signed certificate sha256: {} (RoQ and WebTransport; replaced every {} days, join answers carry the current one)",
+                server.quic.cert_sha256,
+                server.quic.certs.rotation().map_or(0, |d| d.as_secs() / 86_400)
             );
         }
         signals.next().await;
