@@ -43,12 +43,12 @@ fn avatar() -> Vec<Object> {
         Object::Hand1(Hand1 {
             id: 2,
             left: true,
-            location: at(-1.8, 1.2, -1.2),
+            location: at(-2.2, 1.2, -1.3),
             ..Hand1::default()
         }),
         Object::Hand1(Hand1 {
             id: 3,
-            location: at(-1.2, 1.2, -1.2),
+            location: at(-0.8, 1.2, -1.3),
             ..Hand1::default()
         }),
     ]

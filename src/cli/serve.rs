@@ -67,7 +67,10 @@ pub fn token(a: TokenArgs) -> anyhow::Result<()> {
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // web-transport-quinn warns each time a browser closes its session without the close
+    // capsule, which is an ordinary close here: only its errors are logged by default.
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,web_transport_quinn=error"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
