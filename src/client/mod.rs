@@ -1,5 +1,6 @@
 //! The Rust client: joins a room over the HTTP API, then speaks SRTP/SRTCP with the relay
-//! over UDP, or RTP over QUIC ([`JoinOptions::quic`]). Used by the tests and the bench
+//! over UDP, RTP over QUIC ([`JoinOptions::quic`]), or RTP over QUIC inside WebTransport
+//! as a browser does ([`JoinOptions::webtransport`]). Used by the tests and the bench
 //! clients; allocation is fine here.
 //!
 //! It receives in either delivery mode (`docs/relay.md`, "Delivery modes"):
