@@ -389,6 +389,7 @@ async fn attach(
     let attached = answer.await.map_err(|_| "relay_stopped")??;
     Ok((attached, frames, backlog, inbox.clone()))
 }
+
 /// Reads what follows the token line up to the peer's end of the stream, so that the
 /// relay never stops a stream the peer is still closing (a browser's `close()` of its
 /// writer fails on the STOP_SENDING that dropping the stream early would send).
