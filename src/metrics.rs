@@ -80,6 +80,9 @@ pub struct Metrics {
     pub session_rtt: Histogram,
     /// QUIC connections by outcome (`attached`, or why one was refused or closed).
     pub quic_connections: IntCounterVec,
+    /// WebTransport sessions (QUIC connections with ALPN `h3`) by outcome, as
+    /// [`Self::quic_connections`].
+    pub webtransport_sessions: IntCounterVec,
 }
 
 /// What pacing does to object updates, each counter resolved once so the hot path does
@@ -327,6 +330,11 @@ impl Metrics {
                 "QUIC connections by outcome: attached to a session, or why refused or closed.",
                 &["outcome"],
             ),
+            webtransport_sessions: counter_vec(
+                "gsrelay_webtransport_sessions_total",
+                "WebTransport sessions by outcome: attached to a session, or why refused or closed.",
+                &["outcome"],
+            ),
             registry,
         };
         let collectors: Vec<Box<dyn Collector>> = vec![
@@ -363,6 +371,7 @@ impl Metrics {
             Box::new(m.rtcp_reports.clone()),
             Box::new(m.session_rtt.clone()),
             Box::new(m.quic_connections.clone()),
+            Box::new(m.webtransport_sessions.clone()),
             Box::new(build_info()),
             Box::new(kernel::UdpRcvbufErrors::new()),
         ];

@@ -328,6 +328,7 @@ impl Endpoint {
                     profile: s.srtp_profile,
                     plain_rtp: s.security == Security::Plain,
                     quic: s.transport.quic(role == Role::Publisher),
+                    webtransport: s.transport.webtransport(),
                     ..JoinOptions::default()
                 };
                 let mut c = Client::join(http, &token, &room_name, opts)

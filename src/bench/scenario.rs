@@ -49,6 +49,9 @@ pub enum BenchTransport {
     Quic,
     /// Publishers over QUIC, subscribers over UDP: every packet crosses transports.
     Mixed,
+    /// WebTransport for every client, as browsers connect (the Rust client speaks it).
+    #[value(name = "webtransport")]
+    WebTransport,
 }
 
 impl BenchTransport {
@@ -58,7 +61,13 @@ impl BenchTransport {
             Self::Udp => false,
             Self::Quic => true,
             Self::Mixed => publisher,
+            Self::WebTransport => false,
         }
+    }
+
+    /// Whether every client joins over WebTransport.
+    pub fn webtransport(self) -> bool {
+        self == Self::WebTransport
     }
 }
 

@@ -180,8 +180,8 @@ struct ScenarioArgs {
     /// Plain RTP instead of SRTP (the in-process relay allows it for this run).
     #[arg(long)]
     plain_rtp: bool,
-    /// Clients' transport: `udp`, `quic`, or `mixed` (publishers over QUIC, subscribers
-    /// over UDP) [default: udp].
+    /// Clients' transport: `udp`, `quic`, `mixed` (publishers over QUIC, subscribers
+    /// over UDP) or `webtransport` (every client, as a browser) [default: udp].
     #[arg(long, value_name = "TRANSPORT")]
     transport: Option<BenchTransport>,
     /// SRTP profile [default: the relay's].

@@ -20,6 +20,7 @@ use crate::transport::command::{
     CommandError, JoinCommand, QuicAnswer, SrtpKeys, TransportRequest,
 };
 use crate::transport::shards::Shards;
+use crate::transport::webtransport;
 use crate::wire::Dialect;
 use axum::Json;
 use axum::Router;
@@ -523,6 +524,29 @@ struct JoinAnswerBody {
     rtp: Option<RtpBody>,
     #[serde(skip_serializing_if = "Option::is_none")]
     quic: Option<QuicBody>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    webtransport: Option<WebTransportBody>,
+}
+
+/// The `webtransport` object of a WebTransport join's answer (`docs/api.md`).
+#[derive(Serialize)]
+struct WebTransportBody {
+    url: String,
+    /// `null` for a configured certificate, which browsers verify as any web server's.
+    cert_sha256: Option<String>,
+    flow_id: u64,
+    session_token: String,
+}
+
+impl WebTransportBody {
+    fn new(q: &QuicAnswer, headers: &HeaderMap) -> Self {
+        Self {
+            url: webtransport::url(&advertised_addr(q.addr, headers)),
+            cert_sha256: q.self_signed.then(|| q.cert_sha256.clone()),
+            flow_id: q.flow_id,
+            session_token: q.session_token.clone(),
+        }
+    }
 }
 
 /// The `quic` object of a QUIC join's answer (`docs/api.md`).
@@ -563,19 +587,23 @@ async fn join(
         ));
     }
     let body: JoinBody = parse_json(&body, None)?;
+    // The QUIC endpoint's transport the join asks for, if any.
     let quic = match body.transport.as_str() {
-        "rtp" => false,
-        "quic" if body.srtp_profile.is_none() => true,
-        "quic" => {
+        "rtp" => None,
+        "quic" | "webtransport" if body.srtp_profile.is_some() => {
             return Err(ApiError::unprocessable(
                 "invalid_request",
-                "srtp_profile: QUIC encrypts; a QUIC join names no SRTP profile",
+                "srtp_profile: QUIC encrypts; a QUIC or WebTransport join names no SRTP profile",
             ));
         }
+        "quic" => Some(TransportRequest::Quic),
+        "webtransport" => Some(TransportRequest::WebTransport),
         other => {
             return Err(ApiError::unprocessable(
                 "unsupported_transport",
-                format!("transport: {other:?} is not supported; use \"rtp\" or \"quic\""),
+                format!(
+                    "transport: {other:?} is not supported; use \"rtp\", \"quic\" or \"webtransport\""
+                ),
             ));
         }
     };
@@ -614,11 +642,7 @@ async fn join(
                 dialect: body.dialect,
                 interest: body.interest,
             },
-            transport: if quic {
-                TransportRequest::Quic
-            } else {
-                TransportRequest::Rtp(profile)
-            },
+            transport: quic.unwrap_or(TransportRequest::Rtp(profile)),
         })
         .await?;
     let session_id = format_session_id(answer.joined.session);
@@ -636,17 +660,25 @@ async fn join(
         ssrc: answer.joined.ssrc,
         relay_ssrc: answer.joined.relay_ssrc,
         streams: answer.joined.streams,
-        rtp: (!quic).then(|| RtpBody {
+        rtp: quic.is_none().then(|| RtpBody {
             addr: advertised_addr(answer.rtp_addr, &headers),
             srtp: answer.srtp,
         }),
-        quic: answer.quic.map(|q: QuicAnswer| QuicBody {
-            addr: advertised_addr(q.addr, &headers),
-            alpn: q.alpn,
-            cert_sha256: q.cert_sha256,
-            flow_id: q.flow_id,
-            session_token: q.session_token,
-        }),
+        webtransport: answer
+            .quic
+            .as_ref()
+            .filter(|_| quic == Some(TransportRequest::WebTransport))
+            .map(|q| WebTransportBody::new(q, &headers)),
+        quic: answer
+            .quic
+            .filter(|_| quic == Some(TransportRequest::Quic))
+            .map(|q: QuicAnswer| QuicBody {
+                addr: advertised_addr(q.addr, &headers),
+                alpn: q.alpn,
+                cert_sha256: q.cert_sha256,
+                flow_id: q.flow_id,
+                session_token: q.session_token,
+            }),
     };
     Ok((
         StatusCode::CREATED,

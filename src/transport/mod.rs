@@ -9,6 +9,7 @@
 //! - [`shard`]: the relay task, which owns the core and hosts the transports' ports.
 //! - [`udp`]: RTP/RTCP over UDP (rtcp-mux) with SRTP.
 //! - [`quic`]: RTP over QUIC (RoQ) on quinn; [`roq`]: its framing.
+//! - [`webtransport`]: WebTransport for browsers, on the QUIC endpoint, in RoQ framing.
 
 pub mod batch;
 pub mod command;
@@ -20,3 +21,4 @@ pub mod roq;
 mod shard;
 pub mod shards;
 pub mod udp;
+pub mod webtransport;
