@@ -43,7 +43,7 @@ pub struct ServeConfig {
     pub http_addr: SocketAddr,
     /// RTP/RTCP with rtcp-mux (UDP; port 0 picks a free port).
     pub rtp_addr: SocketAddr,
-    /// RTP over QUIC (UDP; port 0 picks a free port).
+    /// RTP over QUIC and WebTransport (UDP; port 0 picks a free port).
     pub quic_addr: SocketAddr,
     /// Relay shards (threads, each owning its rooms, sessions and UDP socket); 0 means
     /// one per core this process may use (its CPU affinity and cgroup quota).
@@ -187,7 +187,7 @@ pub struct ServeArgs {
     /// RTP/RTCP (rtcp-mux) UDP address [default: 0.0.0.0:5004].
     #[arg(long, env = "GSRELAY_RTP_ADDR", value_name = "ADDR")]
     pub rtp_addr: Option<SocketAddr>,
-    /// RTP over QUIC (RoQ) UDP address [default: 0.0.0.0:4433].
+    /// RTP over QUIC (RoQ) and WebTransport UDP address [default: 0.0.0.0:4433].
     #[arg(long, env = "GSRELAY_QUIC_ADDR", value_name = "ADDR")]
     pub quic_addr: Option<SocketAddr>,
     /// Relay shards, one thread each; shard k binds the RTP port plus k [default: 0, one
@@ -205,7 +205,8 @@ pub struct ServeArgs {
     /// QUIC address told to clients instead of the bound one (behind NAT or a Service).
     #[arg(long, env = "GSRELAY_QUIC_ADVERTISE_ADDR", value_name = "ADDR")]
     pub quic_advertise_addr: Option<SocketAddr>,
-    /// PEM certificate chain for QUIC [default: a self-signed one made at start].
+    /// PEM certificate chain for QUIC and WebTransport, used as is (browsers then verify it
+    /// by their web PKI) [default: one generated at start and replaced every 6 days].
     #[arg(
         long,
         env = "GSRELAY_QUIC_CERT",

@@ -82,6 +82,9 @@ pub struct Metrics {
     pub quic_connections: IntCounterVec,
     /// WebRTC peer connections by outcome (`connected`, and how one ended).
     pub webrtc_connections: IntCounterVec,
+    /// WebTransport sessions (QUIC connections with ALPN `h3`) by outcome, as
+    /// [`Self::quic_connections`].
+    pub webtransport_sessions: IntCounterVec,
 }
 
 /// What pacing does to object updates, each counter resolved once so the hot path does
@@ -335,6 +338,11 @@ impl Metrics {
                  closed, never_connected).",
                 &["outcome"],
             ),
+            webtransport_sessions: counter_vec(
+                "gsrelay_webtransport_sessions_total",
+                "WebTransport sessions by outcome: attached to a session, or why refused or closed.",
+                &["outcome"],
+            ),
             registry,
         };
         let collectors: Vec<Box<dyn Collector>> = vec![
@@ -372,6 +380,7 @@ impl Metrics {
             Box::new(m.session_rtt.clone()),
             Box::new(m.quic_connections.clone()),
             Box::new(m.webrtc_connections.clone()),
+            Box::new(m.webtransport_sessions.clone()),
             Box::new(build_info()),
             Box::new(kernel::UdpRcvbufErrors::new()),
         ];

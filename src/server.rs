@@ -201,7 +201,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         quic_advertised = ?cfg.quic_advertise_addr,
         cert_sha256 = %quic.cert_sha256,
         self_signed = quic.self_signed,
-        "RTP over QUIC listening (ALPN roq)"
+        "RTP over QUIC (ALPN roq) and WebTransport (ALPN h3) listening"
     );
     tracing::info!(
         webrtc = %webrtc_endpoint.local_addr,

@@ -1,7 +1,8 @@
 //! Bad input on the QUIC transport: garbage datagrams, unknown flow identifiers, a
-//! connection that never presents its token, wrong and reused tokens, oversized stream
-//! frames, a flood of connections without tokens. Each is refused or dropped, counted by
-//! reason, and leaves a healthy session in the same room untouched.
+//! connection that never presents its token, wrong and reused tokens (told why on the
+//! token's stream), oversized stream frames, a flood of connections without tokens. Each
+//! is refused or dropped, counted by reason, and leaves a healthy session in the same
+//! room untouched.
 
 use gsrelay::client::{Client, Received, quic_client_config};
 use gsrelay::metrics::Metrics;
@@ -205,12 +206,15 @@ async fn garbage_datagrams_and_unknown_flows_are_dropped_and_counted() {
 async fn wrong_reused_and_missing_tokens_close_the_connection_with_their_code() {
     let h = relay().await;
     let (mut publisher, mut subscriber) = healthy_pair(&h, "room").await;
+    let invalid =
+        Some("token_invalid: the session token is unknown, already used, or for another relay\n");
 
+    // Each refusal is told on the token's stream, then the connection closes with its code.
     let (_ep, wrong) = h.connect().await;
-    assert_eq!(present(&wrong, &"0".repeat(32)).await, None);
+    assert_eq!(present(&wrong, &"0".repeat(32)).await.as_deref(), invalid);
     assert_eq!(closed_with(&wrong).await, ErrorCode::TokenInvalid.varint());
     let (_ep2, garbage) = h.connect().await;
-    assert_eq!(present(&garbage, "not a token").await, None);
+    assert_eq!(present(&garbage, "not a token").await.as_deref(), invalid);
     assert_eq!(
         closed_with(&garbage).await,
         ErrorCode::TokenInvalid.varint()
@@ -225,7 +229,7 @@ async fn wrong_reused_and_missing_tokens_close_the_connection_with_their_code() 
             .starts_with("OK ")
     );
     let (_ep4, again) = h.connect().await;
-    assert_eq!(present(&again, &q.session_token).await, None);
+    assert_eq!(present(&again, &q.session_token).await.as_deref(), invalid);
     assert_eq!(closed_with(&again).await, ErrorCode::TokenInvalid.varint());
     assert!(
         first.close_reason().is_none(),

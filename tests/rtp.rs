@@ -784,10 +784,14 @@ fn rtcp_builders_reject_what_cannot_be_encoded() {
         Err(RtcpWriteError::TextTooLong)
     );
     let reports = vec![report(); 32];
-    assert!(matches!(
+    assert_eq!(
         write_rr(&mut out, 1, &reports),
-        Err(RtcpWriteError::Marshal(_))
-    ));
+        Err(RtcpWriteError::TooManySources)
+    );
+    assert_eq!(
+        write_sr(&mut out, 1, SenderInfo::default(), &reports),
+        Err(RtcpWriteError::TooManySources)
+    );
     // A failed build leaves the buffer as it was.
     assert_eq!(out, [1, 2, 3]);
 }

@@ -1,6 +1,6 @@
 //! The viewer (`/viewer`) and the client module (`/client/gsrelay.js`) in headless
 //! Chromium, driven by Playwright (`web/test/viewer.mjs`), against the built relay with a
-//! Rust client publishing over UDP/SRTP. Needs Debian's `chromium` and `playwright-core`
+//! Rust client publishing over UDP/SRTP, which the page watches live over WebTransport. Needs Debian's `chromium` and `playwright-core`
 //! in `.tools` (scripts/test.sh installs both). Writes the viewer's screenshot to
 //! `target/web-artifacts/viewer.png`; `GSRELAY_DOCS_SCREENSHOT=docs/viewer.png` also
 //! refreshes the one in the docs.
@@ -25,7 +25,8 @@ fn env_path(var: &str, default: PathBuf) -> PathBuf {
     std::env::var_os(var).map_or(default, PathBuf::from)
 }
 
-/// A head and two hands, as the `publish` example sends them.
+/// A head and two hands, as the `publish` example sends them, off to one side of the map
+/// so the screenshot shows them apart from the objects the page is fed.
 fn avatar() -> Vec<Object> {
     let at = |x, y, z| Loc2 {
         x,
@@ -36,18 +37,18 @@ fn avatar() -> Vec<Object> {
     vec![
         Object::Head1(Head1 {
             id: 1,
-            location: at(0.0, 1.7, 0.0),
+            location: at(-1.5, 1.7, -1.0),
             ..Head1::default()
         }),
         Object::Hand1(Hand1 {
             id: 2,
             left: true,
-            location: at(-0.3, 1.2, -0.2),
+            location: at(-2.2, 1.2, -1.3),
             ..Hand1::default()
         }),
         Object::Hand1(Hand1 {
             id: 3,
-            location: at(0.3, 1.2, -0.2),
+            location: at(-0.8, 1.2, -1.3),
             ..Hand1::default()
         }),
     ]

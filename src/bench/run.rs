@@ -330,6 +330,7 @@ impl Endpoint {
                     plain_rtp: s.security == Security::Plain,
                     quic: s.transport.quic(role == Role::Publisher),
                     webrtc: s.transport.webrtc(),
+                    webtransport: s.transport.webtransport(),
                     ..JoinOptions::default()
                 };
                 let mut c = Client::join(http, &token, &room_name, opts)

@@ -49,23 +49,33 @@ pub enum BenchTransport {
     Quic,
     /// Publishers over QUIC, subscribers over UDP: every packet crosses transports.
     Mixed,
+    /// WebTransport for every client, as browsers connect (the Rust client speaks it).
+    #[value(name = "webtransport")]
+    WebTransport,
     /// A WebRTC data channel for every client (the Rust client's `rtc` peer connection).
-    Webrtc,
+    #[value(name = "webrtc")]
+    WebRtc,
 }
 
 impl BenchTransport {
     /// Whether a client in `role` (publisher or not) joins over QUIC.
     pub fn quic(self, publisher: bool) -> bool {
         match self {
-            Self::Udp | Self::Webrtc => false,
+            Self::Udp | Self::WebRtc => false,
             Self::Quic => true,
             Self::Mixed => publisher,
+            Self::WebTransport => false,
         }
     }
 
-    /// Whether clients join over WebRTC.
+    /// Whether every client joins over WebTransport.
+    pub fn webtransport(self) -> bool {
+        self == Self::WebTransport
+    }
+
+    /// Whether every client joins over WebRTC.
     pub fn webrtc(self) -> bool {
-        self == Self::Webrtc
+        self == Self::WebRtc
     }
 }
 

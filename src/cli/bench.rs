@@ -181,7 +181,8 @@ struct ScenarioArgs {
     #[arg(long)]
     plain_rtp: bool,
     /// Clients' transport: `udp`, `quic`, `mixed` (publishers over QUIC, subscribers
-    /// over UDP), or `webrtc` (data channels) [default: udp].
+    /// over UDP), `webtransport` (every client, as a browser) or `webrtc` (every client on
+    /// a data channel) [default: udp].
     #[arg(long, value_name = "TRANSPORT")]
     transport: Option<BenchTransport>,
     /// SRTP profile [default: the relay's].

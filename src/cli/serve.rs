@@ -67,7 +67,10 @@ pub fn token(a: TokenArgs) -> anyhow::Result<()> {
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // web-transport-quinn warns each time a browser closes its session without the close
+    // capsule, which is an ordinary close here: only its errors are logged by default.
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,web_transport_quinn=error"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -95,8 +98,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if server.quic.self_signed {
             // Clients pin this (join answers carry it too), as they copy the dev token.
             println!(
-                "QUIC self-signed certificate sha256: {}",
-                server.quic.cert_sha256
+                "QUIC self-signed certificate sha256: {} (RoQ and WebTransport; replaced every {} days, join answers carry the current one)",
+                server.quic.cert_sha256,
+                server.quic.certs.rotation().map_or(0, |d| d.as_secs() / 86_400)
             );
         }
         signals.next().await;

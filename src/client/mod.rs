@@ -1,5 +1,6 @@
 //! The Rust client: joins a room over the HTTP API, then speaks SRTP/SRTCP with the relay
-//! over UDP, or RTP over QUIC ([`JoinOptions::quic`]), or over a WebRTC data channel
+//! over UDP, RTP over QUIC ([`JoinOptions::quic`]), RTP over QUIC inside WebTransport
+//! as a browser does ([`JoinOptions::webtransport`]), or RTP over a WebRTC data channel
 //! ([`JoinOptions::webrtc`]). Used by the tests and the bench
 //! clients; allocation is fine here.
 //!
@@ -27,7 +28,7 @@ mod quic;
 mod state;
 mod webrtc;
 
-pub use quic::client_config as quic_client_config;
+pub use quic::{client_config as quic_client_config, client_config_for as quic_client_config_for};
 pub use state::{RoomState, Update, updates};
 pub use webrtc::WebRtcPeer;
 
@@ -76,8 +77,11 @@ pub struct JoinOptions {
     pub plain_rtp: bool,
     /// Carry the session over QUIC (RoQ) instead of UDP/SRTP.
     pub quic: bool,
+    /// Carry the session over WebTransport (as a browser does) instead of UDP/SRTP;
+    /// takes precedence over `quic`.
+    pub webtransport: bool,
     /// Carry the session over a WebRTC data channel instead of UDP/SRTP (ignored with
-    /// `quic`).
+    /// `quic` or `webtransport`).
     pub webrtc: bool,
 }
 
@@ -186,6 +190,7 @@ struct AnswerBody {
     streams: Vec<u32>,
     rtp: Option<RtpBody>,
     quic: Option<QuicBody>,
+    webtransport: Option<WebTransportBody>,
     webrtc: Option<WebRtcBody>,
 }
 
@@ -193,6 +198,14 @@ struct AnswerBody {
 struct WebRtcBody {
     sdp_answer: String,
     addr: String,
+}
+
+#[derive(Deserialize)]
+struct WebTransportBody {
+    url: String,
+    cert_sha256: Option<String>,
+    flow_id: u64,
+    session_token: String,
 }
 
 #[derive(Deserialize)]
@@ -291,21 +304,23 @@ impl Client {
     /// Posts the join for `http`'s room and options, wanting `ssrc`.
     async fn open(http: Http, ssrc: Option<u32>) -> Result<Self, ClientError> {
         let opts = &http.opts;
-        let mut webrtc = match opts.webrtc && !opts.quic {
+        let over_quic = opts.quic || opts.webtransport;
+        let mut webrtc = match opts.webrtc && !over_quic {
             true => Some(WebRtcPeer::offer()?),
             false => None,
         };
         let body = JoinBody {
-            transport: match (opts.quic, &webrtc) {
-                (true, _) => "quic",
-                (false, Some(_)) => "webrtc",
-                (false, None) => "rtp",
+            transport: match (opts.webtransport, opts.quic, &webrtc) {
+                (true, _, _) => "webtransport",
+                (false, true, _) => "quic",
+                (false, false, Some(_)) => "webrtc",
+                (false, false, None) => "rtp",
             },
             ssrc,
             require_ssrc: opts.require_ssrc,
             dialect: opts.dialect,
             interest: opts.interest.as_ref(),
-            srtp_profile: if opts.quic || webrtc.is_some() {
+            srtp_profile: if over_quic || webrtc.is_some() {
                 None
             } else if opts.plain_rtp {
                 Some(PLAIN_RTP)
@@ -334,21 +349,27 @@ impl Client {
             (Some(_), None) => return Err(ClientError::BadAnswer("no webrtc answer".into())),
             (None, _) => None,
         };
-        let (rtp, quic) = match (answer.rtp, answer.quic) {
+        let (rtp, quic) = match (answer.rtp, answer.quic, answer.webtransport) {
             _ if link.is_some() => (None, None),
-            (Some(rtp), None) => (Some(rtp), None),
-            (None, Some(q)) => {
+            (Some(rtp), None, None) => (Some(rtp), None),
+            (None, Some(q), None) => {
                 let addr = resolve(&q.addr, "quic.addr").await?;
                 let quic = QuicAnswer {
                     addr,
                     alpn: crate::transport::quic::ALPN,
                     cert_sha256: q.cert_sha256,
+                    self_signed: true,
                     flow_id: q.flow_id,
                     session_token: q.session_token,
                 };
                 (None, Some(quic))
             }
-            _ => return Err(ClientError::BadAnswer("neither rtp nor quic".into())),
+            (None, None, Some(w)) => (None, Some(webtransport_answer(w).await?)),
+            _ => {
+                return Err(ClientError::BadAnswer(
+                    "not exactly one of rtp, quic, webtransport, webrtc".into(),
+                ));
+            }
         };
         let rtp_addr = match &rtp {
             Some(r) => resolve(&r.addr, "rtp.addr").await?,
@@ -383,7 +404,7 @@ impl Client {
     /// [`leave`](Self::leave).
     pub async fn from_answer(answer: JoinAnswer, dialect: Dialect) -> Result<Self, ClientError> {
         let link = match &answer.quic {
-            Some(q) => Link::Quic(QuicLink::connect(q).await?),
+            Some(q) => Link::Quic(Box::new(QuicLink::connect(q).await?)),
             None => udp_link(&answer).await?,
         };
         Self::with_link(answer, dialect, link)
@@ -752,6 +773,29 @@ async fn udp_link(answer: &JoinAnswer) -> Result<Link, ClientError> {
     Ok(Link::Udp { socket, srtp })
 }
 
+/// The QUIC side of a WebTransport answer: the URL's authority (the path is always
+/// the relay's `/webtransport`) and the pinned certificate, which the client needs (it
+/// verifies no web PKI).
+async fn webtransport_answer(w: WebTransportBody) -> Result<QuicAnswer, ClientError> {
+    let bad = |what: &str| ClientError::BadAnswer(format!("webtransport.{what}"));
+    let url = url::Url::parse(&w.url).map_err(|_| bad("url"))?;
+    let authority = match (url.host_str(), url.port()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => format!("{host}:443"),
+        _ => return Err(bad("url")),
+    };
+    Ok(QuicAnswer {
+        addr: resolve(&authority, "webtransport.url").await?,
+        alpn: web_transport_quinn::ALPN,
+        cert_sha256: w
+            .cert_sha256
+            .ok_or_else(|| bad("cert_sha256 (none to pin)"))?,
+        self_signed: true,
+        flow_id: w.flow_id,
+        session_token: w.session_token,
+    })
+}
+
 /// Resolves an address of a join answer.
 async fn resolve(addr: &str, field: &str) -> Result<SocketAddr, ClientError> {
     tokio::net::lookup_host(addr)
@@ -770,7 +814,7 @@ enum Link {
         srtp: Option<Box<SrtpSession>>,
     },
     /// RTP over QUIC.
-    Quic(QuicLink),
+    Quic(Box<QuicLink>),
     /// RTP over a WebRTC data channel (boxed: a peer connection is large).
     WebRtc(Box<WebRtcPeer>),
 }

@@ -1,14 +1,17 @@
-//! The client's RTP over QUIC link: connects with ALPN `roq`, pins the relay's
-//! certificate by its SHA-256 fingerprint, presents the session token, then sends RTP and
-//! RTCP as DATAGRAM frames (a unidirectional stream for what does not fit) and receives
-//! from both.
+//! The client's QUIC link, RTP over QUIC or WebTransport: connects with the answer's ALPN
+//! (`roq`, or `h3` followed by the WebTransport CONNECT), pins the relay's certificate by
+//! its SHA-256 fingerprint, presents the session token, then sends RTP and RTCP as
+//! DATAGRAM frames (a unidirectional stream for what does not fit) and receives from both.
+//! Both go through `web-transport-quinn`'s [`Session`] (raw for RoQ), which adds and
+//! strips WebTransport's stream and datagram headers.
 
 use super::ClientError;
 use crate::transport::command::QuicAnswer;
-use crate::transport::quic::{ALPN, fingerprint, transport_config, udp_socket};
+use crate::transport::quic::{Protocol, fingerprint, transport_config, udp_socket};
 use crate::transport::roq::{self, StreamReader};
+use crate::transport::webtransport;
 use bytes::{Bytes, BytesMut};
-use quinn::{Connection, Endpoint, SendStream};
+use quinn::Endpoint;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -17,6 +20,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use web_transport_quinn::{SendStream, Session, SessionError, WebTransportError};
 
 /// Packets received and not yet read before more are dropped.
 const INBOX_DEPTH: usize = 1 << 16;
@@ -28,7 +32,7 @@ const MAX_PACKET: usize = 65_535;
 #[derive(Debug)]
 pub(super) struct QuicLink {
     endpoint: Endpoint,
-    conn: Connection,
+    conn: Session,
     flow_id: u64,
     inbox: mpsc::Receiver<Bytes>,
     /// Opened on the first packet too large for a datagram.
@@ -40,7 +44,7 @@ pub(super) struct QuicLink {
 impl Drop for QuicLink {
     fn drop(&mut self) {
         self.reader.abort();
-        self.conn.close(0u32.into(), b"client gone");
+        self.conn.close(0, b"client gone");
     }
 }
 
@@ -63,15 +67,26 @@ impl QuicLink {
             udp_socket(local)?,
             Arc::new(quinn::TokioRuntime),
         )?;
+        let protocol = Protocol::from_alpn(answer.alpn.as_bytes())
+            .ok_or_else(|| ClientError::Quic(format!("unknown ALPN {:?}", answer.alpn)))?;
+        let quic = |e: &dyn std::fmt::Display| ClientError::Quic(e.to_string());
         let conn = endpoint
             .connect_with(
-                client_config(&answer.cert_sha256)?,
+                client_config_for(&answer.cert_sha256, protocol)?,
                 answer.addr,
                 "localhost",
             )
-            .map_err(|e| ClientError::Quic(e.to_string()))?
+            .map_err(|e| quic(&e))?
             .await
-            .map_err(|e| ClientError::Quic(e.to_string()))?;
+            .map_err(|e| quic(&e))?;
+        let conn = match protocol {
+            Protocol::Roq => Session::raw(conn),
+            Protocol::WebTransport => {
+                let url = webtransport::url(&answer.addr.to_string());
+                let url = url::Url::parse(&url).map_err(|e| quic(&e))?;
+                Session::connect(conn, url).await.map_err(|e| quic(&e))?
+            }
+        };
         attach(&conn, &answer.session_token).await?;
         let (tx, inbox) = mpsc::channel(INBOX_DEPTH);
         let reader = tokio::spawn(receive(conn.clone(), answer.flow_id, tx));
@@ -90,7 +105,7 @@ impl QuicLink {
     /// unidirectional stream.
     pub(super) async fn send(&mut self, packet: &[u8]) -> Result<(), ClientError> {
         let len = roq::varint_len(self.flow_id) + packet.len();
-        if self.conn.max_datagram_size().is_some_and(|max| len <= max) {
+        if len <= self.conn.max_datagram_size() {
             self.out.clear();
             roq::write_varint(self.flow_id, &mut self.out);
             self.out.extend_from_slice(packet);
@@ -142,12 +157,12 @@ impl QuicLink {
 
     /// How the connection ended, if it has.
     pub(super) fn close_reason(&self) -> Option<quinn::ConnectionError> {
-        self.conn.close_reason()
+        quinn::Connection::close_reason(&self.conn)
     }
 }
 
 /// Presents the session token on a bidirectional stream and checks the status line.
-async fn attach(conn: &Connection, token: &str) -> Result<(), ClientError> {
+async fn attach(conn: &Session, token: &str) -> Result<(), ClientError> {
     let quic = |e: &dyn std::fmt::Display| ClientError::Quic(e.to_string());
     let (mut send, mut recv) = conn.open_bi().await.map_err(|e| quic(&e))?;
     send.write_all(format!("{token}\n").as_bytes())
@@ -165,7 +180,7 @@ async fn attach(conn: &Connection, token: &str) -> Result<(), ClientError> {
 }
 
 /// Reads datagrams and relay-opened streams into `tx` until the connection closes.
-async fn receive(conn: Connection, flow_id: u64, tx: mpsc::Sender<Bytes>) {
+async fn receive(conn: Session, flow_id: u64, tx: mpsc::Sender<Bytes>) {
     loop {
         tokio::select! {
             got = conn.read_datagram() => match got {
@@ -177,6 +192,7 @@ async fn receive(conn: Connection, flow_id: u64, tx: mpsc::Sender<Bytes>) {
                         let _ = tx.try_send(d.slice(d.len() - packet.len()..));
                     }
                 }
+                Err(SessionError::WebTransportError(WebTransportError::UnknownSession)) => {}
                 Err(_) => return,
             },
             got = conn.accept_uni() => match got {
@@ -190,7 +206,11 @@ async fn receive(conn: Connection, flow_id: u64, tx: mpsc::Sender<Bytes>) {
 }
 
 /// One relay-opened stream's packets into `tx`.
-async fn read_stream(mut recv: quinn::RecvStream, flow_id: u64, tx: mpsc::Sender<Bytes>) {
+async fn read_stream(
+    mut recv: web_transport_quinn::RecvStream,
+    flow_id: u64,
+    tx: mpsc::Sender<Bytes>,
+) {
     let mut reader = StreamReader::new(MAX_PACKET);
     let mut buf = BytesMut::new();
     while let Ok(Some(chunk)) = recv.read_chunk(MAX_PACKET, true).await {
@@ -219,6 +239,14 @@ async fn read_stream(mut recv: quinn::RecvStream, flow_id: u64, tx: mpsc::Sender
 /// A quinn client configuration for the relay: ALPN `roq`, the relay's transport
 /// parameters, and exactly the certificate with this SHA-256 fingerprint.
 pub fn client_config(cert_sha256: &str) -> Result<quinn::ClientConfig, ClientError> {
+    client_config_for(cert_sha256, Protocol::Roq)
+}
+
+/// [`client_config`] for `protocol`'s ALPN.
+pub fn client_config_for(
+    cert_sha256: &str,
+    protocol: Protocol,
+) -> Result<quinn::ClientConfig, ClientError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = Pinned {
         sha256: cert_sha256.to_ascii_lowercase(),
@@ -230,7 +258,7 @@ pub fn client_config(cert_sha256: &str) -> Result<quinn::ClientConfig, ClientErr
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
-    tls.alpn_protocols = vec![ALPN.as_bytes().to_vec()];
+    tls.alpn_protocols = vec![protocol.alpn().as_bytes().to_vec()];
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
         .map_err(|e| ClientError::Quic(e.to_string()))?;
     let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));

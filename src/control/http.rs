@@ -21,6 +21,7 @@ use crate::transport::command::{
 };
 use crate::transport::shards::Shards;
 use crate::transport::webrtc::{self, OfferError};
+use crate::transport::webtransport;
 use crate::wire::Dialect;
 use axum::Json;
 use axum::Router;
@@ -534,7 +535,30 @@ struct JoinAnswerBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     quic: Option<QuicBody>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    webtransport: Option<WebTransportBody>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     webrtc: Option<WebRtcAnswer>,
+}
+
+/// The `webtransport` object of a WebTransport join's answer (`docs/api.md`).
+#[derive(Serialize)]
+struct WebTransportBody {
+    url: String,
+    /// `null` for a configured certificate, which browsers verify as any web server's.
+    cert_sha256: Option<String>,
+    flow_id: u64,
+    session_token: String,
+}
+
+impl WebTransportBody {
+    fn new(q: &QuicAnswer, headers: &HeaderMap) -> Self {
+        Self {
+            url: webtransport::url(&advertised_addr(q.addr, headers)),
+            cert_sha256: q.self_signed.then(|| q.cert_sha256.clone()),
+            flow_id: q.flow_id,
+            session_token: q.session_token.clone(),
+        }
+    }
 }
 
 /// The `quic` object of a QUIC join's answer (`docs/api.md`).
@@ -576,20 +600,22 @@ async fn join(
     }
     let body: JoinBody = parse_json(&body, None)?;
     let webrtc = webrtc_offer(&body, &headers)?;
+    // The QUIC endpoint's transport the join asks for, if any.
     let quic = match body.transport.as_str() {
-        "rtp" | "webrtc" => false,
-        "quic" if body.srtp_profile.is_none() => true,
-        "quic" => {
+        "rtp" | "webrtc" => None,
+        "quic" | "webtransport" if body.srtp_profile.is_some() => {
             return Err(ApiError::unprocessable(
                 "invalid_request",
-                "srtp_profile: QUIC encrypts; a QUIC join names no SRTP profile",
+                "srtp_profile: QUIC encrypts; a QUIC or WebTransport join names no SRTP profile",
             ));
         }
+        "quic" => Some(TransportRequest::Quic),
+        "webtransport" => Some(TransportRequest::WebTransport),
         other => {
             return Err(ApiError::unprocessable(
                 "unsupported_transport",
                 format!(
-                    "transport: {other:?} is not supported; use \"rtp\", \"quic\" or \"webrtc\""
+                    "transport: {other:?} is not supported; use \"rtp\", \"quic\", \"webtransport\" or \"webrtc\""
                 ),
             ));
         }
@@ -615,6 +641,8 @@ async fn join(
         return Err(draining());
     }
 
+    let rtp = quic.is_none() && webrtc.is_none();
+    let webtransport = quic == Some(TransportRequest::WebTransport);
     let answer = state
         .0
         .relay
@@ -629,12 +657,10 @@ async fn join(
                 dialect: body.dialect,
                 interest: body.interest,
             },
-            transport: if let Some(offer) = webrtc {
-                TransportRequest::WebRtc(Box::new(offer))
-            } else if quic {
-                TransportRequest::Quic
-            } else {
-                TransportRequest::Rtp(profile)
+            transport: match (webrtc, quic) {
+                (Some(offer), _) => TransportRequest::WebRtc(Box::new(offer)),
+                (None, Some(q)) => q,
+                (None, None) => TransportRequest::Rtp(profile),
             },
         })
         .await?;
@@ -653,17 +679,25 @@ async fn join(
         ssrc: answer.joined.ssrc,
         relay_ssrc: answer.joined.relay_ssrc,
         streams: answer.joined.streams,
-        rtp: (answer.quic.is_none() && answer.webrtc.is_none()).then(|| RtpBody {
+        rtp: rtp.then(|| RtpBody {
             addr: advertised_addr(answer.rtp_addr, &headers),
             srtp: answer.srtp,
         }),
-        quic: answer.quic.map(|q: QuicAnswer| QuicBody {
-            addr: advertised_addr(q.addr, &headers),
-            alpn: q.alpn,
-            cert_sha256: q.cert_sha256,
-            flow_id: q.flow_id,
-            session_token: q.session_token,
-        }),
+        webtransport: answer
+            .quic
+            .as_ref()
+            .filter(|_| webtransport)
+            .map(|q| WebTransportBody::new(q, &headers)),
+        quic: answer
+            .quic
+            .filter(|_| !webtransport)
+            .map(|q: QuicAnswer| QuicBody {
+                addr: advertised_addr(q.addr, &headers),
+                alpn: q.alpn,
+                cert_sha256: q.cert_sha256,
+                flow_id: q.flow_id,
+                session_token: q.session_token,
+            }),
         webrtc: answer.webrtc,
     };
     Ok((

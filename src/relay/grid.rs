@@ -44,16 +44,23 @@ pub fn cells_covering(center: [f32; 3], half: [f32; 3]) -> Option<Vec<Cell>> {
     Some(cells)
 }
 
+/// Emptied cells' member lists kept for reuse, at most.
+const SPARE_CELLS: usize = 64;
+
 /// Members per cell.
 #[derive(Debug)]
 pub struct Grid<T> {
     cells: HashMap<Cell, Vec<T>>,
+    /// Member lists of cells that emptied, reused by cells that fill: an object crossing
+    /// back and forth between cells allocates nothing.
+    spare: Vec<Vec<T>>,
 }
 
 impl<T> Default for Grid<T> {
     fn default() -> Self {
         Self {
             cells: HashMap::new(),
+            spare: Vec::new(),
         }
     }
 }
@@ -61,7 +68,11 @@ impl<T> Default for Grid<T> {
 impl<T: PartialEq + Copy> Grid<T> {
     /// Adds `t` to `cell`.
     pub fn insert(&mut self, cell: Cell, t: T) {
-        self.cells.entry(cell).or_default().push(t);
+        let spare = &mut self.spare;
+        self.cells
+            .entry(cell)
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .push(t);
     }
 
     /// Removes `t` from `cell`.
@@ -71,8 +82,11 @@ impl<T: PartialEq + Copy> Grid<T> {
             if let Some(i) = v.iter().position(|x| *x == t) {
                 v.swap_remove(i);
             }
-            if v.is_empty() {
-                self.cells.remove(&cell);
+            if v.is_empty()
+                && let Some(v) = self.cells.remove(&cell)
+                && self.spare.len() < SPARE_CELLS
+            {
+                self.spare.push(v);
             }
         }
     }

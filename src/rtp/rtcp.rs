@@ -444,37 +444,61 @@ fn append(out: &mut Vec<u8>, packet: &impl Marshal) -> Result<usize, RtcpWriteEr
     Ok(written?)
 }
 
-/// Appends an SR to `out`; returns its length.
+/// Appends an SR to `out`; returns its length. At most 31 report blocks (the count
+/// field has 5 bits).
+///
+/// Hand-written, as RR is: `rtc-rtcp` wants the blocks in a `Vec` of its own, one
+/// allocation per report.
 pub fn write_sr(
     out: &mut Vec<u8>,
     ssrc: u32,
     info: SenderInfo,
     reports: &[ReceptionReport],
 ) -> Result<usize, RtcpWriteError> {
-    let sr = SenderReport {
-        ssrc,
-        ntp_time: info.ntp_time,
-        rtp_time: info.rtp_time,
-        packet_count: info.packet_count,
-        octet_count: info.octet_count,
-        reports: reports.to_vec(),
-        profile_extensions: Bytes::new(),
-    };
-    append(out, &sr)
+    let count = report_count(reports)?;
+    append_packet(out, count, PT_SR, 24 + 24 * reports.len(), |out| {
+        out.extend_from_slice(&ssrc.to_be_bytes());
+        out.extend_from_slice(&info.ntp_time.to_be_bytes());
+        out.extend_from_slice(&info.rtp_time.to_be_bytes());
+        out.extend_from_slice(&info.packet_count.to_be_bytes());
+        out.extend_from_slice(&info.octet_count.to_be_bytes());
+        write_blocks(out, reports);
+    })
 }
 
-/// Appends an RR to `out`; returns its length.
+/// Appends an RR to `out`; returns its length. At most 31 report blocks.
 pub fn write_rr(
     out: &mut Vec<u8>,
     ssrc: u32,
     reports: &[ReceptionReport],
 ) -> Result<usize, RtcpWriteError> {
-    let rr = ReceiverReport {
-        ssrc,
-        reports: reports.to_vec(),
-        profile_extensions: Bytes::new(),
-    };
-    append(out, &rr)
+    let count = report_count(reports)?;
+    append_packet(out, count, PT_RR, 4 + 24 * reports.len(), |out| {
+        out.extend_from_slice(&ssrc.to_be_bytes());
+        write_blocks(out, reports);
+    })
+}
+
+/// The 5-bit report count of `reports`.
+fn report_count(reports: &[ReceptionReport]) -> Result<u8, RtcpWriteError> {
+    u8::try_from(reports.len())
+        .ok()
+        .filter(|&n| n <= 31)
+        .ok_or(RtcpWriteError::TooManySources)
+}
+
+/// Report blocks (RFC 3550 §6.4.1): SSRC, fraction lost and 24-bit cumulative loss,
+/// extended highest sequence number, jitter, LSR, DLSR.
+fn write_blocks(out: &mut Vec<u8>, reports: &[ReceptionReport]) {
+    for r in reports {
+        out.extend_from_slice(&r.ssrc.to_be_bytes());
+        let lost = r.total_lost & 0x00ff_ffff;
+        out.extend_from_slice(&(u32::from(r.fraction_lost) << 24 | lost).to_be_bytes());
+        out.extend_from_slice(&r.last_sequence_number.to_be_bytes());
+        out.extend_from_slice(&r.jitter.to_be_bytes());
+        out.extend_from_slice(&r.last_sender_report.to_be_bytes());
+        out.extend_from_slice(&r.delay.to_be_bytes());
+    }
 }
 
 /// Appends an SDES with one chunk holding a CNAME to `out`; returns its length.

@@ -17,19 +17,18 @@
 //! route's device cannot checksum it; `EINVAL`), GSO is switched off for the batch's life
 //! and that buffer's datagrams go one by one.
 
+use super::mmsg;
 use nix::errno::Errno;
-use nix::sys::socket::{
-    ControlMessage, MsgFlags, MultiHeaders, SockaddrStorage, getsockopt, sendmmsg, sendmsg, sockopt,
-};
+use nix::sys::socket::{SockaddrStorage, getsockopt, sockopt};
 use std::convert::Infallible;
-use std::io::{self, IoSlice};
+use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
 /// Datagrams per `sendmmsg` call.
-pub const SEND_BATCH: usize = 64;
+pub const SEND_BATCH: usize = mmsg::MAX_DATAGRAMS;
 
 /// Segments per GSO super-buffer (the kernel's `UDP_MAX_SEGMENTS` before Linux 6.9).
 const GSO_MAX_SEGMENTS: usize = 64;
@@ -273,20 +272,22 @@ impl SendBatch {
     /// `sendmmsg`; returns how many the kernel took (at least 1, so a refused datagram is
     /// skipped).
     fn send_singles(&self, socket: &UdpSocket, at: usize, sent: &mut Sent) -> io::Result<usize> {
-        let chunk: Vec<&Item> = self.runs[at..]
+        let chunk = self.runs[at..]
             .iter()
             .take(SEND_BATCH)
             .take_while(|r| r.count == 1)
             .filter_map(|r| self.order.get(r.first))
-            .filter_map(|&i| self.items.get(i as usize))
-            .collect();
+            .filter_map(|&i| self.items.get(i as usize));
+        let datagrams = chunk.clone().map(|item| {
+            (
+                self.arena.get(item.start..item.end).unwrap_or_default(),
+                &item.addr,
+            )
+        });
         let taken = socket.try_io(Interest::WRITABLE, || {
-            send_chunk(socket, &self.arena, &chunk)
+            mmsg::send(socket.as_raw_fd(), datagrams.clone())
         })?;
-        chunk
-            .iter()
-            .take(taken)
-            .for_each(|item| sent.add(item.len()));
+        chunk.take(taken).for_each(|item| sent.add(item.len()));
         Ok(taken.max(1))
     }
 }
@@ -334,57 +335,12 @@ fn send_super(
         return Ok(());
     };
     let segment = u16::try_from(segment).map_err(|_| io::Error::from(Errno::EINVAL))?;
-    let mut slices = [IoSlice::new(&[]); GSO_MAX_SEGMENTS];
-    let mut n = 0;
-    for (slot, item) in slices
-        .iter_mut()
-        .zip(group.iter().filter_map(|&i| items.get(i as usize)))
-    {
-        *slot = IoSlice::new(arena.get(item.start..item.end).unwrap_or_default());
-        n += 1;
-    }
-    let cmsgs = [ControlMessage::UdpGsoSegments(&segment)];
-    match sendmsg(
-        socket.as_raw_fd(),
-        &slices[..n],
-        &cmsgs,
-        MsgFlags::empty(),
-        Some(&head.addr),
-    ) {
-        Ok(_) => Ok(()),
-        Err(Errno::EAGAIN) => Err(io::ErrorKind::WouldBlock.into()),
-        Err(e) => Err(io::Error::from(e)),
-    }
-}
-
-/// One `sendmmsg` of up to [`SEND_BATCH`] datagrams; returns how many the kernel took.
-/// The headers are built per call: they hold raw pointers, so they may not live across
-/// an await in the relay task (one allocation per batch, not per datagram).
-fn send_chunk(socket: &UdpSocket, arena: &[u8], chunk: &[&Item]) -> io::Result<usize> {
-    let mut headers = MultiHeaders::<SockaddrStorage>::preallocate(chunk.len(), None);
-    let slices: Vec<[IoSlice<'_>; 1]> = chunk
+    let segments = group
         .iter()
-        .map(|item| {
-            [IoSlice::new(
-                arena.get(item.start..item.end).unwrap_or_default(),
-            )]
-        })
-        .collect();
-    let addrs: Vec<Option<SockaddrStorage>> = chunk.iter().map(|item| Some(item.addr)).collect();
-    let cmsgs: [ControlMessage<'_>; 0] = [];
-    match sendmmsg(
-        socket.as_raw_fd(),
-        &mut headers,
-        &slices,
-        &addrs,
-        cmsgs,
-        MsgFlags::empty(),
-    ) {
-        Ok(results) => Ok(results.count()),
-        Err(Errno::EAGAIN) => Err(io::ErrorKind::WouldBlock.into()),
-        Err(Errno::EINTR) => Ok(0),
-        Err(e) => Err(io::Error::from(e)),
-    }
+        .take(GSO_MAX_SEGMENTS)
+        .filter_map(|&i| items.get(i as usize))
+        .map(|item| arena.get(item.start..item.end).unwrap_or_default());
+    mmsg::send_segmented(socket.as_raw_fd(), segments, &head.addr, segment)
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ pub struct JoinAnswer {
     pub rtp_addr: SocketAddr,
     /// SRTP keys; `None` in insecure plain-RTP mode or over QUIC.
     pub srtp: Option<SrtpKeys>,
-    /// How to reach the session over QUIC; `Some` exactly for QUIC joins.
+    /// How to reach the session over QUIC; `Some` exactly for QUIC and WebTransport joins.
     pub quic: Option<QuicAnswer>,
     /// The relay's SDP answer; `Some` exactly for WebRTC joins.
     pub webrtc: Option<WebRtcAnswer>,
@@ -59,7 +59,8 @@ pub struct WebRtcAnswer {
     pub max_packet: usize,
 }
 
-/// What a client needs to carry its session over QUIC (see `docs/api.md`).
+/// What a client needs to carry its session over QUIC, RoQ or WebTransport (see
+/// `docs/api.md`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct QuicAnswer {
     /// The relay's QUIC address (before any advertise address is applied).
@@ -68,6 +69,9 @@ pub struct QuicAnswer {
     pub alpn: &'static str,
     /// SHA-256 of the relay's certificate (DER), lowercase hex.
     pub cert_sha256: String,
+    /// Whether the relay generated the certificate (browsers then pin it by
+    /// `cert_sha256`; a configured one they verify as any web server's).
+    pub self_signed: bool,
     /// RoQ flow identifier of the session's RTP session (RTP and RTCP share it).
     pub flow_id: u64,
     /// Single-use, short-lived secret that ties a QUIC connection to the session.
@@ -85,6 +89,8 @@ pub enum TransportRequest {
     /// WebRTC data channels answering this offer; refused when the relay runs no WebRTC
     /// transport.
     WebRtc(Box<WebRtcOffer>),
+    /// WebTransport (RoQ framing over HTTP/3) on the QUIC endpoint; refused likewise.
+    WebTransport,
 }
 
 /// The room and identity of a session, for authorizing operations on it.

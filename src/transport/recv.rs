@@ -1,29 +1,21 @@
 //! Incoming datagrams read in batches with `recvmmsg` (Linux): one syscall brings up to
-//! [`RecvBatch::slots`] datagrams into one reused buffer, cut in equal slots. Uses nix's
-//! safe wrapper, as the send side does.
+//! [`RecvBatch::slots`] datagrams into one reused buffer, cut in equal slots, allocating
+//! nothing ([`super::mmsg`]).
 
-use nix::errno::Errno;
-use nix::sys::socket::{MsgFlags, MultiHeaders, SockaddrStorage, recvmmsg};
-use std::io::{self, IoSliceMut};
+use super::mmsg::{self, MAX_DATAGRAMS, Received};
+use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
-/// One datagram read into a slot.
-#[derive(Debug, Clone, Copy)]
-struct Got {
-    len: usize,
-    from: Option<SocketAddr>,
-    /// Longer than its slot: the kernel cut it.
-    truncated: bool,
-}
-
-/// A reusable buffer for one `recvmmsg` call.
+/// A reusable buffer for one `recvmmsg` call. The default holds nothing and allocates
+/// nothing: a placeholder while the real one is lent out.
+#[derive(Default)]
 pub struct RecvBatch {
     buf: Vec<u8>,
     slot: usize,
-    got: Vec<Got>,
+    got: Vec<Received>,
 }
 
 /// A datagram of the last batch.
@@ -36,9 +28,9 @@ pub enum Datagram<'a> {
 }
 
 impl RecvBatch {
-    /// Room for `slots` datagrams of up to `slot` bytes each.
+    /// Room for `slots` datagrams (at most [`MAX_DATAGRAMS`]) of up to `slot` bytes each.
     pub fn new(slots: usize, slot: usize) -> Self {
-        let (slots, slot) = (slots.max(1), slot.max(1));
+        let (slots, slot) = (slots.clamp(1, MAX_DATAGRAMS), slot.max(1));
         Self {
             buf: vec![0; slots * slot],
             slot,
@@ -48,14 +40,16 @@ impl RecvBatch {
 
     /// How many datagrams one call reads at most.
     pub fn slots(&self) -> usize {
-        self.buf.len() / self.slot
+        self.buf.len() / self.slot.max(1)
     }
 
     /// Reads what the socket holds, up to [`RecvBatch::slots`] datagrams, without
     /// waiting; `WouldBlock` when there is nothing. Returns how many were read.
     pub fn recv(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         let Self { buf, slot, got } = self;
-        socket.try_io(Interest::READABLE, || recv_into(socket, buf, *slot, got))
+        socket.try_io(Interest::READABLE, || {
+            mmsg::recv(socket.as_raw_fd(), buf, *slot, got)
+        })
     }
 
     /// Datagram `i` of the last [`RecvBatch::recv`].
@@ -69,46 +63,6 @@ impl RecvBatch {
             _ => Datagram::Unusable,
         }
     }
-}
-
-/// One `recvmmsg` into the slots of `buf`. The headers hold raw pointers into `buf`, so
-/// they are built per call and never live across an await (one allocation per batch).
-fn recv_into(
-    socket: &UdpSocket,
-    buf: &mut [u8],
-    slot: usize,
-    got: &mut Vec<Got>,
-) -> io::Result<usize> {
-    got.clear();
-    let n = buf.len() / slot;
-    let mut headers = MultiHeaders::<SockaddrStorage>::preallocate(n, None);
-    let mut slices: Vec<[IoSliceMut<'_>; 1]> = buf
-        .chunks_exact_mut(slot)
-        .map(|c| [IoSliceMut::new(c)])
-        .collect();
-    let flags = MsgFlags::MSG_DONTWAIT;
-    match recvmmsg(socket.as_raw_fd(), &mut headers, &mut slices, flags, None) {
-        Ok(results) => {
-            for r in results {
-                got.push(Got {
-                    len: r.bytes.min(slot),
-                    from: r.address.and_then(socket_addr),
-                    truncated: r.flags.contains(MsgFlags::MSG_TRUNC),
-                });
-            }
-            Ok(got.len())
-        }
-        Err(Errno::EAGAIN) => Err(io::ErrorKind::WouldBlock.into()),
-        Err(Errno::EINTR) => Ok(0),
-        Err(e) => Err(io::Error::from(e)),
-    }
-}
-
-/// The IP address in a socket address the kernel wrote.
-fn socket_addr(a: SockaddrStorage) -> Option<SocketAddr> {
-    a.as_sockaddr_in()
-        .map(|v4| SocketAddr::V4((*v4).into()))
-        .or_else(|| a.as_sockaddr_in6().map(|v6| SocketAddr::V6((*v6).into())))
 }
 
 #[cfg(test)]

@@ -239,10 +239,8 @@ impl Shard {
                 let (peer, keys) = self.udp.new_link(profile)?;
                 (Link::Udp(peer), keys)
             }
-            TransportRequest::Quic => {
-                let port = self.quic.as_mut().ok_or(CommandError::QuicDisabled)?;
-                (Link::Quic(port.new_link()?), None)
-            }
+            TransportRequest::Quic => (self.quic_link(quic::Protocol::Roq)?, None),
+            TransportRequest::WebTransport => (self.quic_link(quic::Protocol::WebTransport)?, None),
             TransportRequest::WebRtc(offer) => {
                 let port = self.webrtc.as_mut().ok_or(CommandError::WebRtcDisabled)?;
                 let (peer, answer) = port.new_link(&offer)?;

@@ -238,7 +238,7 @@ impl Shard {
     pub(super) async fn receive_batch(&mut self) {
         let now = Instant::now();
         let mut accepted = 0u32;
-        let mut recv = std::mem::replace(&mut self.udp.recv, RecvBatch::new(0, 0));
+        let mut recv = std::mem::take(&mut self.udp.recv);
         let n = match recv.recv(&self.udp.socket) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,

@@ -1,4 +1,36 @@
-// Shared by the Node scripts the Rust tests run (tests/web_client.rs).
+// Shared by the Node scripts the Rust tests run (tests/web_client.rs, tests/web_viewer.rs,
+// tests/web_webtransport.rs).
+import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/**
+ * Runs `run(page, context)` in a fresh headless Chromium (GSRELAY_CHROMIUM, driven by the
+ * playwright-core in GSRELAY_NODE_TOOLS) with its own profile, counting an exception as a
+ * failure of `tally`; the browser and profile are gone when it resolves. QUIC stays on:
+ * WebTransport needs it.
+ */
+export async function withChromium(tally, run) {
+  const env = process.env;
+  const { chromium } = createRequire(join(env.GSRELAY_NODE_TOOLS, "node_modules", "/"))("playwright-core");
+  const userDataDir = mkdtempSync(join(tmpdir(), "gsrelay-chromium-"));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: env.GSRELAY_CHROMIUM,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync"],
+    viewport: { width: 1360, height: 760 },
+  });
+  try {
+    await run(await context.newPage(), context);
+  } catch (e) {
+    tally.check(false, `unexpected: ${e.stack}`);
+  } finally {
+    await context.close();
+    rmSync(userDataDir, { recursive: true, force: true });
+  }
+}
 
 /** JSON.parse keeping integers beyond 2^53 exact (as BigInt). */
 export function parseJson(text) {

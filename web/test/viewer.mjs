@@ -4,36 +4,18 @@
 // client publishing three objects over UDP/SRTP), GSRELAY_CHROMIUM (the browser),
 // GSRELAY_NODE_TOOLS (where playwright-core is installed), GSRELAY_ARTIFACTS (screenshot
 // directory), GSRELAY_DOCS_SCREENSHOT (optional: also write the screenshot there).
-// Prints "N passed, M failed".
-import { mkdtempSync, mkdirSync, rmSync, copyFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+// The viewer joins live over WebTransport. Prints "N passed, M failed".
+import { mkdirSync, copyFileSync } from "node:fs";
 import { join } from "node:path";
-import { Tally } from "./support.mjs";
+import { Tally, withChromium } from "./support.mjs";
 
 const env = process.env;
-const { chromium } = createRequire(join(env.GSRELAY_NODE_TOOLS, "node_modules", "/"))("playwright-core");
 const base = env.GSRELAY_BASE;
 const publisher = Number(env.GSRELAY_PUBLISHER_SSRC);
 const t = new Tally();
 const WAIT = { timeout: 15000 };
 
-const userDataDir = mkdtempSync(join(tmpdir(), "gsrelay-chromium-"));
-const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: env.GSRELAY_CHROMIUM,
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync"],
-  viewport: { width: 1360, height: 760 },
-});
-try {
-  await run(await context.newPage());
-} catch (e) {
-  t.check(false, `unexpected: ${e.stack}`);
-} finally {
-  await context.close();
-  rmSync(userDataDir, { recursive: true, force: true });
-}
+await withChromium(t, run);
 t.finish();
 
 async function run(page) {
@@ -48,9 +30,7 @@ async function run(page) {
   t.check(h["cache-control"] === "no-cache" && /^"[0-9a-f]{32}"$/.test(h.etag ?? ""), "module cache headers");
 
   // The viewer, with the token in the fragment (which it then removes from the address).
-  // WebTransport named: the objects on the map are the ones fed below, not a live stream's
-  // (the viewer over WebRTC is tests/web_webrtc.rs).
-  const html = await page.goto(`${base}/viewer#token=${env.GSRELAY_TOKEN}&room=dev&transport=webtransport`);
+  const html = await page.goto(`${base}/viewer#token=${env.GSRELAY_TOKEN}&room=dev`);
   t.check(html.status() === 200 && /script-src 'self'/.test(html.headers()["content-security-policy"] ?? ""), "viewer CSP");
   await page.waitForFunction(() => window.gsrelayViewer !== undefined, null, WAIT);
   t.check(!page.url().includes("token="), `token left in the address: ${page.url()}`);
@@ -83,9 +63,17 @@ async function run(page) {
     const tr = document.querySelector(`#streams tr[data-ssrc="${ssrc}"]`);
     return tr && tr.children[1].textContent === who && tr.children[2].textContent === "3";
   }, [publisher, env.GSRELAY_PUBLISHER_IDENTITY], WAIT).then(() => t.check(true), (e) => t.check(false, `publisher row: ${e.message}`));
-  // Live transport: offered by the relay (a session) or clearly reported as not offered.
-  await page.waitForFunction(() => /not offered|(WebTransport|WebRTC), session/.test(document.getElementById("transport").textContent), null, WAIT)
-    .then(() => t.check(true), (e) => t.check(false, `transport status: ${e.message}`));
+  // Live over WebTransport: a session, the publisher's three objects drawn from it, and the
+  // time the snapshot on join took.
+  await page.waitForFunction(() => /^WebTransport, session s[0-9a-f]{16}$/.test(document.getElementById("transport").textContent), null, WAIT)
+    .then(() => t.check(true), (e) => t.check(false, `live transport: ${e.message}`));
+  await page.waitForFunction((ssrc) => window.gsrelayViewer.drawn.filter((d) => d.ssrc === ssrc).length === 3, publisher, WAIT)
+    .then(() => t.check(true), (e) => t.check(false, `publisher's objects drawn live: ${e.message}`));
+  // The table (and with it the snapshot time) is redrawn every 250 ms.
+  await page.waitForFunction(() => /^\d+ ms to first state$/.test(document.getElementById("snapshot").textContent), null, WAIT)
+    .then(() => t.check(true), (e) => t.check(false, `snapshot time shown: ${e.message}`));
+  const live = await page.evaluate(() => document.getElementById("status").className);
+  t.check(live === "live", `live page: ${live}`);
 
   // Packets in, as a transport delivers them: a stream of six objects, and an aggregated
   // packet from the relay carrying another sender's head in a container.
@@ -111,8 +99,8 @@ async function run(page) {
     return [v.ingest(stream), v.ingest(aggregated)];
   });
   t.check(fed[0] === "rtp" && fed[1] === "rtp", `ingest: ${fed}`);
-  await page.waitForFunction(() => Number(document.getElementById("map").dataset.drawn) === 7, null, WAIT)
-    .then(() => t.check(true), (e) => t.check(false, `7 objects drawn: ${e.message}`));
+  await page.waitForFunction(() => Number(document.getElementById("map").dataset.drawn) === 10, null, WAIT)
+    .then(() => t.check(true), (e) => t.check(false, `7 fed objects drawn beside the live 3: ${e.message}`));
 
   // Prediction: the head moves at 1 m/s along x between updates, capped at one second ahead.
   await page.waitForFunction(() => {
@@ -131,7 +119,7 @@ async function run(page) {
     return tr && [...tr.children].map((c) => c.textContent);
   });
   t.check(row && row[2] === "6" && Number(row[3]) > 0, `stream row ${row}`);
-  t.check(row && /WebTransport|WebRTC|not offered/.test(await page.textContent("#transport")), "transport shown");
+  t.check(row && /^WebTransport, session/.test(await page.textContent("#transport")), "transport shown");
 
   // The screenshot (after the view has eased onto the objects; for the image only).
   await page.waitForTimeout(1200);
@@ -152,24 +140,29 @@ async function run(page) {
     for (let i = 0; i < 2000; i++) outcomes.add(v.ingest(Uint8Array.from({ length: rand() % 80 }, rand)));
     return { bye, outcomes: [...outcomes], streams: [...v.room.streams.keys()] };
   });
-  t.check(after.bye === "rtcp" && after.streams.length === 1 && after.streams[0] === 0xb0b, `after BYE: ${JSON.stringify(after)}`);
+  const left = [...after.streams].sort((a, b) => a - b);
+  t.check(after.bye === "rtcp" && left.length === 2 && left.includes(0xb0b) && left.includes(publisher), `after BYE: ${JSON.stringify(after)}`);
   t.check(after.outcomes.every((o) => o.startsWith("dropped:") || o === "rtp" || o === "rtcp"), `garbage outcomes ${after.outcomes}`);
-  await page.waitForFunction(() => Number(document.getElementById("map").dataset.drawn) <= 1, null, WAIT)
-    .then(() => t.check(true), (e) => t.check(false, `BYE clears the map: ${e.message}`));
+  await page.waitForFunction(() => Number(document.getElementById("map").dataset.drawn) <= 4, null, WAIT)
+    .then(() => t.check(true), (e) => t.check(false, `BYE clears the stream from the map: ${e.message}`));
   t.check(pageErrors.length === 0, `uncaught errors in the page: ${pageErrors}`);
 
-  // Without the admin right the page still opens: no inspection table, no error shown.
+  // Without the admin right the page still goes live: the stream is seen from the live
+  // transport only (no identity), and the refused inspection shows no error.
   await page.goto("about:blank"); // else the new fragment is a same-document navigation
-  await page.goto(`${base}/viewer#token=${env.GSRELAY_SUBSCRIBE_TOKEN}&room=dev&transport=webtransport`);
-  await page.waitForFunction(() => /not offered|(WebTransport|WebRTC), session/.test(document.getElementById("transport").textContent), null, WAIT)
+  await page.goto(`${base}/viewer#token=${env.GSRELAY_SUBSCRIBE_TOKEN}&room=dev`);
+  await page.waitForFunction(() => /^WebTransport, session/.test(document.getElementById("transport").textContent), null, WAIT)
     .then(() => t.check(true), (e) => t.check(false, `subscriber's transport status: ${e.message}`));
   await page.waitForFunction(() => window.gsrelayViewer.info?.error?.status === 403, null, WAIT);
   const renders = await page.evaluate(() => window.gsrelayViewer.renders);
   await page.waitForFunction((n) => window.gsrelayViewer.renders > n, renders, WAIT);
-  const sub = await page.evaluate(() => ({
+  await page.waitForFunction((ssrc) => document.querySelector(`#streams tr[data-ssrc="${ssrc}"]`), publisher, WAIT)
+    .then(() => t.check(true), (e) => t.check(false, `subscriber sees the stream live: ${e.message}`));
+  const sub = await page.evaluate((ssrc) => ({
     status: document.getElementById("status").className,
     rows: document.querySelectorAll("#streams tbody tr").length,
+    identity: document.querySelector(`#streams tr[data-ssrc="${ssrc}"]`)?.children[1].textContent,
     forbidden: window.gsrelayViewer.info?.error?.status,
-  }));
-  t.check(sub.status !== "error" && sub.rows === 0 && sub.forbidden === 403, `subscribe-only page: ${JSON.stringify(sub)}`);
+  }), publisher);
+  t.check(sub.status === "live" && sub.rows === 1 && sub.identity === "—" && sub.forbidden === 403, `subscribe-only page: ${JSON.stringify(sub)}`);
 }

@@ -264,6 +264,10 @@ impl SrtpError {
     }
 }
 
+/// SSRCs a direction has replay windows ready for (a session sends and receives few
+/// SSRCs' RTCP, and its RTP SSRCs beyond these allocate once each).
+const SSRCS_AHEAD: usize = 4;
+
 /// One direction of a session: its SRTP and SRTCP keys and the per-SSRC indexes they
 /// accepted (inbound) or sealed (outbound).
 struct Direction {
@@ -285,8 +289,8 @@ impl Direction {
         Ok(Self {
             srtp: Cipher::derive(profile, &kdf, false)?,
             srtcp: Cipher::derive(profile, &kdf, true)?,
-            srtp_seen: Windows::default(),
-            srtcp_seen: Windows::default(),
+            srtp_seen: Windows::with_capacity(SSRCS_AHEAD),
+            srtcp_seen: Windows::with_capacity(SSRCS_AHEAD),
         })
     }
 }

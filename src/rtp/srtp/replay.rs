@@ -92,6 +92,12 @@ impl Window {
 pub(super) struct Windows(HashMap<u32, Window>);
 
 impl Windows {
+    /// Room for `n` SSRCs before the first one is seen: a session's usual SSRCs then get
+    /// their windows without allocating in the middle of forwarding.
+    pub(super) fn with_capacity(n: usize) -> Self {
+        Self(HashMap::with_capacity(n))
+    }
+
     /// The SRTP index of sequence number `seq` on `ssrc`, if it is not one already
     /// accepted or older than the window. An SSRC not seen yet starts at ROC 0.
     pub(super) fn srtp_index(&self, ssrc: u32, seq: u16) -> Option<u64> {

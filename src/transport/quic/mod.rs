@@ -1,5 +1,9 @@
-//! RTP over QUIC (RoQ, draft-ietf-avtcore-rtp-over-quic) on quinn: the QUIC port of the
-//! relay task ([`super::shard`]).
+//! The relay's QUIC endpoint on quinn, the QUIC port of the relay task
+//! ([`super::shard`]). One endpoint, one UDP port, two protocols told apart by the ALPN
+//! each connection negotiates ([`Protocol`]): RTP over QUIC (RoQ,
+//! draft-ietf-avtcore-rtp-over-quic, ALPN `roq`) and WebTransport over HTTP/3 (ALPN
+//! `h3`, [`super::webtransport`]). Both carry the same RoQ framing; after the HTTP/3
+//! CONNECT a WebTransport session is handled exactly as a RoQ connection.
 //!
 //! - [`conn`]: the endpoint's accept loop and one task per connection. A connection
 //!   proves its session with the single-use token of its join on a bidirectional stream,
@@ -9,32 +13,88 @@
 //! - [`port`]: the relay task's side: tokens, each QUIC session's connection, and the
 //!   sending of the core's packets (DATAGRAM frames when they fit, else the session's
 //!   unidirectional stream).
+//! - [`cert`]: the certificate, configured or generated and rotated.
 //!
 //! QUIC encrypts, so there is no SRTP here; the certificate is the relay's own (generated
 //! at start unless `--quic-cert`/`--quic-key` name one) and clients pin it by the
 //! SHA-256 fingerprint the join answer carries.
 
+pub mod cert;
 mod conn;
 mod port;
 
+pub use cert::{CertSource, Certificates};
 pub use conn::{ErrorCode, transport_config, udp_socket};
 pub(super) use port::{Peer, QuicPort};
 
 use crate::metrics::Metrics;
 use crate::relay::SessionId;
 use bytes::Bytes;
-use quinn::Connection;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
+use web_transport_quinn::Session;
 
 /// The ALPN of RTP over QUIC.
 pub const ALPN: &str = "roq";
+
+/// What a connection to the endpoint speaks, by its ALPN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// RTP over QUIC, ALPN `roq`.
+    Roq,
+    /// WebTransport over HTTP/3 (ALPN `h3`) carrying RoQ framing.
+    WebTransport,
+}
+
+impl Protocol {
+    /// Both, in the order the endpoint offers their ALPNs.
+    pub const ALL: [Self; 2] = [Self::Roq, Self::WebTransport];
+
+    /// Its place in [`Self::ALL`], for per-protocol tables.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The ALPN it is negotiated by.
+    pub fn alpn(self) -> &'static str {
+        match self {
+            Self::Roq => ALPN,
+            Self::WebTransport => web_transport_quinn::ALPN,
+        }
+    }
+
+    /// The one `alpn` names.
+    pub fn from_alpn(alpn: &[u8]) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.alpn().as_bytes() == alpn)
+    }
+
+    /// What each of its datagrams starts with before the RoQ flow identifier.
+    pub fn datagram_header(self) -> &'static [u8] {
+        match self {
+            Self::Roq => &[],
+            Self::WebTransport => super::webtransport::DATAGRAM_HEADER,
+        }
+    }
+
+    /// The largest RoQ datagram (flow identifier and packet) `conn` takes now; `None`
+    /// when the peer takes no datagrams.
+    pub fn max_datagram(self, conn: &quinn::Connection) -> Option<usize> {
+        let max = conn.max_datagram_size()?;
+        max.checked_sub(self.datagram_header().len())
+    }
+
+    /// Its `transport` label in metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Roq => "quic",
+            Self::WebTransport => "webtransport",
+        }
+    }
+}
 
 /// Events a relay task's QUIC inbox may hold before packets are dropped.
 const INBOX_DEPTH: usize = 4096;
@@ -51,6 +111,8 @@ pub struct QuicConfig {
     pub advertise: Option<SocketAddr>,
     /// PEM certificate chain and private key; `None` generates a self-signed certificate.
     pub cert: Option<(PathBuf, PathBuf)>,
+    /// How long each generated certificate is valid; it is replaced at half of it.
+    pub cert_lifetime: Duration,
     /// How long a session token is valid after its join.
     pub token_ttl: Duration,
     /// How long a connection has, from its handshake on, to present its token.
@@ -67,6 +129,7 @@ impl QuicConfig {
             bind,
             advertise: None,
             cert: None,
+            cert_lifetime: cert::DEFAULT_LIFETIME,
             token_ttl: Duration::from_secs(30),
             token_timeout: Duration::from_secs(5),
             max_pending: 256,
@@ -79,10 +142,12 @@ impl QuicConfig {
 pub struct QuicInfo {
     /// The bound address.
     pub local_addr: SocketAddr,
-    /// SHA-256 of its certificate (DER), lowercase hex.
+    /// SHA-256 of its certificate (DER) at start, lowercase hex.
     pub cert_sha256: String,
-    /// Whether the certificate was generated at start.
+    /// Whether the certificate was generated (and is rotated) by the relay.
     pub self_signed: bool,
+    /// The certificate now, and its rotation.
+    pub certs: Arc<Certificates>,
 }
 
 /// A session token: 16 random bytes, the first naming the relay task that owns the
@@ -126,8 +191,11 @@ pub enum QuicEvent {
     Attach {
         /// The token.
         token: Token,
-        /// The connection.
-        conn: Connection,
+        /// What the connection speaks.
+        protocol: Protocol,
+        /// The connection: a WebTransport session, or a raw one for RoQ (boxed: a
+        /// session is large beside the other events).
+        conn: Box<Session>,
         /// Where the relay task sends the frames of the session's unidirectional stream.
         stream: mpsc::Sender<Bytes>,
         /// The session, or why not.
@@ -179,15 +247,18 @@ pub struct QuicShard {
     pub(super) events: mpsc::Receiver<QuicEvent>,
 }
 
-/// The bound endpoint; dropping it closes every connection ("relay stopped").
+/// The bound endpoint; dropping it closes every connection ("relay stopped") and stops
+/// the certificate's rotation.
 pub struct QuicEndpoint {
     endpoint: quinn::Endpoint,
+    rotation: tokio::task::JoinHandle<()>,
     /// What it is: address and certificate.
     pub info: QuicInfo,
 }
 
 impl Drop for QuicEndpoint {
     fn drop(&mut self) {
+        self.rotation.abort();
         self.endpoint
             .close(ErrorCode::NoError.varint(), b"relay stopped");
     }
@@ -204,12 +275,15 @@ pub fn bind(
     if shards == 0 || shards > 256 {
         return Err(io::Error::other("QUIC serves 1 to 256 shards"));
     }
-    let (chain, key, self_signed) = load_or_make_cert(&cfg)?;
-    let leaf = chain
-        .first()
-        .ok_or_else(|| io::Error::other("the certificate file holds no certificate"))?;
-    let cert_sha256 = fingerprint(leaf);
-    let endpoint = conn::endpoint(cfg.bind, chain, key)?;
+    let source = match &cfg.cert {
+        Some((cert, key)) => CertSource::Files(cert.clone(), key.clone()),
+        None => CertSource::Generated {
+            lifetime: cfg.cert_lifetime,
+        },
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let certs = Arc::new(Certificates::new(source, provider.clone())?);
+    let endpoint = conn::endpoint(cfg.bind, certs.clone(), provider)?;
     let local_addr = endpoint.local_addr()?;
     let advertised = cfg.advertise.unwrap_or(local_addr);
     let mut inboxes = Vec::with_capacity(shards);
@@ -218,13 +292,7 @@ pub fn bind(
         let (tx, events) = mpsc::channel(INBOX_DEPTH);
         inboxes.push(tx);
         let shard = u8::try_from(k).map_err(io::Error::other)?;
-        let port = QuicPort::new(
-            shard,
-            advertised,
-            cert_sha256.clone(),
-            cfg.token_ttl,
-            metrics,
-        );
+        let port = QuicPort::new(shard, advertised, certs.clone(), cfg.token_ttl, metrics);
         parts.push(QuicShard { port, events });
     }
     let limits = conn::Limits {
@@ -237,34 +305,21 @@ pub fn bind(
         limits,
         metrics.clone(),
     ));
+    let rotation = tokio::spawn(cert::rotate_forever(certs.clone()));
     let info = QuicInfo {
         local_addr,
-        cert_sha256,
-        self_signed,
+        cert_sha256: certs.sha256(),
+        self_signed: certs.generated(),
+        certs,
     };
-    Ok((QuicEndpoint { endpoint, info }, parts))
-}
-
-/// The configured certificate chain and key, or a self-signed pair made now.
-fn load_or_make_cert(
-    cfg: &QuicConfig,
-) -> io::Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>, bool)> {
-    match &cfg.cert {
-        Some((cert, key)) => {
-            let chain = CertificateDer::pem_file_iter(cert)
-                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| io::Error::other(format!("{}: {e}", cert.display())))?;
-            let key = PrivateKeyDer::from_pem_file(key)
-                .map_err(|e| io::Error::other(format!("{}: {e}", key.display())))?;
-            Ok((chain, key, false))
-        }
-        None => {
-            let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])
-                .map_err(io::Error::other)?;
-            let key = PrivatePkcs8KeyDer::from(made.signing_key.serialize_der());
-            Ok((vec![made.cert.der().clone()], key.into(), true))
-        }
-    }
+    Ok((
+        QuicEndpoint {
+            endpoint,
+            rotation,
+            info,
+        },
+        parts,
+    ))
 }
 
 /// SHA-256 of a certificate's DER, lowercase hex.

@@ -1,8 +1,10 @@
 //! The relay task's side of QUIC: session tokens, each QUIC session's connection, QUIC
 //! events as core inputs, and the core's packets as DATAGRAM frames or stream frames.
+//! RoQ and WebTransport sessions differ here only in their datagrams' header and their
+//! metrics' `transport` label ([`Protocol`]).
 
 use super::conn::ErrorCode;
-use super::{ALPN, Attached, QuicEvent, Token};
+use super::{Attached, Certificates, Protocol, QuicEvent, Token};
 use crate::metrics::Metrics;
 use crate::relay::{SessionId, Transmit};
 use crate::rtp::{PacketClass, classify};
@@ -13,14 +15,13 @@ use crate::transport::shard::{Link, Shard, deliver};
 use crate::transport::udp::RECV_BATCH;
 use bytes::{Bytes, BytesMut};
 use prometheus::{Histogram, IntCounter};
-use quinn::{Connection, SendDatagramError};
+use quinn::SendDatagramError;
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-
-/// Transport label in metrics.
-const TRANSPORT: &str = "quic";
+use web_transport_quinn::Session;
 
 /// Bytes the send arena grows by: outgoing frames are carved from it, so sending
 /// allocates once per this many bytes, not per packet.
@@ -29,6 +30,7 @@ const ARENA: usize = 256 * 1024;
 /// A QUIC session's link.
 #[derive(Debug)]
 pub(in crate::transport) struct Peer {
+    protocol: Protocol,
     flow_id: u64,
     token: Token,
     expires: Instant,
@@ -38,11 +40,12 @@ pub(in crate::transport) struct Peer {
 /// A session's attached connection.
 #[derive(Debug)]
 struct Live {
-    conn: Connection,
+    conn: Box<Session>,
     id: usize,
     /// Frames for the session's unidirectional stream (its writer task).
     stream: mpsc::Sender<Bytes>,
-    /// Largest DATAGRAM payload the peer takes; `None` without datagram support.
+    /// Largest RoQ datagram (flow identifier and packet) the peer takes; `None` without
+    /// datagram support.
     max_datagram: Option<usize>,
 }
 
@@ -51,14 +54,15 @@ pub(in crate::transport) struct QuicPort {
     /// The shard this port belongs to: the first byte of its tokens.
     shard: u8,
     addr: SocketAddr,
-    cert_sha256: String,
+    certs: Arc<Certificates>,
     token_ttl: Duration,
     /// Tokens not used yet, with their session and expiry.
     tokens: HashMap<Token, (SessionId, Instant)>,
     /// Token count at which expired tokens are next swept.
     sweep_at: usize,
     arena: BytesMut,
-    counters: Counters,
+    /// By [`Protocol::index`].
+    counters: [Counters; 2],
 }
 
 struct Counters {
@@ -74,35 +78,37 @@ impl QuicPort {
     pub(super) fn new(
         shard: u8,
         addr: SocketAddr,
-        cert_sha256: String,
+        certs: Arc<Certificates>,
         token_ttl: Duration,
         m: &Metrics,
     ) -> Self {
         Self {
             shard,
             addr,
-            cert_sha256,
+            certs,
             token_ttl,
             tokens: HashMap::new(),
             sweep_at: 64,
             arena: BytesMut::new(),
-            counters: Counters {
-                packets_in: m.packets.with_label_values(&[TRANSPORT, "in"]),
-                packets_out: m.packets.with_label_values(&[TRANSPORT, "out"]),
-                bytes_in: m.bytes.with_label_values(&[TRANSPORT, "in"]),
-                bytes_out: m.bytes.with_label_values(&[TRANSPORT, "out"]),
-                latency: m.latency(TRANSPORT),
-            },
+            counters: Protocol::ALL.map(|p| Counters::new(m, p.label())),
         }
     }
 
-    /// A new QUIC session's link, with a fresh token.
-    pub(in crate::transport) fn new_link(&mut self) -> Result<Peer, CommandError> {
+    fn counters(&self, protocol: Protocol) -> &Counters {
+        &self.counters[protocol.index()]
+    }
+
+    /// A new link for a session over `protocol`, with a fresh token.
+    pub(in crate::transport) fn new_link(
+        &mut self,
+        protocol: Protocol,
+    ) -> Result<Peer, CommandError> {
         let token = Token::generate(self.shard).map_err(|e| {
             tracing::error!(error = %e, "cannot make a session token");
             CommandError::Stopped
         })?;
         Ok(Peer {
+            protocol,
             flow_id: 0,
             token,
             expires: Instant::now() + self.token_ttl,
@@ -123,8 +129,9 @@ impl QuicPort {
         self.tokens.insert(peer.token, (id, peer.expires));
         QuicAnswer {
             addr: self.addr,
-            alpn: ALPN,
-            cert_sha256: self.cert_sha256.clone(),
+            alpn: peer.protocol.alpn(),
+            cert_sha256: self.certs.sha256(),
+            self_signed: self.certs.generated(),
             flow_id: peer.flow_id,
             session_token: peer.token.to_string(),
         }
@@ -135,7 +142,7 @@ impl QuicPort {
         self.tokens.remove(&peer.token);
         if let Some(live) = peer.live {
             live.conn
-                .close(ErrorCode::SessionClosed.varint(), b"session closed");
+                .close(ErrorCode::SessionClosed.code(), b"session closed");
         }
     }
 
@@ -155,36 +162,53 @@ impl QuicPort {
         }
         let datagram_len = roq::varint_len(peer.flow_id) + t.bytes.len();
         if live.max_datagram.is_some_and(|max| datagram_len <= max) {
-            let frame = self.frame(peer.flow_id, t.bytes);
-            match live.conn.send_datagram(frame) {
-                Ok(()) => return self.count_out(datagram_len),
+            let header = peer.protocol.datagram_header();
+            let frame = self.frame(header, peer.flow_id, t.bytes);
+            // quinn's own send: the frame already holds the HTTP/3 header, so the
+            // library's (which copies each datagram to prepend it) is not needed.
+            match quinn::Connection::send_datagram(&live.conn, frame) {
+                Ok(()) => return self.count_out(peer.protocol, datagram_len),
                 // The path shrank since the last look: the stream carries it.
                 Err(SendDatagramError::TooLarge) => {}
                 Err(_) => return metrics.drop("quic_send_failed"),
             }
         }
-        let frame = self.frame(t.bytes.len() as u64, t.bytes);
+        let frame = self.frame(&[], t.bytes.len() as u64, t.bytes);
         let len = frame.len();
         match live.stream.try_send(frame) {
-            Ok(()) => self.count_out(len),
+            Ok(()) => self.count_out(peer.protocol, len),
             Err(_) => metrics.drop("quic_stream_full"),
         }
     }
 
-    /// `prefix` as a varint followed by `packet`, carved from the arena.
-    fn frame(&mut self, prefix: u64, packet: &[u8]) -> Bytes {
-        let len = roq::varint_len(prefix) + packet.len();
+    /// `header`, then `prefix` as a varint, then `packet`, carved from the arena.
+    fn frame(&mut self, header: &[u8], prefix: u64, packet: &[u8]) -> Bytes {
+        let len = header.len() + roq::varint_len(prefix) + packet.len();
         if self.arena.capacity() - self.arena.len() < len {
             self.arena.reserve(ARENA.max(len));
         }
+        self.arena.extend_from_slice(header);
         roq::write_varint(prefix, &mut self.arena);
         self.arena.extend_from_slice(packet);
         self.arena.split().freeze()
     }
 
-    fn count_out(&self, bytes: usize) {
-        self.counters.packets_out.inc();
-        self.counters.bytes_out.inc_by(bytes as u64);
+    fn count_out(&self, protocol: Protocol, bytes: usize) {
+        let c = self.counters(protocol);
+        c.packets_out.inc();
+        c.bytes_out.inc_by(bytes as u64);
+    }
+}
+
+impl Counters {
+    fn new(m: &Metrics, transport: &str) -> Self {
+        Self {
+            packets_in: m.packets.with_label_values(&[transport, "in"]),
+            packets_out: m.packets.with_label_values(&[transport, "out"]),
+            bytes_in: m.bytes.with_label_values(&[transport, "in"]),
+            bytes_out: m.bytes.with_label_values(&[transport, "out"]),
+            latency: m.latency(transport),
+        }
     }
 }
 
@@ -197,43 +221,62 @@ impl Shard {
         inbox: &mut mpsc::Receiver<QuicEvent>,
     ) {
         let now = Instant::now();
-        let mut packets = u32::from(self.quic_event(now, first));
+        // Packets the core took, by `Protocol::index`.
+        let mut packets = [0u32; 2];
+        let mut take = |shard: &mut Self, event| {
+            if let Some(p) = shard.quic_event(now, event) {
+                packets[p.index()] += 1;
+            }
+        };
+        take(self, first);
         for _ in 1..RECV_BATCH {
             match inbox.try_recv() {
-                Ok(event) => packets += u32::from(self.quic_event(now, event)),
+                Ok(event) => take(self, event),
                 Err(_) => break,
             }
         }
         self.end_batch(now).await;
         if let Some(port) = &self.quic {
             let latency = now.elapsed().as_secs_f64();
-            for _ in 0..packets {
-                port.counters.latency.observe(latency);
+            for (counters, n) in port.counters.iter().zip(packets) {
+                for _ in 0..n {
+                    counters.latency.observe(latency);
+                }
             }
         }
     }
 
-    /// Handles one event; true when it was a packet the core took.
-    fn quic_event(&mut self, now: Instant, event: QuicEvent) -> bool {
+    /// A new session's link over `protocol`; refused when the relay runs no QUIC.
+    pub(in crate::transport) fn quic_link(
+        &mut self,
+        protocol: Protocol,
+    ) -> Result<Link, CommandError> {
+        let port = self.quic.as_mut().ok_or(CommandError::QuicDisabled)?;
+        Ok(Link::Quic(port.new_link(protocol)?))
+    }
+
+    /// Handles one event; the protocol of the session when it was a packet the core took.
+    fn quic_event(&mut self, now: Instant, event: QuicEvent) -> Option<Protocol> {
         match event {
             QuicEvent::Attach {
                 token,
+                protocol,
                 conn,
                 stream,
                 reply,
             } => {
-                let _ = reply.send(self.attach(now, token, conn, stream));
-                false
+                let _ = reply.send(self.attach(now, token, protocol, conn, stream));
+                None
             }
             QuicEvent::Packet {
                 session,
                 conn,
                 data,
             } => match self.quic_packet(now, session, conn, &data) {
-                Ok(()) => true,
+                Ok(protocol) => Some(protocol),
                 Err(reason) => {
                     self.exporter.drop(reason);
-                    false
+                    None
                 }
             },
             QuicEvent::Path {
@@ -242,9 +285,7 @@ impl Shard {
                 max_datagram,
                 send_bps,
             } => {
-                let Some(peer) = self.live_peer(session, conn) else {
-                    return false;
-                };
+                let peer = self.live_peer(session, conn)?;
                 let flow = roq::varint_len(peer.flow_id);
                 if let Some(live) = &mut peer.live {
                     live.max_datagram = max_datagram;
@@ -254,7 +295,7 @@ impl Shard {
                 guarded(&mut self.relay, &self.metrics, "path", now, |r| {
                     r.set_session_path(now, session, max_packet, send_bps)
                 });
-                false
+                None
             }
             QuicEvent::Closed { session, conn } => {
                 if self.live_peer(session, conn).is_some() {
@@ -264,7 +305,7 @@ impl Shard {
                     });
                     self.unlink(session);
                 }
-                false
+                None
             }
         }
     }
@@ -284,7 +325,8 @@ impl Shard {
         &mut self,
         now: Instant,
         token: Token,
-        conn: Connection,
+        protocol: Protocol,
+        conn: Box<Session>,
         stream: mpsc::Sender<Bytes>,
     ) -> Result<Attached, &'static str> {
         let port = self.quic.as_mut().ok_or("token_invalid")?;
@@ -295,7 +337,10 @@ impl Shard {
         let Some(Link::Quic(peer)) = self.links.get_mut(&session) else {
             return Err("token_invalid");
         };
-        let max_datagram = conn.max_datagram_size();
+        if peer.protocol != protocol {
+            return Err("token_wrong_protocol");
+        }
+        let max_datagram = protocol.max_datagram(&conn);
         peer.live = Some(Live {
             id: conn.stable_id(),
             conn,
@@ -322,18 +367,21 @@ impl Shard {
         session: SessionId,
         conn: usize,
         data: &[u8],
-    ) -> Result<(), &'static str> {
+    ) -> Result<Protocol, &'static str> {
+        let protocol = self
+            .live_peer(session, conn)
+            .ok_or("quic_stale_connection")?
+            .protocol;
         if let Some(port) = &self.quic {
-            port.counters.packets_in.inc();
-            port.counters.bytes_in.inc_by(data.len() as u64);
+            let c = port.counters(protocol);
+            c.packets_in.inc();
+            c.bytes_in.inc_by(data.len() as u64);
         }
-        self.live_peer(session, conn)
-            .ok_or("quic_stale_connection")?;
         let class = classify(data);
         if class == PacketClass::Other {
             return Err("not_rtp");
         }
         deliver(&mut self.relay, &self.metrics, now, session, class, data);
-        Ok(())
+        Ok(protocol)
     }
 }

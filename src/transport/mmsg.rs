@@ -1,0 +1,230 @@
+//! `sendmmsg` and `recvmmsg` (Linux) on headers held on the stack: a call allocates
+//! nothing. (nix's wrappers allocate their header arrays on every call, which made two
+//! heap allocations per receive batch and one per send batch: per packet at low load.)
+//!
+//! The headers hold raw pointers into the caller's buffers, so they live only for the
+//! call and never across an await.
+
+use nix::sys::socket::{SockaddrLike, SockaddrStorage};
+use std::io;
+use std::mem::MaybeUninit;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::RawFd;
+
+/// Datagrams one call sends or receives at most.
+pub const MAX_DATAGRAMS: usize = 64;
+
+/// One datagram a [`recv`] read.
+#[derive(Debug, Clone, Copy)]
+pub struct Received {
+    /// Bytes written into the slot (at most the slot's size).
+    pub len: usize,
+    /// Its source, when the kernel gave an IP address.
+    pub from: Option<SocketAddr>,
+    /// Longer than its slot: the kernel cut it.
+    pub truncated: bool,
+}
+
+/// An all-zero message header: null pointers and zero lengths.
+fn empty_header() -> libc::mmsghdr {
+    // SAFETY: `mmsghdr` is a C struct of integers and raw pointers, for which all-zero
+    // bytes are a valid value (null pointers, zero lengths and flags).
+    unsafe { std::mem::zeroed() }
+}
+
+/// Sends up to [`MAX_DATAGRAMS`] of `datagrams` with one `sendmmsg`; returns how many
+/// the kernel took (the first ones). `WouldBlock` when the socket's buffer is full.
+pub fn send<'a>(
+    fd: RawFd,
+    datagrams: impl Iterator<Item = (&'a [u8], &'a SockaddrStorage)>,
+) -> io::Result<usize> {
+    let mut iov = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; MAX_DATAGRAMS];
+    let mut headers = [empty_header(); MAX_DATAGRAMS];
+    let mut n = 0;
+    for (bytes, to) in datagrams.take(MAX_DATAGRAMS) {
+        iov[n] = libc::iovec {
+            // The kernel only reads through it (sendmmsg).
+            iov_base: bytes.as_ptr().cast_mut().cast(),
+            iov_len: bytes.len(),
+        };
+        let h = &mut headers[n].msg_hdr;
+        h.msg_name = to.as_ptr().cast_mut().cast();
+        h.msg_namelen = to.len();
+        n += 1;
+    }
+    for (h, v) in headers.iter_mut().zip(iov.iter_mut()).take(n) {
+        h.msg_hdr.msg_iov = v;
+        h.msg_hdr.msg_iovlen = 1;
+    }
+    if n == 0 {
+        return Ok(0);
+    }
+    // SAFETY: the first `n` headers point at `n` iovecs and addresses that outlive the
+    // call, each iovec at a live slice of its length; the kernel reads them and writes
+    // only the headers' `msg_len`. `n` ≤ MAX_DATAGRAMS fits a `c_uint`.
+    let sent = unsafe { libc::sendmmsg(fd, headers.as_mut_ptr(), n as libc::c_uint, 0) };
+    result(sent)
+}
+
+/// Sends `segments` to `to` as one UDP GSO super-buffer (`UDP_SEGMENT`): the kernel cuts
+/// it into datagrams of `segment` bytes (the last may be shorter). At most
+/// [`MAX_DATAGRAMS`] segments are sent; the caller keeps within the kernel's limits.
+pub fn send_segmented<'a>(
+    fd: RawFd,
+    segments: impl Iterator<Item = &'a [u8]>,
+    to: &SockaddrStorage,
+    segment: u16,
+) -> io::Result<()> {
+    let mut iov = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; MAX_DATAGRAMS];
+    let mut n = 0;
+    for (v, bytes) in iov.iter_mut().zip(segments) {
+        // The kernel only reads through it (sendmsg).
+        v.iov_base = bytes.as_ptr().cast_mut().cast();
+        v.iov_len = bytes.len();
+        n += 1;
+    }
+    // Room for one control message of a u16, aligned as `cmsghdr` wants.
+    let mut control = [0u64; 4];
+    let mut msg = empty_header().msg_hdr;
+    msg.msg_name = to.as_ptr().cast_mut().cast();
+    msg.msg_namelen = to.len();
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = n;
+    msg.msg_control = control.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE only computes a size.
+    msg.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<u16>() as libc::c_uint) } as usize;
+    debug_assert!(msg.msg_controllen <= size_of_val(&control));
+    // SAFETY: `msg_control` points at `control`, zeroed, 8-byte aligned and at least
+    // `msg_controllen` bytes long, so CMSG_FIRSTHDR returns a header inside it with room
+    // for a u16 after it (CMSG_SPACE of a u16); writes stay within `control`.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if cmsg.is_null() {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        (*cmsg).cmsg_level = libc::SOL_UDP;
+        (*cmsg).cmsg_type = libc::UDP_SEGMENT;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as libc::c_uint) as usize;
+        libc::CMSG_DATA(cmsg).cast::<u16>().write_unaligned(segment);
+    }
+    // SAFETY: `msg` points at `n` iovecs over live slices, the destination and the control
+    // buffer, all of which outlive the call; the kernel only reads them.
+    let sent = unsafe { libc::sendmsg(fd, &msg, 0) };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads up to [`MAX_DATAGRAMS`] datagrams into the `slot`-byte slots of `buf` with one
+/// `recvmmsg`, without waiting; their lengths and sources go to `got` (cleared first).
+/// Returns how many were read; `WouldBlock` when there was nothing.
+pub fn recv(fd: RawFd, buf: &mut [u8], slot: usize, got: &mut Vec<Received>) -> io::Result<usize> {
+    got.clear();
+    let mut iov = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; MAX_DATAGRAMS];
+    let mut names = [MaybeUninit::<libc::sockaddr_storage>::zeroed(); MAX_DATAGRAMS];
+    let mut headers = [empty_header(); MAX_DATAGRAMS];
+    let mut n = 0;
+    for (v, chunk) in iov.iter_mut().zip(buf.chunks_exact_mut(slot.max(1))) {
+        v.iov_base = chunk.as_mut_ptr().cast();
+        v.iov_len = chunk.len();
+        n += 1;
+    }
+    for ((h, v), name) in headers
+        .iter_mut()
+        .zip(iov.iter_mut())
+        .zip(names.iter_mut())
+        .take(n)
+    {
+        h.msg_hdr.msg_iov = v;
+        h.msg_hdr.msg_iovlen = 1;
+        h.msg_hdr.msg_name = name.as_mut_ptr().cast();
+        h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    }
+    if n == 0 {
+        return Ok(0);
+    }
+    // SAFETY: the first `n` headers point at iovecs over disjoint slots of `buf` and at
+    // `sockaddr_storage`s, all of which outlive the call and are as long as the lengths
+    // given; the kernel writes within those lengths and into the headers. `n` ≤
+    // MAX_DATAGRAMS fits a `c_uint`; a null timeout with MSG_DONTWAIT never blocks.
+    let read = unsafe {
+        libc::recvmmsg(
+            fd,
+            headers.as_mut_ptr(),
+            n as libc::c_uint,
+            libc::MSG_DONTWAIT,
+            std::ptr::null_mut(),
+        )
+    };
+    let read = result(read)?;
+    for (h, name) in headers.iter().zip(names.iter()).take(read) {
+        got.push(Received {
+            len: (h.msg_len as usize).min(slot),
+            from: socket_addr(name, h.msg_hdr.msg_namelen),
+            truncated: h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+        });
+    }
+    Ok(read)
+}
+
+/// The count of a `sendmmsg`/`recvmmsg`, or its error (`EAGAIN` as `WouldBlock`, and
+/// `EINTR` as nothing done).
+fn result(ret: libc::c_int) -> io::Result<usize> {
+    match usize::try_from(ret) {
+        Ok(n) => Ok(n),
+        Err(_) => {
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => Ok(0),
+                _ => Err(e),
+            }
+        }
+    }
+}
+
+/// The IP address the kernel wrote into `name`, if it is one.
+fn socket_addr(
+    name: &MaybeUninit<libc::sockaddr_storage>,
+    len: libc::socklen_t,
+) -> Option<SocketAddr> {
+    // SAFETY: the storage was zeroed before the call and the kernel wrote at most its size,
+    // so every byte is initialised.
+    let name = unsafe { name.assume_init_ref() };
+    let len = len as usize;
+    match i32::from(name.ss_family) {
+        libc::AF_INET if len >= size_of::<libc::sockaddr_in>() => {
+            // SAFETY: the family says the storage holds a `sockaddr_in`, which it is large
+            // and aligned enough for (that is what `sockaddr_storage` is for).
+            let v4 =
+                unsafe { &*(name as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let ip = Ipv4Addr::from(u32::from_be(v4.sin_addr.s_addr));
+            Some(SocketAddrV4::new(ip, u16::from_be(v4.sin_port)).into())
+        }
+        libc::AF_INET6 if len >= size_of::<libc::sockaddr_in6>() => {
+            // SAFETY: as above, for `sockaddr_in6`.
+            let v6 =
+                unsafe { &*(name as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let ip = Ipv6Addr::from(v6.sin6_addr.s6_addr);
+            Some(
+                SocketAddrV6::new(
+                    ip,
+                    u16::from_be(v6.sin6_port),
+                    v6.sin6_flowinfo,
+                    v6.sin6_scope_id,
+                )
+                .into(),
+            )
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,227 @@
+//! WebTransport end to end with a Rust client (`web-transport-quinn`, as a browser speaks
+//! it): a whole relay from `server::start` on loopback port 0, [`Client`]s joining through
+//! the HTTP API with `"transport":"webtransport"`, in rooms shared with UDP/SRTP and RoQ
+//! clients. The browser's own runs are in `tests/web_transport_browser.rs`.
+
+mod support;
+
+use gsrelay::client::{Client, JoinOptions, Received};
+use gsrelay::control::token::Rights;
+use gsrelay::rtp::RtcpItem;
+use gsrelay::server::Server;
+use gsrelay::wire::Object;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use support::moving_head;
+use support::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
+
+/// How long a packet that must come may take.
+const WAIT: Duration = Duration::from_secs(5);
+
+/// How a test client carries its session.
+#[derive(Clone, Copy, PartialEq)]
+enum Over {
+    Udp,
+    Quic,
+    WebTransport,
+}
+
+async fn join(server: &Server, room: &str, rights: Rights, over: Over) -> Client {
+    let opts = JoinOptions {
+        quic: over == Over::Quic,
+        webtransport: over == Over::WebTransport,
+        ..JoinOptions::default()
+    };
+    let mut c = Client::join(&base(server), &token(room, rights), room, opts)
+        .await
+        .unwrap();
+    if over == Over::Udp {
+        // A UDP session's address is latched by its first packet.
+        c.send_rr().await.unwrap();
+    }
+    c
+}
+
+/// The next RTP packet `c` receives (RTCP skipped): SSRC, sequence number, objects.
+async fn next_objects(c: &mut Client) -> (u32, u16, Vec<Object>) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.recv(left).await.unwrap() {
+            Some(Received::Rtp {
+                ssrc, seq, payload, ..
+            }) => {
+                let objects = gsrelay::wire::decode(&payload, c.dialect()).unwrap();
+                return (ssrc, seq, objects);
+            }
+            Some(Received::Rtcp(_)) => continue,
+            None => panic!("no RTP within {WAIT:?}"),
+        }
+    }
+}
+
+/// Publishes until `subscriber` receives (a UDP subscriber's address is latched by its
+/// first packet, which the publisher's may overtake), then until nothing is in flight.
+async fn until_flowing(publisher: &mut Client, subscriber: &mut Client) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        assert!(tokio::time::Instant::now() < deadline, "nothing flows");
+        publisher
+            .send_objects(&[moving_head(999, 0.0)])
+            .await
+            .unwrap();
+        if let Some(Received::Rtp { .. }) =
+            subscriber.recv(Duration::from_millis(100)).await.unwrap()
+        {
+            break;
+        }
+    }
+    while subscriber
+        .recv(Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_some()
+    {}
+}
+
+/// Publishes ten updates and asserts `subscriber` gets them in order, from the
+/// publisher's SSRC, with consecutive sequence numbers.
+async fn assert_forwarded(publisher: &mut Client, subscriber: &mut Client) {
+    until_flowing(publisher, subscriber).await;
+    let mut last_seq = None;
+    for i in 0..10u64 {
+        let object = moving_head(7, i as f32);
+        publisher
+            .send_objects(std::slice::from_ref(&object))
+            .await
+            .unwrap();
+        let (ssrc, seq, objects) = next_objects(subscriber).await;
+        assert_eq!(ssrc, publisher.ssrc());
+        assert_eq!(objects, vec![object]);
+        if let Some(prev) = last_seq {
+            assert_eq!(seq, u16::wrapping_add(prev, 1), "consecutive numbering");
+        }
+        last_seq = Some(seq);
+    }
+}
+
+#[tokio::test]
+async fn a_webtransport_publisher_reaches_udp_and_quic_subscribers_and_the_reverse() {
+    let server = start().await;
+    let mut wt_pub = join(&server, "mixed", PUBLISH, Over::WebTransport).await;
+    let mut udp_sub = join(&server, "mixed", SUBSCRIBE, Over::Udp).await;
+    assert_forwarded(&mut wt_pub, &mut udp_sub).await;
+    let mut quic_sub = join(&server, "mixed", SUBSCRIBE, Over::Quic).await;
+    assert_forwarded(&mut wt_pub, &mut quic_sub).await;
+
+    let mut udp_pub = join(&server, "mixed2", PUBLISH, Over::Udp).await;
+    let mut wt_sub = join(&server, "mixed2", SUBSCRIBE, Over::WebTransport).await;
+    assert_forwarded(&mut udp_pub, &mut wt_sub).await;
+
+    // Each protocol on the shared endpoint is timed and counted under its own label.
+    let timed = server.metrics.latency("webtransport").get_sample_count();
+    assert!(timed >= 10, "{timed} WebTransport forwarding latencies");
+    let count = |dir: &str| {
+        server
+            .metrics
+            .packets
+            .with_label_values(&["webtransport", dir])
+            .get()
+    };
+    assert!(count("in") >= 20 && count("out") >= 10);
+    let attached = |m: &prometheus::IntCounterVec| m.with_label_values(&["attached"]).get();
+    assert_eq!(attached(&server.metrics.webtransport_sessions), 2);
+    assert_eq!(attached(&server.metrics.quic_connections), 1);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_late_webtransport_joiner_gets_the_whole_snapshot() {
+    let server = start().await;
+    let mut publisher = join(&server, "snap", PUBLISH, Over::Udp).await;
+    let objects: Vec<Object> = (0..1000).map(|id| moving_head(id, id as f32)).collect();
+    for chunk in objects.chunks(10) {
+        publisher.send_objects(chunk).await.unwrap();
+    }
+    let mut late = join(&server, "snap", SUBSCRIBE, Over::WebTransport).await;
+    let relay_ssrc = late.relay_ssrc();
+    late.send_fir(relay_ssrc).await.unwrap();
+    let mut seen = BTreeSet::new();
+    while seen.len() < objects.len() {
+        let (ssrc, _, got) = next_objects(&mut late).await;
+        assert_eq!(ssrc, publisher.ssrc());
+        for o in got {
+            if let Object::Head1(h) = o {
+                seen.insert(h.id);
+            }
+        }
+    }
+    assert_eq!(seen.len(), 1000, "every cached object arrived");
+    server.shutdown().await.unwrap();
+}
+
+async fn post_join(server: &Server, room: &str, body: Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{}/v1/rooms/{room}/sessions", base(server)))
+        .bearer_auth(token(room, ALL))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_webtransport_join_answers_the_documented_object() {
+    let server = start().await;
+    let resp = post_join(&server, "contract", json!({"transport": "webtransport"})).await;
+    assert_eq!(resp.status(), 201);
+    let answer: Value = resp.json().await.unwrap();
+    assert_eq!(answer["rtp"], Value::Null, "no rtp object");
+    assert_eq!(answer["quic"], Value::Null, "no quic object");
+    let w = &answer["webtransport"];
+    let url = format!("https://{}/webtransport", server.quic.local_addr);
+    assert_eq!(w["url"], url.as_str());
+    let fp = w["cert_sha256"].as_str().unwrap();
+    assert_eq!(fp, server.quic.certs.sha256());
+    assert!(fp.len() == 64 && fp.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f')));
+    assert!(w["flow_id"].as_u64().is_some());
+    assert_eq!(w["session_token"].as_str().unwrap().len(), 32);
+
+    let with_srtp = json!({"transport": "webtransport", "srtp_profile": "AEAD_AES_128_GCM"});
+    let refused = post_join(&server, "contract", with_srtp).await;
+    assert_eq!(refused.status(), 422);
+    let unknown = post_join(&server, "contract", json!({"transport": "carrier-pigeon"})).await;
+    assert_eq!(unknown.status(), 422);
+    let body: Value = unknown.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unsupported_transport");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("\"webtransport\""), "{message}");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn closing_the_webtransport_session_leaves() {
+    let server = start().await;
+    let mut publisher = join(&server, "bye", PUBLISH, Over::WebTransport).await;
+    let mut subscriber = join(&server, "bye", SUBSCRIBE, Over::Udp).await;
+    assert_forwarded(&mut publisher, &mut subscriber).await;
+    let ssrc = publisher.ssrc();
+    drop(publisher);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match subscriber.recv(left).await.unwrap() {
+            Some(Received::Rtcp(items))
+                if items
+                    .iter()
+                    .any(|i| matches!(i, RtcpItem::Bye { ssrcs } if ssrcs.contains(&ssrc))) =>
+            {
+                break;
+            }
+            Some(_) => continue,
+            None => panic!("no BYE for the closed session within {WAIT:?}"),
+        }
+    }
+    server.shutdown().await.unwrap();
+}
