@@ -418,6 +418,32 @@ async fn odd_traffic(relay: &DevServe) {
     .await;
     assert!(refused.is_err());
 
+    // One session over each transport that counts its connections by outcome.
+    for opts in [
+        JoinOptions {
+            quic: true,
+            ..JoinOptions::default()
+        },
+        JoinOptions {
+            webtransport: true,
+            ..JoinOptions::default()
+        },
+        JoinOptions {
+            webrtc: true,
+            ..JoinOptions::default()
+        },
+    ] {
+        let browserlike = Client::join(
+            &relay.base,
+            &relay.token(room, "conn", SUBSCRIBE),
+            room,
+            opts,
+        )
+        .await
+        .unwrap();
+        browserlike.leave().await.unwrap();
+    }
+
     let eager = relay.token(room, "eager", SUBSCRIBE);
     let mut statuses = Vec::new();
     for _ in 0..=RATE_BURST {
