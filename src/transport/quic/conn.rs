@@ -294,7 +294,7 @@ impl Refusal {
     }
 
     /// Writes the status line (if the peer opened a stream for it) and closes the
-    /// connection with the outcome's code once the line is read or after
+    /// connection with the outcome's code once the peer has closed it or after
     /// [`LINGER`].
     async fn tell(self, conn: &quinn::Connection) {
         let code = ErrorCode::for_outcome(self.outcome);
@@ -307,8 +307,10 @@ impl Refusal {
         };
         let line = refusal_line(self.outcome);
         if status.write_all(line.as_bytes()).await.is_ok() && status.finish().is_ok() {
-            // Done when the peer has every byte (or stopped reading).
-            let _ = tokio::time::timeout(LINGER, status.stopped()).await;
+            // Done when the peer, having read the line, closes. Closing first would race
+            // its read: a browser discards stream data it has received but not yet handed
+            // to the page once the session closes under it ("Connection lost").
+            let _ = tokio::time::timeout(LINGER, conn.closed()).await;
         }
         session.close(code.code(), self.outcome.as_bytes());
     }
