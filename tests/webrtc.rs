@@ -5,51 +5,19 @@
 
 mod support;
 
-use gsrelay::client::{Client, JoinOptions, WebRtcPeer};
+use gsrelay::client::{Client, WebRtcPeer};
 use gsrelay::server::Server;
-use gsrelay::wire::{Head1, Loc2, Object};
+use gsrelay::wire::Object;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::time::Duration;
+use support::head;
 use support::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
+use support::transports::{Over, join};
 use tokio::net::UdpSocket;
 
 const WAIT: Duration = Duration::from_secs(10);
-
-fn opts(webrtc: bool) -> JoinOptions {
-    JoinOptions {
-        webrtc,
-        ..JoinOptions::default()
-    }
-}
-
-/// A client in `room`; a UDP subscriber latches its address with an RR.
-async fn join(
-    server: &Server,
-    room: &str,
-    rights: gsrelay::control::token::Rights,
-    webrtc: bool,
-) -> Client {
-    let mut c = Client::join(&base(server), &token(room, rights), room, opts(webrtc))
-        .await
-        .unwrap();
-    if !webrtc && rights.subscribe {
-        c.send_rr().await.unwrap();
-    }
-    c
-}
-
-fn head(id: u64, x: f32) -> Object {
-    Object::Head1(Head1 {
-        id,
-        location: Loc2 {
-            x,
-            ..Loc2::default()
-        },
-        ..Head1::default()
-    })
-}
 
 /// Publishes `x` from `from` until `to` receives it from `from`'s stream.
 async fn reaches(from: &mut Client, to: &mut Client, x: f32) {
@@ -89,8 +57,8 @@ async fn dropped_reaches(server: &Server, reason: &str, at_least: u64) {
 #[tokio::test]
 async fn webrtc_and_udp_clients_reach_each_other() {
     let server = start().await;
-    let mut web = join(&server, "mixed", ALL, true).await;
-    let mut udp = join(&server, "mixed", ALL, false).await;
+    let mut web = join(&server, "mixed", ALL, Over::WebRtc).await;
+    let mut udp = join(&server, "mixed", ALL, Over::Udp).await;
     reaches(&mut web, &mut udp, 1.5).await;
     reaches(&mut udp, &mut web, 2.5).await;
     assert!(
@@ -260,8 +228,8 @@ fn binding(username: &str) -> Vec<u8> {
 async fn stun_for_nobody_and_strangers_datagrams_are_dropped_and_counted() {
     let server = start().await;
     // A live WebRTC session in another room: none of this may reach it or stop it.
-    let mut web = join(&server, "live", ALL, true).await;
-    let mut udp = join(&server, "live", ALL, false).await;
+    let mut web = join(&server, "live", ALL, Over::WebRtc).await;
+    let mut udp = join(&server, "live", ALL, Over::Udp).await;
     let stranger = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let port: SocketAddr = server.webrtc_addr;
     let before = dropped(&server, "webrtc_unknown_username");
@@ -322,7 +290,7 @@ fn rtp(ssrc: u32, seq: u16, payload: &[u8]) -> Vec<u8> {
 #[tokio::test]
 async fn messages_past_the_relays_size_are_dropped_and_counted() {
     let server = start().await;
-    let mut udp = join(&server, "big", SUBSCRIBE, false).await;
+    let mut udp = join(&server, "big", SUBSCRIBE, Over::Udp).await;
     let (mut peer, ssrc, limit) = bare_peer(&server, "big").await;
     let before = dropped(&server, "oversized");
     let huge = rtp(ssrc, 1, &vec![0u8; limit]);
@@ -349,10 +317,10 @@ async fn messages_past_the_relays_size_are_dropped_and_counted() {
 #[tokio::test]
 async fn a_peer_that_never_reads_costs_no_other_session() {
     let server = start().await;
-    let mut publisher = join(&server, "stall", PUBLISH, false).await;
-    let mut reader = join(&server, "stall", SUBSCRIBE, false).await;
+    let mut publisher = join(&server, "stall", PUBLISH, Over::Udp).await;
+    let mut reader = join(&server, "stall", SUBSCRIBE, Over::Udp).await;
     // Opens its channel, then is never driven again: no SACK, no consent check.
-    let stalled = join(&server, "stall", SUBSCRIBE, true).await;
+    let stalled = join(&server, "stall", SUBSCRIBE, Over::WebRtc).await;
     let before = dropped(&server, "webrtc_send_buffer_full");
     let coalesced_before = server.metrics.pacing.coalesced.get();
     // Large packets: a few hundred fill the stalled session's send queue.

@@ -5,106 +5,15 @@
 
 mod support;
 
-use gsrelay::client::{Client, JoinOptions, Received};
-use gsrelay::control::token::Rights;
+use gsrelay::client::Received;
 use gsrelay::rtp::RtcpItem;
 use gsrelay::server::Server;
 use gsrelay::wire::Object;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::time::Duration;
 use support::moving_head;
 use support::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
-
-/// How long a packet that must come may take.
-const WAIT: Duration = Duration::from_secs(5);
-
-/// How a test client carries its session.
-#[derive(Clone, Copy, PartialEq)]
-enum Over {
-    Udp,
-    Quic,
-    WebTransport,
-}
-
-async fn join(server: &Server, room: &str, rights: Rights, over: Over) -> Client {
-    let opts = JoinOptions {
-        quic: over == Over::Quic,
-        webtransport: over == Over::WebTransport,
-        ..JoinOptions::default()
-    };
-    let mut c = Client::join(&base(server), &token(room, rights), room, opts)
-        .await
-        .unwrap();
-    if over == Over::Udp {
-        // A UDP session's address is latched by its first packet.
-        c.send_rr().await.unwrap();
-    }
-    c
-}
-
-/// The next RTP packet `c` receives (RTCP skipped): SSRC, sequence number, objects.
-async fn next_objects(c: &mut Client) -> (u32, u16, Vec<Object>) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match c.recv(left).await.unwrap() {
-            Some(Received::Rtp {
-                ssrc, seq, payload, ..
-            }) => {
-                let objects = gsrelay::wire::decode(&payload, c.dialect()).unwrap();
-                return (ssrc, seq, objects);
-            }
-            Some(Received::Rtcp(_)) => continue,
-            None => panic!("no RTP within {WAIT:?}"),
-        }
-    }
-}
-
-/// Publishes until `subscriber` receives (a UDP subscriber's address is latched by its
-/// first packet, which the publisher's may overtake), then until nothing is in flight.
-async fn until_flowing(publisher: &mut Client, subscriber: &mut Client) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        assert!(tokio::time::Instant::now() < deadline, "nothing flows");
-        publisher
-            .send_objects(&[moving_head(999, 0.0)])
-            .await
-            .unwrap();
-        if let Some(Received::Rtp { .. }) =
-            subscriber.recv(Duration::from_millis(100)).await.unwrap()
-        {
-            break;
-        }
-    }
-    while subscriber
-        .recv(Duration::from_millis(200))
-        .await
-        .unwrap()
-        .is_some()
-    {}
-}
-
-/// Publishes ten updates and asserts `subscriber` gets them in order, from the
-/// publisher's SSRC, with consecutive sequence numbers.
-async fn assert_forwarded(publisher: &mut Client, subscriber: &mut Client) {
-    until_flowing(publisher, subscriber).await;
-    let mut last_seq = None;
-    for i in 0..10u64 {
-        let object = moving_head(7, i as f32);
-        publisher
-            .send_objects(std::slice::from_ref(&object))
-            .await
-            .unwrap();
-        let (ssrc, seq, objects) = next_objects(subscriber).await;
-        assert_eq!(ssrc, publisher.ssrc());
-        assert_eq!(objects, vec![object]);
-        if let Some(prev) = last_seq {
-            assert_eq!(seq, u16::wrapping_add(prev, 1), "consecutive numbering");
-        }
-        last_seq = Some(seq);
-    }
-}
+use support::transports::{Over, WAIT, assert_forwarded, join, next_objects};
 
 #[tokio::test]
 async fn a_webtransport_publisher_reaches_udp_and_quic_subscribers_and_the_reverse() {

@@ -6,6 +6,7 @@ pub mod serve;
 pub mod server;
 pub mod srtp;
 pub mod tools;
+pub mod transports;
 
 use gsrelay::metrics::Metrics;
 use gsrelay::metrics::export::StatsExporter;
