@@ -1,6 +1,7 @@
 //! A simulated world around the sans-I/O core: sessions, packets and time, no sockets.
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod browser;
 pub mod libsrtp;
 pub mod quic_relay;
 pub mod serve;
