@@ -1,21 +1,32 @@
 //! The relay task's WebRTC inputs: datagrams from the port's reader, each handed to its
 //! session's peer connection, and the peer connections' deadlines.
 
-use super::Inbound;
 use super::demux::{Kind, classify};
-use crate::relay::SessionId;
+use super::{Inbound, WebRtcPort};
+use crate::metrics::Metrics;
+use crate::relay::{Relay, SessionId};
 use crate::transport::guard::guarded;
 use crate::transport::shard::{Link, Shard};
 use crate::transport::udp::RECV_BATCH;
 use rtc::sansio::Protocol;
 use rtc::shared::TaggedBytesMut;
 use std::cmp::Reverse;
+use std::collections::HashMap;
 use std::time::Instant;
 use tokio::sync::mpsc;
 
 /// Peer-connection deadlines handled per wake-up, so a stack that keeps asking for the
 /// past cannot hold the relay task.
 const TIMERS_PER_WAKE: usize = 1024;
+
+/// A shard's WebRTC port and the other fields of the shard that drive its peer
+/// connections, borrowed apart.
+struct Parts<'a> {
+    port: &'a mut WebRtcPort,
+    links: &'a mut HashMap<SessionId, Link>,
+    relay: &'a mut Relay,
+    metrics: &'a Metrics,
+}
 
 impl Shard {
     /// Handles `first` and whatever else the WebRTC inbox holds, up to [`RECV_BATCH`]
@@ -44,14 +55,13 @@ impl Shard {
 
     /// One datagram to its session's peer connection; the packets it gave the core.
     fn webrtc_datagram(&mut self, now: Instant, (from, data): Inbound) -> u32 {
-        let Self {
-            relay,
+        let Some(Parts {
+            port,
             links,
-            webrtc,
+            relay,
             metrics,
-            ..
-        } = self;
-        let Some(port) = webrtc.as_mut() else {
+        }) = self.webrtc_parts()
+        else {
             return 0;
         };
         let (id, checked) = match classify(&data) {
@@ -95,14 +105,13 @@ impl Shard {
         let now = Instant::now();
         let mut closed = Vec::new();
         {
-            let Self {
-                relay,
+            let Some(Parts {
+                port,
                 links,
-                webrtc,
+                relay,
                 metrics,
-                ..
-            } = self;
-            let Some(port) = webrtc.as_mut() else {
+            }) = self.webrtc_parts()
+            else {
                 return;
             };
             for _ in 0..TIMERS_PER_WAKE {
@@ -130,6 +139,24 @@ impl Shard {
             self.webrtc_leave(now, id);
         }
         self.end_batch(now).await;
+    }
+
+    /// The port and what its peer connections are driven with, borrowed apart; `None`
+    /// when the shard runs no WebRTC port.
+    fn webrtc_parts(&mut self) -> Option<Parts<'_>> {
+        let Self {
+            relay,
+            links,
+            webrtc,
+            metrics,
+            ..
+        } = self;
+        Some(Parts {
+            port: webrtc.as_mut()?,
+            links,
+            relay,
+            metrics,
+        })
     }
 
     /// A session whose peer connection failed or closed leaves the room.
