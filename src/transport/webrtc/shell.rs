@@ -55,36 +55,30 @@ impl Shard {
 
     /// One datagram to its session's peer connection; the packets it gave the core.
     fn webrtc_datagram(&mut self, now: Instant, (from, data): Inbound) -> u32 {
-        let Some(Parts {
-            port,
-            links,
-            relay,
-            metrics,
-        }) = self.webrtc_parts()
-        else {
+        let Some(parts) = self.webrtc_parts() else {
             return 0;
         };
         let (id, checked) = match classify(&data) {
             Ok(Kind::Stun(ufrag)) => {
                 let id = std::str::from_utf8(ufrag)
                     .ok()
-                    .and_then(|u| port.by_ufrag.get(u));
+                    .and_then(|u| parts.port.by_ufrag.get(u));
                 (id.copied(), Some(from))
             }
-            Ok(_) => (port.by_addr.get(&from).copied(), None),
+            Ok(_) => (parts.port.by_addr.get(&from).copied(), None),
             Err(reason) => {
-                metrics.drop(reason);
+                parts.metrics.drop(reason);
                 return 0;
             }
         };
-        let Some((id, Link::WebRtc(peer))) = id.and_then(|id| links.get_mut(&id).map(|l| (id, l)))
-        else {
+        let peer = id.and_then(|id| parts.links.get_mut(&id).map(|l| (id, l)));
+        let Some((id, Link::WebRtc(peer))) = peer else {
             let reason = if checked.is_some() {
                 "webrtc_unknown_username"
             } else {
                 "webrtc_unknown_address"
             };
-            metrics.drop(reason);
+            parts.metrics.drop(reason);
             return 0;
         };
         let context = peer.context(from);
@@ -93,7 +87,9 @@ impl Shard {
             transport: context,
             message: data,
         });
-        let driven = port.drive(now, id, peer, checked, relay, metrics);
+        let driven = parts
+            .port
+            .drive(now, id, peer, checked, parts.relay, parts.metrics);
         if driven.closed {
             self.webrtc_leave(now, id);
         }
@@ -105,15 +101,15 @@ impl Shard {
         let now = Instant::now();
         let mut closed = Vec::new();
         {
-            let Some(Parts {
+            let Some(parts) = self.webrtc_parts() else {
+                return;
+            };
+            let Parts {
                 port,
                 links,
                 relay,
                 metrics,
-            }) = self.webrtc_parts()
-            else {
-                return;
-            };
+            } = parts;
             for _ in 0..TIMERS_PER_WAKE {
                 let Some(&Reverse((t, id))) = port.timers.peek() else {
                     break;
