@@ -4,12 +4,12 @@
 
 mod support;
 
-use gsrelay::client::Received;
-use gsrelay::wire::Object;
 use serde_json::{Value, json};
-use support::moving_head;
 use support::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
-use support::transports::{Over, WAIT, assert_forwarded, join, next_objects};
+use support::transports::{
+    Over, assert_closing_sends_bye, assert_forwarded, assert_late_joiner_gets_the_snapshot, join,
+    post_join,
+};
 
 #[tokio::test]
 async fn a_quic_publisher_reaches_udp_subscribers_and_the_reverse() {
@@ -34,40 +34,13 @@ async fn a_quic_publisher_reaches_udp_subscribers_and_the_reverse() {
 
 #[tokio::test]
 async fn a_late_quic_joiner_gets_the_snapshot_a_udp_publisher_left() {
-    let server = start().await;
-    let mut publisher = join(&server, "snap", PUBLISH, Over::Udp).await;
-    let objects: Vec<Object> = (0..200).map(|id| moving_head(id, id as f32)).collect();
-    for chunk in objects.chunks(10) {
-        publisher.send_objects(chunk).await.unwrap();
-    }
-    // The relay has cached them once a subscriber joining now sees them in its snapshot.
-    let mut late = join(&server, "snap", SUBSCRIBE, Over::Quic).await;
-    let relay_ssrc = late.relay_ssrc();
-    late.send_fir(relay_ssrc).await.unwrap();
-    let mut seen = std::collections::BTreeSet::new();
-    while seen.len() < objects.len() {
-        let (ssrc, _, got) = next_objects(&mut late).await;
-        assert_eq!(ssrc, publisher.ssrc());
-        for o in got {
-            if let Object::Head1(h) = o {
-                seen.insert(h.id);
-            }
-        }
-    }
-    assert_eq!(seen.len(), 200, "every cached object arrived");
-    server.shutdown().await.unwrap();
+    assert_late_joiner_gets_the_snapshot(Over::Quic, 200).await;
 }
 
 #[tokio::test]
 async fn a_quic_join_answers_the_documented_quic_object() {
     let server = start().await;
-    let resp = reqwest::Client::new()
-        .post(format!("{}/v1/rooms/contract/sessions", base(&server)))
-        .bearer_auth(token("contract", ALL))
-        .json(&json!({"transport": "quic"}))
-        .send()
-        .await
-        .unwrap();
+    let resp = post_join(&server, "contract", json!({"transport": "quic"})).await;
     assert_eq!(resp.status(), 201);
     let answer: Value = resp.json().await.unwrap();
     assert_eq!(answer["rtp"], Value::Null, "no rtp object over QUIC");
@@ -81,13 +54,8 @@ async fn a_quic_join_answers_the_documented_quic_object() {
     let tok = q["session_token"].as_str().unwrap();
     assert_eq!(tok.len(), 32);
 
-    let refused = reqwest::Client::new()
-        .post(format!("{}/v1/rooms/contract/sessions", base(&server)))
-        .bearer_auth(token("contract", ALL))
-        .json(&json!({"transport": "quic", "srtp_profile": "AES_CM_128_HMAC_SHA1_80"}))
-        .send()
-        .await
-        .unwrap();
+    let with_srtp = json!({"transport": "quic", "srtp_profile": "AES_CM_128_HMAC_SHA1_80"});
+    let refused = post_join(&server, "contract", with_srtp).await;
     assert_eq!(refused.status(), 422);
 
     // A token for another room gets no session, hence no QUIC session token.
@@ -121,26 +89,5 @@ async fn a_quic_subscriber_keeps_its_session_across_an_address_change() {
 
 #[tokio::test]
 async fn closing_the_quic_connection_leaves_the_session() {
-    let server = start().await;
-    let mut publisher = join(&server, "bye", PUBLISH, Over::Quic).await;
-    let mut subscriber = join(&server, "bye", SUBSCRIBE, Over::Udp).await;
-    assert_forwarded(&mut publisher, &mut subscriber).await;
-    let ssrc = publisher.ssrc();
-    drop(publisher);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match subscriber.recv(left).await.unwrap() {
-            Some(Received::Rtcp(items))
-                if items.iter().any(
-                    |i| matches!(i, gsrelay::rtp::RtcpItem::Bye { ssrcs } if ssrcs.contains(&ssrc)),
-                ) =>
-            {
-                break;
-            }
-            Some(_) => continue,
-            None => panic!("no BYE for the closed QUIC publisher"),
-        }
-    }
-    server.shutdown().await.unwrap();
+    assert_closing_sends_bye(Over::Quic).await;
 }

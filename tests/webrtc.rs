@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use support::head;
 use support::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
-use support::transports::{Over, join};
+use support::transports::{Over, join, post_join};
 use tokio::net::UdpSocket;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -83,14 +83,9 @@ async fn webrtc_and_udp_clients_reach_each_other() {
     web.leave().await.unwrap();
 }
 
-async fn post_join(server: &Server, body: Value) -> (StatusCode, Value) {
-    let resp = reqwest::Client::new()
-        .post(format!("{}/v1/rooms/offers/sessions", base(server)))
-        .bearer_auth(token("offers", ALL))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+/// Joins the room "offers" with `body`: the answer's status and JSON.
+async fn post_offer(server: &Server, body: Value) -> (StatusCode, Value) {
+    let resp = post_join(server, "offers", body).await;
     (resp.status(), resp.json().await.unwrap())
 }
 
@@ -135,7 +130,7 @@ async fn offers_the_relay_cannot_answer_are_refused_with_a_clear_422() {
         ),
     ];
     for (body, code, says) in cases {
-        let (status, answer) = post_join(&server, body.clone()).await;
+        let (status, answer) = post_offer(&server, body.clone()).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {answer}");
         assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
         let message = answer["error"]["message"].as_str().unwrap();
@@ -151,7 +146,7 @@ async fn offers_the_relay_cannot_answer_are_refused_with_a_clear_422() {
     assert_eq!(info.status(), StatusCode::NOT_FOUND);
     // And a good offer still joins.
     let (status, answer) =
-        post_join(&server, json!({"transport": "webrtc", "sdp_offer": data})).await;
+        post_offer(&server, json!({"transport": "webrtc", "sdp_offer": data})).await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
     let sdp = answer["webrtc"]["sdp_answer"].as_str().unwrap();
     assert!(
@@ -260,13 +255,7 @@ async fn stun_for_nobody_and_strangers_datagrams_are_dropped_and_counted() {
 async fn bare_peer(server: &Server, room: &str) -> (WebRtcPeer, u32, usize) {
     let mut peer = WebRtcPeer::offer().unwrap();
     let body = json!({"transport": "webrtc", "sdp_offer": peer.offer_sdp().unwrap()});
-    let resp = reqwest::Client::new()
-        .post(format!("{}/v1/rooms/{room}/sessions", base(server)))
-        .bearer_auth(token(room, ALL))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let resp = post_join(server, room, body).await;
     assert_eq!(resp.status(), StatusCode::CREATED);
     let answer: Value = resp.json().await.unwrap();
     let relay: SocketAddr = answer["webrtc"]["addr"].as_str().unwrap().parse().unwrap();

@@ -5,15 +5,12 @@
 
 mod support;
 
-use gsrelay::client::Received;
-use gsrelay::rtp::RtcpItem;
-use gsrelay::server::Server;
-use gsrelay::wire::Object;
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
-use support::moving_head;
-use support::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
-use support::transports::{Over, WAIT, assert_forwarded, join, next_objects};
+use support::server::{PUBLISH, SUBSCRIBE, start};
+use support::transports::{
+    Over, assert_closing_sends_bye, assert_forwarded, assert_late_joiner_gets_the_snapshot, join,
+    post_join,
+};
 
 #[tokio::test]
 async fn a_webtransport_publisher_reaches_udp_and_quic_subscribers_and_the_reverse() {
@@ -47,37 +44,7 @@ async fn a_webtransport_publisher_reaches_udp_and_quic_subscribers_and_the_rever
 
 #[tokio::test]
 async fn a_late_webtransport_joiner_gets_the_whole_snapshot() {
-    let server = start().await;
-    let mut publisher = join(&server, "snap", PUBLISH, Over::Udp).await;
-    let objects: Vec<Object> = (0..1000).map(|id| moving_head(id, id as f32)).collect();
-    for chunk in objects.chunks(10) {
-        publisher.send_objects(chunk).await.unwrap();
-    }
-    let mut late = join(&server, "snap", SUBSCRIBE, Over::WebTransport).await;
-    let relay_ssrc = late.relay_ssrc();
-    late.send_fir(relay_ssrc).await.unwrap();
-    let mut seen = BTreeSet::new();
-    while seen.len() < objects.len() {
-        let (ssrc, _, got) = next_objects(&mut late).await;
-        assert_eq!(ssrc, publisher.ssrc());
-        for o in got {
-            if let Object::Head1(h) = o {
-                seen.insert(h.id);
-            }
-        }
-    }
-    assert_eq!(seen.len(), 1000, "every cached object arrived");
-    server.shutdown().await.unwrap();
-}
-
-async fn post_join(server: &Server, room: &str, body: Value) -> reqwest::Response {
-    reqwest::Client::new()
-        .post(format!("{}/v1/rooms/{room}/sessions", base(server)))
-        .bearer_auth(token(room, ALL))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
+    assert_late_joiner_gets_the_snapshot(Over::WebTransport, 1000).await;
 }
 
 #[tokio::test]
@@ -111,26 +78,5 @@ async fn a_webtransport_join_answers_the_documented_object() {
 
 #[tokio::test]
 async fn closing_the_webtransport_session_leaves() {
-    let server = start().await;
-    let mut publisher = join(&server, "bye", PUBLISH, Over::WebTransport).await;
-    let mut subscriber = join(&server, "bye", SUBSCRIBE, Over::Udp).await;
-    assert_forwarded(&mut publisher, &mut subscriber).await;
-    let ssrc = publisher.ssrc();
-    drop(publisher);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match subscriber.recv(left).await.unwrap() {
-            Some(Received::Rtcp(items))
-                if items
-                    .iter()
-                    .any(|i| matches!(i, RtcpItem::Bye { ssrcs } if ssrcs.contains(&ssrc))) =>
-            {
-                break;
-            }
-            Some(_) => continue,
-            None => panic!("no BYE for the closed session within {WAIT:?}"),
-        }
-    }
-    server.shutdown().await.unwrap();
+    assert_closing_sends_bye(Over::WebTransport).await;
 }
