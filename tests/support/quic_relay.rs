@@ -4,7 +4,6 @@
 use gsrelay::client::{Client, Received};
 use gsrelay::metrics::Metrics;
 use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
-use gsrelay::rtp::SrtpProfile;
 use gsrelay::transport::command::{JoinAnswer, JoinCommand, TransportRequest};
 use gsrelay::transport::quic::{self, QuicConfig, QuicEndpoint};
 use gsrelay::transport::udp::{self, UdpConfig, UdpTransport};
@@ -31,15 +30,7 @@ impl Harness {
     /// A relay with `relay` on a UDP transport and a QUIC endpoint bound with `quic`.
     pub async fn start(relay: RelayConfig, quic: QuicConfig) -> Self {
         let metrics = Metrics::new();
-        let udp_cfg = UdpConfig {
-            bind: loopback(),
-            advertise: None,
-            insecure_plain_rtp: false,
-            default_profile: SrtpProfile::default(),
-            directory: None,
-            recv_buffer: None,
-            send_buffer: None,
-        };
+        let udp_cfg = UdpConfig::new(loopback());
         let (quic, mut shards) = quic::bind(quic, &metrics, 1).unwrap();
         let relay = Relay::new(relay, 7);
         let t = udp::spawn_with(udp_cfg, shards.pop(), None, relay, metrics.clone())
