@@ -4,109 +4,25 @@
 
 mod support;
 
-use gsrelay::client::{Client, JoinOptions, Received};
-use gsrelay::control::token::Rights;
-use gsrelay::server::Server;
-use gsrelay::wire::Object;
 use serde_json::{Value, json};
-use std::time::Duration;
-use support::moving_head;
 use support::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
-
-/// How long a packet that must come may take.
-const WAIT: Duration = Duration::from_secs(5);
-
-async fn join(server: &Server, room: &str, rights: Rights, quic: bool) -> Client {
-    let opts = JoinOptions {
-        quic,
-        ..JoinOptions::default()
-    };
-    let mut c = Client::join(&base(server), &token(room, rights), room, opts)
-        .await
-        .unwrap();
-    if !quic {
-        // A UDP session's address is latched by its first packet.
-        c.send_rr().await.unwrap();
-    }
-    c
-}
-
-/// The next RTP packet `c` receives (RTCP skipped): SSRC, sequence number, objects.
-async fn next_objects(c: &mut Client) -> (u32, u16, Vec<Object>) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match c.recv(left).await.unwrap() {
-            Some(Received::Rtp {
-                ssrc, seq, payload, ..
-            }) => {
-                let objects = gsrelay::wire::decode(&payload, c.dialect()).unwrap();
-                return (ssrc, seq, objects);
-            }
-            Some(Received::Rtcp(_)) => continue,
-            None => panic!("no RTP within {WAIT:?}"),
-        }
-    }
-}
-
-/// Publishes until `subscriber` receives: a UDP subscriber's address is latched by its
-/// first packet, which a QUIC publisher's packets may overtake on their way to the relay.
-/// Then waits until nothing more is in flight.
-async fn until_flowing(publisher: &mut Client, subscriber: &mut Client) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        assert!(tokio::time::Instant::now() < deadline, "nothing flows");
-        publisher
-            .send_objects(&[moving_head(999, 0.0)])
-            .await
-            .unwrap();
-        if let Some(Received::Rtp { .. }) =
-            subscriber.recv(Duration::from_millis(100)).await.unwrap()
-        {
-            break;
-        }
-    }
-    while subscriber
-        .recv(Duration::from_millis(200))
-        .await
-        .unwrap()
-        .is_some()
-    {}
-}
-
-/// Publishes ten updates from `publisher` and asserts `subscriber` gets them in order,
-/// from the publisher's SSRC, with consecutive sequence numbers.
-async fn assert_forwarded(publisher: &mut Client, subscriber: &mut Client) {
-    until_flowing(publisher, subscriber).await;
-    let mut last_seq = None;
-    for i in 0..10u64 {
-        let object = moving_head(7, i as f32);
-        publisher
-            .send_objects(std::slice::from_ref(&object))
-            .await
-            .unwrap();
-        let (ssrc, seq, objects) = next_objects(subscriber).await;
-        assert_eq!(ssrc, publisher.ssrc());
-        assert_eq!(objects, vec![object]);
-        if let Some(prev) = last_seq {
-            assert_eq!(seq, u16::wrapping_add(prev, 1), "consecutive numbering");
-        }
-        last_seq = Some(seq);
-    }
-}
+use support::transports::{
+    Over, assert_closing_sends_bye, assert_forwarded, assert_late_joiner_gets_the_snapshot, join,
+    post_join,
+};
 
 #[tokio::test]
 async fn a_quic_publisher_reaches_udp_subscribers_and_the_reverse() {
     let server = start().await;
-    let mut quic_pub = join(&server, "mixed", PUBLISH, true).await;
-    let mut udp_sub = join(&server, "mixed", SUBSCRIBE, false).await;
+    let mut quic_pub = join(&server, "mixed", PUBLISH, Over::Quic).await;
+    let mut udp_sub = join(&server, "mixed", SUBSCRIBE, Over::Udp).await;
     assert_forwarded(&mut quic_pub, &mut udp_sub).await;
 
-    let mut udp_pub = join(&server, "mixed2", PUBLISH, false).await;
-    let mut quic_sub = join(&server, "mixed2", SUBSCRIBE, true).await;
+    let mut udp_pub = join(&server, "mixed2", PUBLISH, Over::Udp).await;
+    let mut quic_sub = join(&server, "mixed2", SUBSCRIBE, Over::Quic).await;
     assert_forwarded(&mut udp_pub, &mut quic_sub).await;
 
-    let mut quic_sub2 = join(&server, "mixed", SUBSCRIBE, true).await;
+    let mut quic_sub2 = join(&server, "mixed", SUBSCRIBE, Over::Quic).await;
     assert_forwarded(&mut quic_pub, &mut quic_sub2).await;
     // Each transport times what it forwarded, under its own label.
     for transport in ["quic", "udp"] {
@@ -118,40 +34,13 @@ async fn a_quic_publisher_reaches_udp_subscribers_and_the_reverse() {
 
 #[tokio::test]
 async fn a_late_quic_joiner_gets_the_snapshot_a_udp_publisher_left() {
-    let server = start().await;
-    let mut publisher = join(&server, "snap", PUBLISH, false).await;
-    let objects: Vec<Object> = (0..200).map(|id| moving_head(id, id as f32)).collect();
-    for chunk in objects.chunks(10) {
-        publisher.send_objects(chunk).await.unwrap();
-    }
-    // The relay has cached them once a subscriber joining now sees them in its snapshot.
-    let mut late = join(&server, "snap", SUBSCRIBE, true).await;
-    let relay_ssrc = late.relay_ssrc();
-    late.send_fir(relay_ssrc).await.unwrap();
-    let mut seen = std::collections::BTreeSet::new();
-    while seen.len() < objects.len() {
-        let (ssrc, _, got) = next_objects(&mut late).await;
-        assert_eq!(ssrc, publisher.ssrc());
-        for o in got {
-            if let Object::Head1(h) = o {
-                seen.insert(h.id);
-            }
-        }
-    }
-    assert_eq!(seen.len(), 200, "every cached object arrived");
-    server.shutdown().await.unwrap();
+    assert_late_joiner_gets_the_snapshot(Over::Quic, 200).await;
 }
 
 #[tokio::test]
 async fn a_quic_join_answers_the_documented_quic_object() {
     let server = start().await;
-    let resp = reqwest::Client::new()
-        .post(format!("{}/v1/rooms/contract/sessions", base(&server)))
-        .bearer_auth(token("contract", ALL))
-        .json(&json!({"transport": "quic"}))
-        .send()
-        .await
-        .unwrap();
+    let resp = post_join(&server, "contract", json!({"transport": "quic"})).await;
     assert_eq!(resp.status(), 201);
     let answer: Value = resp.json().await.unwrap();
     assert_eq!(answer["rtp"], Value::Null, "no rtp object over QUIC");
@@ -165,13 +54,8 @@ async fn a_quic_join_answers_the_documented_quic_object() {
     let tok = q["session_token"].as_str().unwrap();
     assert_eq!(tok.len(), 32);
 
-    let refused = reqwest::Client::new()
-        .post(format!("{}/v1/rooms/contract/sessions", base(&server)))
-        .bearer_auth(token("contract", ALL))
-        .json(&json!({"transport": "quic", "srtp_profile": "AES_CM_128_HMAC_SHA1_80"}))
-        .send()
-        .await
-        .unwrap();
+    let with_srtp = json!({"transport": "quic", "srtp_profile": "AES_CM_128_HMAC_SHA1_80"});
+    let refused = post_join(&server, "contract", with_srtp).await;
     assert_eq!(refused.status(), 422);
 
     // A token for another room gets no session, hence no QUIC session token.
@@ -189,8 +73,8 @@ async fn a_quic_join_answers_the_documented_quic_object() {
 #[tokio::test]
 async fn a_quic_subscriber_keeps_its_session_across_an_address_change() {
     let server = start().await;
-    let mut publisher = join(&server, "move", PUBLISH, true).await;
-    let mut subscriber = join(&server, "move", SUBSCRIBE, true).await;
+    let mut publisher = join(&server, "move", PUBLISH, Over::Quic).await;
+    let mut subscriber = join(&server, "move", SUBSCRIBE, Over::Quic).await;
     assert_forwarded(&mut publisher, &mut subscriber).await;
     let before = subscriber.local_addr().unwrap();
     subscriber.rebind().unwrap();
@@ -205,26 +89,5 @@ async fn a_quic_subscriber_keeps_its_session_across_an_address_change() {
 
 #[tokio::test]
 async fn closing_the_quic_connection_leaves_the_session() {
-    let server = start().await;
-    let mut publisher = join(&server, "bye", PUBLISH, true).await;
-    let mut subscriber = join(&server, "bye", SUBSCRIBE, false).await;
-    assert_forwarded(&mut publisher, &mut subscriber).await;
-    let ssrc = publisher.ssrc();
-    drop(publisher);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match subscriber.recv(left).await.unwrap() {
-            Some(Received::Rtcp(items))
-                if items.iter().any(
-                    |i| matches!(i, gsrelay::rtp::RtcpItem::Bye { ssrcs } if ssrcs.contains(&ssrc)),
-                ) =>
-            {
-                break;
-            }
-            Some(_) => continue,
-            None => panic!("no BYE for the closed QUIC publisher"),
-        }
-    }
-    server.shutdown().await.unwrap();
+    assert_closing_sends_bye(Over::Quic).await;
 }

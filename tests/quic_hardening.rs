@@ -4,80 +4,37 @@
 //! is refused or dropped, counted by reason, and leaves a healthy session in the same
 //! room untouched.
 
-use gsrelay::client::{Client, Received, quic_client_config};
-use gsrelay::metrics::Metrics;
-use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
-use gsrelay::rtp::SrtpProfile;
-use gsrelay::transport::command::{JoinAnswer, JoinCommand, TransportRequest};
-use gsrelay::transport::quic::{self, ErrorCode, QuicConfig, QuicEndpoint};
+mod support;
+
+use gsrelay::client::{Client, quic_client_config};
+use gsrelay::relay::RelayConfig;
+use gsrelay::transport::command::{JoinAnswer, TransportRequest};
+use gsrelay::transport::quic::{ErrorCode, QuicConfig};
 use gsrelay::transport::roq;
-use gsrelay::transport::udp::{self, UdpConfig, UdpTransport};
 use gsrelay::wire::{Dialect, Head1, Object};
 use quinn::{ConnectionError, Endpoint, VarInt};
 use std::time::Duration;
+use support::quic_relay::{Harness, WAIT, assert_attached, assert_flows, eventually, loopback};
 
-const WAIT: Duration = Duration::from_secs(5);
 const TOKEN_TIMEOUT: Duration = Duration::from_millis(500);
 const MAX_PENDING: usize = 4;
 
-struct Harness {
-    t: UdpTransport,
-    quic: QuicEndpoint,
-    metrics: Metrics,
-}
-
 async fn relay() -> Harness {
-    let metrics = Metrics::new();
-    let relay = Relay::new(RelayConfig::default(), 7);
-    let local = "127.0.0.1:0".parse().unwrap();
-    let udp_cfg = UdpConfig {
-        bind: local,
-        advertise: None,
-        insecure_plain_rtp: false,
-        default_profile: SrtpProfile::default(),
-        directory: None,
-        recv_buffer: None,
-        send_buffer: None,
-    };
     let quic = QuicConfig {
         token_timeout: TOKEN_TIMEOUT,
         max_pending: MAX_PENDING,
-        ..QuicConfig::new(local)
+        ..QuicConfig::new(loopback())
     };
-    let (quic, mut shards) = quic::bind(quic, &metrics, 1).unwrap();
-    let t = udp::spawn_with(udp_cfg, shards.pop(), None, relay, metrics.clone())
-        .await
-        .unwrap();
-    Harness { t, quic, metrics }
+    Harness::start(RelayConfig::default(), quic).await
 }
 
 impl Harness {
-    async fn answer(&self, room: &str, publish: bool) -> JoinAnswer {
-        let request = JoinRequest {
-            room: room.into(),
-            identity: "someone".into(),
-            publish,
-            subscribe: !publish,
-            ..JoinRequest::default()
-        };
-        self.t
-            .handle
-            .join(JoinCommand {
-                request,
-                transport: TransportRequest::Quic,
-            })
-            .await
-            .unwrap()
+    async fn quic_answer(&self, room: &str, publish: bool) -> JoinAnswer {
+        self.answer(room, publish, TransportRequest::Quic).await
     }
 
-    async fn client(&self, room: &str, publish: bool) -> Client {
-        Client::from_answer(self.answer(room, publish).await, Dialect::default())
-            .await
-            .unwrap()
-    }
-
-    fn dropped(&self, reason: &str) -> u64 {
-        self.metrics.dropped.with_label_values(&[reason]).get()
+    async fn quic_client(&self, room: &str, publish: bool) -> Client {
+        self.client(room, publish, TransportRequest::Quic).await
     }
 
     fn outcome(&self, outcome: &str) -> u64 {
@@ -90,7 +47,7 @@ impl Harness {
     /// A raw connection to the relay (certificate pinned), with its endpoint.
     async fn connect(&self) -> (Endpoint, quinn::Connection) {
         let info = &self.quic.info;
-        let ep = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        let ep = Endpoint::client(loopback()).unwrap();
         let conn = ep
             .connect_with(
                 quic_client_config(&info.cert_sha256).unwrap(),
@@ -123,60 +80,19 @@ async fn closed_with(conn: &quinn::Connection) -> VarInt {
 
 /// A publisher and subscriber in `room` with a flow between them.
 async fn healthy_pair(h: &Harness, room: &str) -> (Client, Client) {
-    let publisher = h.client(room, true).await;
-    let subscriber = h.client(room, false).await;
+    let publisher = h.quic_client(room, true).await;
+    let subscriber = h.quic_client(room, false).await;
     (publisher, subscriber)
-}
-
-/// Asserts one update from `publisher` reaches `subscriber`.
-async fn assert_flows(publisher: &mut Client, subscriber: &mut Client, x: f32) {
-    let object = Object::Head1(Head1 {
-        id: 1,
-        location: gsrelay::wire::Loc2 {
-            x,
-            ..Default::default()
-        },
-        ..Head1::default()
-    });
-    publisher
-        .send_objects(std::slice::from_ref(&object))
-        .await
-        .unwrap();
-    loop {
-        match subscriber.recv(WAIT).await.unwrap() {
-            Some(Received::Rtp { payload, .. }) => {
-                let got = gsrelay::wire::decode(&payload, Dialect::default()).unwrap();
-                assert_eq!(got, vec![object]);
-                return;
-            }
-            Some(Received::Rtcp(_)) => continue,
-            None => panic!("the healthy session stopped receiving"),
-        }
-    }
-}
-
-/// Polls `f` until it holds, for at most [`WAIT`].
-async fn eventually(what: &str, f: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !f() {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 #[tokio::test]
 async fn garbage_datagrams_and_unknown_flows_are_dropped_and_counted() {
     let h = relay().await;
     let (mut publisher, mut subscriber) = healthy_pair(&h, "room").await;
-    let attacker = h.answer("room", true).await;
+    let attacker = h.quic_answer("room", true).await;
     let q = attacker.quic.clone().unwrap();
     let (_ep, conn) = h.connect().await;
-    assert!(
-        present(&conn, &q.session_token)
-            .await
-            .unwrap()
-            .starts_with("OK ")
-    );
+    assert_attached(present(&conn, &q.session_token).await);
 
     // A varint announcing 8 bytes with 2 present; the right flow with nothing after it;
     // another flow; the right flow with bytes that are not RTP.
@@ -220,14 +136,9 @@ async fn wrong_reused_and_missing_tokens_close_the_connection_with_their_code() 
         ErrorCode::TokenInvalid.varint()
     );
 
-    let q = h.answer("room", false).await.quic.unwrap();
+    let q = h.quic_answer("room", false).await.quic.unwrap();
     let (_ep3, first) = h.connect().await;
-    assert!(
-        present(&first, &q.session_token)
-            .await
-            .unwrap()
-            .starts_with("OK ")
-    );
+    assert_attached(present(&first, &q.session_token).await);
     let (_ep4, again) = h.connect().await;
     assert_eq!(present(&again, &q.session_token).await.as_deref(), invalid);
     assert_eq!(closed_with(&again).await, ErrorCode::TokenInvalid.varint());
@@ -248,14 +159,9 @@ async fn wrong_reused_and_missing_tokens_close_the_connection_with_their_code() 
 async fn an_oversized_stream_frame_stops_the_stream_and_is_counted() {
     let h = relay().await;
     let (mut publisher, mut subscriber) = healthy_pair(&h, "room").await;
-    let q = h.answer("room", true).await.quic.unwrap();
+    let q = h.quic_answer("room", true).await.quic.unwrap();
     let (_ep, conn) = h.connect().await;
-    assert!(
-        present(&conn, &q.session_token)
-            .await
-            .unwrap()
-            .starts_with("OK ")
-    );
+    assert_attached(present(&conn, &q.session_token).await);
 
     let mut stream = conn.open_uni().await.unwrap();
     let mut head = Vec::new();
@@ -310,15 +216,15 @@ async fn a_flood_of_connections_without_tokens_is_bounded_and_passes() {
         h.outcome("token_timeout") == open.len() as u64
     })
     .await;
-    let mut late = h.client("room", false).await;
+    let mut late = h.quic_client("room", false).await;
     assert_flows(&mut publisher, &mut late, 5.0).await;
 }
 
 #[tokio::test]
 async fn a_peer_without_datagram_support_gets_everything_on_a_stream() {
     let h = relay().await;
-    let mut publisher = h.client("room", true).await;
-    let q = h.answer("room", false).await.quic.unwrap();
+    let mut publisher = h.quic_client("room", true).await;
+    let q = h.quic_answer("room", false).await.quic.unwrap();
     let info = h.quic.info.clone();
     let mut transport = gsrelay::transport::quic::transport_config();
     transport.datagram_receive_buffer_size(None);
@@ -330,12 +236,7 @@ async fn a_peer_without_datagram_support_gets_everything_on_a_stream() {
         .unwrap()
         .await
         .unwrap();
-    assert!(
-        present(&conn, &q.session_token)
-            .await
-            .unwrap()
-            .starts_with("OK ")
-    );
+    assert_attached(present(&conn, &q.session_token).await);
 
     let objects: Vec<Object> = (0..3)
         .map(|id| {

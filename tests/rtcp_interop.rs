@@ -45,13 +45,8 @@ async fn relay() -> Harness {
     };
     let relay = Relay::new(cfg, 7);
     let udp = UdpConfig {
-        bind: "127.0.0.1:0".parse().unwrap(),
-        advertise: None,
         insecure_plain_rtp: true,
-        default_profile: Default::default(),
-        directory: None,
-        recv_buffer: None,
-        send_buffer: None,
+        ..UdpConfig::new("127.0.0.1:0".parse().unwrap())
     };
     let t = udp::spawn(udp, relay, metrics.clone()).await.unwrap();
     Harness { t, metrics }

@@ -7,7 +7,6 @@ mod support;
 use gsrelay::client::{Client, JoinOptions};
 use gsrelay::metrics::Metrics;
 use gsrelay::relay::{Relay, RelayConfig};
-use gsrelay::rtp::SrtpProfile;
 use gsrelay::server::{self, Server};
 use gsrelay::transport::command::RelayHandle;
 use gsrelay::transport::shards::{RoomDirectory, Shards};
@@ -98,15 +97,7 @@ async fn a_room_whose_sessions_all_left_can_be_placed_again() {
 /// An API over two shards: shard 0 a running relay task, shard 1 stopped.
 async fn one_shard_stopped() -> (String, udp::UdpTransport) {
     let live = udp::spawn(
-        UdpConfig {
-            bind: "127.0.0.1:0".parse().unwrap(),
-            advertise: None,
-            insecure_plain_rtp: false,
-            default_profile: SrtpProfile::default(),
-            directory: None,
-            recv_buffer: None,
-            send_buffer: None,
-        },
+        UdpConfig::new("127.0.0.1:0".parse().unwrap()),
         Relay::new(RelayConfig::default(), 3).in_shard(0, 2),
         Metrics::new(),
     )

@@ -32,13 +32,8 @@ async fn relay(insecure_plain_rtp: bool) -> Harness {
     let metrics = Metrics::new();
     let relay = Relay::new(RelayConfig::default(), 7);
     let cfg = UdpConfig {
-        bind: "127.0.0.1:0".parse().unwrap(),
-        advertise: None,
         insecure_plain_rtp,
-        default_profile: SrtpProfile::default(),
-        directory: None,
-        recv_buffer: None,
-        send_buffer: None,
+        ..UdpConfig::new("127.0.0.1:0".parse().unwrap())
     };
     let t = udp::spawn(cfg, relay, metrics.clone()).await.unwrap();
     Harness { t, metrics }

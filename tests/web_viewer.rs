@@ -8,22 +8,13 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions};
-use gsrelay::control::token::Rights;
 use gsrelay::wire::{Hand1, Head1, Loc2, Object};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use support::browser::{self, root};
 use support::serve::Serve;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn env_path(var: &str, default: PathBuf) -> PathBuf {
-    std::env::var_os(var).map_or(default, PathBuf::from)
-}
+use support::server::{ALL, SUBSCRIBE};
 
 /// A head and two hands, as the `publish` example sends them, off to one side of the map
 /// so the screenshot shows them apart from the objects the page is fed.
@@ -56,32 +47,11 @@ fn avatar() -> Vec<Object> {
 
 #[test]
 fn viewer_shows_a_live_room_in_chromium() {
-    let chromium = env_path("GSRELAY_CHROMIUM", PathBuf::from("/usr/bin/chromium"));
-    let tools = env_path("GSRELAY_NODE_TOOLS", root().join(".tools"));
-    assert!(
-        chromium.is_file(),
-        "no Chromium at {} (scripts/test.sh installs Debian's chromium; or set GSRELAY_CHROMIUM)",
-        chromium.display()
-    );
-    assert!(
-        tools.join("node_modules/playwright-core").is_dir(),
-        "no playwright-core in {} (scripts/test.sh installs it; or set GSRELAY_NODE_TOOLS)",
-        tools.display()
-    );
-
+    let mut cmd = browser::node("viewer.mjs");
     let relay = Serve::dev(&[]);
-    let all = Rights {
-        publish: true,
-        subscribe: true,
-        admin: true,
-    };
-    let viewer_token = relay.token("dev", "viewer", all);
-    let publisher_token = relay.token("dev", "publisher", all);
-    let subscribe_only = Rights {
-        subscribe: true,
-        ..Rights::default()
-    };
-    let subscriber_token = relay.token("dev", "subscriber", subscribe_only);
+    let viewer_token = relay.token("dev", "viewer", ALL);
+    let publisher_token = relay.token("dev", "publisher", ALL);
+    let subscriber_token = relay.token("dev", "subscriber", SUBSCRIBE);
 
     // A publisher over UDP/SRTP, sending its avatar every 50 ms until the page is done.
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -106,31 +76,17 @@ fn viewer_shows_a_live_room_in_chromium() {
     };
 
     let artifacts = root().join("target/web-artifacts");
-    let mut cmd = Command::new("node");
-    cmd.arg(root().join("web/test/viewer.mjs"))
-        .env("GSRELAY_BASE", &relay.base)
+    cmd.env("GSRELAY_BASE", &relay.base)
         .env("GSRELAY_TOKEN", &viewer_token)
         .env("GSRELAY_SUBSCRIBE_TOKEN", &subscriber_token)
         .env("GSRELAY_PUBLISHER_SSRC", ssrc.to_string())
         .env("GSRELAY_PUBLISHER_IDENTITY", "publisher")
-        .env("GSRELAY_CHROMIUM", &chromium)
-        .env("GSRELAY_NODE_TOOLS", &tools)
         .env("GSRELAY_ARTIFACTS", &artifacts);
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run node ({e}): scripts/test.sh installs it"));
+    let out = browser::output(&mut cmd);
     done.store(true, Ordering::Relaxed);
     rt.block_on(publishing).unwrap();
 
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    let closing = stdout
-        .lines()
-        .rev()
-        .find(|l| l.ends_with(" failed"))
-        .expect("viewer.mjs prints its tally");
-    assert!(closing.ends_with(" 0 failed"), "{closing}");
-    assert!(out.status.success());
+    browser::assert_passed("viewer.mjs", &out);
     let shot = std::fs::metadata(artifacts.join("viewer.png")).expect("screenshot written");
     assert!(shot.len() > 10_000, "screenshot of {} bytes", shot.len());
 }

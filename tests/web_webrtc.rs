@@ -11,14 +11,13 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions};
-use gsrelay::control::token::Rights;
 use gsrelay::wire::{Head1, Loc2, Object, Object1, Vec3};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use support::browser;
 use support::serve::Serve;
+use support::server::ALL;
 
 /// Objects in the late joiner's snapshot.
 const SNAPSHOT_OBJECTS: u64 = 1000;
@@ -29,14 +28,6 @@ const BROWSER_HEAD_X: f32 = 42.5;
 /// The relay's session timeout: longer than the JS client's report interval (5 s), short
 /// enough for the viewer to be seen outliving it.
 const SESSION_TIMEOUT_S: u64 = 7;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn env_path(var: &str, default: PathBuf) -> PathBuf {
-    std::env::var_os(var).map_or(default, PathBuf::from)
-}
 
 fn epoch_ms() -> u64 {
     SystemTime::now()
@@ -83,28 +74,11 @@ fn crowd() -> Vec<Vec<Object>> {
 
 #[test]
 fn webrtc_pages_and_rust_clients_share_a_room_in_chromium() {
-    let chromium = env_path("GSRELAY_CHROMIUM", PathBuf::from("/usr/bin/chromium"));
-    let tools = env_path("GSRELAY_NODE_TOOLS", root().join(".tools"));
-    assert!(
-        chromium.is_file(),
-        "no Chromium at {} (scripts/test.sh installs Debian's chromium; or set GSRELAY_CHROMIUM)",
-        chromium.display()
-    );
-    assert!(
-        tools.join("node_modules/playwright-core").is_dir(),
-        "no playwright-core in {} (scripts/test.sh installs it; or set GSRELAY_NODE_TOOLS)",
-        tools.display()
-    );
-
+    let mut page = browser::node("webrtc.mjs");
     let relay = Serve::dev(&["--session-timeout", &SESSION_TIMEOUT_S.to_string()]);
-    let all = Rights {
-        publish: true,
-        subscribe: true,
-        admin: true,
-    };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let join = |identity: &str| {
-        let token = relay.token("dev", identity, all);
+        let token = relay.token("dev", identity, ALL);
         rt.block_on(Client::join(
             &relay.base,
             &token,
@@ -175,35 +149,22 @@ fn webrtc_pages_and_rust_clients_share_a_room_in_chromium() {
         })
     };
 
-    let out = Command::new("node")
-        .arg(root().join("web/test/webrtc.mjs"))
-        .env("GSRELAY_BASE", &relay.base)
-        .env("GSRELAY_TOKEN", relay.token("dev", "page", all))
+    page.env("GSRELAY_BASE", &relay.base)
+        .env("GSRELAY_TOKEN", relay.token("dev", "page", ALL))
         .env("GSRELAY_MOVER_SSRC", mover_ssrc.to_string())
         .env("GSRELAY_MOVER_T0_MS", t0.to_string())
         .env("GSRELAY_CROWD_SSRC", crowd_ssrc.to_string())
         .env("GSRELAY_CROWD_OBJECTS", SNAPSHOT_OBJECTS.to_string())
         .env("GSRELAY_BROWSER_HEAD_X", BROWSER_HEAD_X.to_string())
         .env("GSRELAY_STOP_FILE", &stop_file)
-        .env("GSRELAY_SESSION_TIMEOUT_S", SESSION_TIMEOUT_S.to_string())
-        .env("GSRELAY_CHROMIUM", &chromium)
-        .env("GSRELAY_NODE_TOOLS", &tools)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run node ({e}): scripts/test.sh installs it"));
+        .env("GSRELAY_SESSION_TIMEOUT_S", SESSION_TIMEOUT_S.to_string());
+    let out = browser::output(&mut page);
     done.store(true, Ordering::Relaxed);
     rt.block_on(moving).unwrap();
     let heard = rt.block_on(heard).unwrap();
     let _ = std::fs::remove_file(&stop_file);
 
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    let closing = stdout
-        .lines()
-        .rev()
-        .find(|l| l.ends_with(" failed"))
-        .expect("webrtc.mjs prints its tally");
-    assert!(closing.ends_with(" 0 failed"), "{closing}");
-    assert!(out.status.success());
+    let stdout = browser::assert_passed("webrtc.mjs", &out);
     let browser_ssrc = heard.expect("the UDP/SRTP subscriber got the page's head");
     assert!(
         stdout.contains(&format!("publisher ssrc {browser_ssrc}")),

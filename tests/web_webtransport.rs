@@ -15,12 +15,13 @@ use gsrelay::control::token::Rights;
 use gsrelay::wire::{self, Head1, Loc2, Object, Rot2};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use support::browser;
 use support::serve::{DevServe, Serve};
+use support::server::{ADMIN, PUBLISH, PUBLISH_SUBSCRIBE, SUBSCRIBE};
 
 /// How long a page may take to reach a point its test waits for.
 const WAIT: Duration = Duration::from_secs(40);
@@ -33,35 +34,6 @@ const FOLLOW_BOUND_MS: i64 = 500;
 
 /// One browser at a time.
 static BROWSER: Mutex<()> = Mutex::new(());
-
-const PUBLISH: Rights = Rights {
-    publish: true,
-    subscribe: false,
-    admin: false,
-};
-const SUBSCRIBE: Rights = Rights {
-    publish: false,
-    subscribe: true,
-    admin: false,
-};
-const BOTH: Rights = Rights {
-    publish: true,
-    subscribe: true,
-    admin: false,
-};
-const ADMIN: Rights = Rights {
-    publish: false,
-    subscribe: false,
-    admin: true,
-};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn env_path(var: &str, default: PathBuf) -> PathBuf {
-    std::env::var_os(var).map_or(default, PathBuf::from)
-}
 
 fn unix_ms() -> i64 {
     SystemTime::now()
@@ -87,24 +59,9 @@ impl Drop for Page {
 impl Page {
     /// Starts `scenario` against `relay` with `env`.
     fn start(scenario: &str, relay: &DevServe, env: &[(&str, String)]) -> Self {
-        let chromium = env_path("GSRELAY_CHROMIUM", PathBuf::from("/usr/bin/chromium"));
-        let tools = env_path("GSRELAY_NODE_TOOLS", root().join(".tools"));
-        assert!(
-            chromium.is_file(),
-            "no Chromium at {} (scripts/test.sh installs Debian's chromium; or set GSRELAY_CHROMIUM)",
-            chromium.display()
-        );
-        assert!(
-            tools.join("node_modules/playwright-core").is_dir(),
-            "no playwright-core in {} (scripts/test.sh installs it; or set GSRELAY_NODE_TOOLS)",
-            tools.display()
-        );
-        let mut cmd = Command::new("node");
-        cmd.arg(root().join("web/test/webtransport.mjs"))
-            .arg(scenario)
+        let mut cmd = browser::node("webtransport.mjs");
+        cmd.arg(scenario)
             .env("GSRELAY_BASE", &relay.base)
-            .env("GSRELAY_CHROMIUM", &chromium)
-            .env("GSRELAY_NODE_TOOLS", &tools)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -388,7 +345,10 @@ fn a_browser_publisher_and_a_udp_one_see_each_other() {
         &relay,
         &[
             ("GSRELAY_ROOM", "exchange".into()),
-            ("GSRELAY_TOKEN", relay.token("exchange", "browser", BOTH)),
+            (
+                "GSRELAY_TOKEN",
+                relay.token("exchange", "browser", PUBLISH_SUBSCRIBE),
+            ),
             ("GSRELAY_PEER_SSRC", ssrc.to_string()),
         ],
     );
@@ -440,7 +400,10 @@ fn refused_sessions_are_told_why_and_counted() {
         &relay,
         &[
             ("GSRELAY_ROOM", "refused".into()),
-            ("GSRELAY_TOKEN", relay.token("refused", "browser", BOTH)),
+            (
+                "GSRELAY_TOKEN",
+                relay.token("refused", "browser", PUBLISH_SUBSCRIBE),
+            ),
         ],
     );
     page.event("refused");

@@ -5,51 +5,19 @@
 
 mod support;
 
-use gsrelay::client::{Client, JoinOptions, WebRtcPeer};
+use gsrelay::client::{Client, WebRtcPeer};
 use gsrelay::server::Server;
-use gsrelay::wire::{Head1, Loc2, Object};
+use gsrelay::wire::Object;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::time::Duration;
+use support::head;
 use support::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
+use support::transports::{Over, join, post_join};
 use tokio::net::UdpSocket;
 
 const WAIT: Duration = Duration::from_secs(10);
-
-fn opts(webrtc: bool) -> JoinOptions {
-    JoinOptions {
-        webrtc,
-        ..JoinOptions::default()
-    }
-}
-
-/// A client in `room`; a UDP subscriber latches its address with an RR.
-async fn join(
-    server: &Server,
-    room: &str,
-    rights: gsrelay::control::token::Rights,
-    webrtc: bool,
-) -> Client {
-    let mut c = Client::join(&base(server), &token(room, rights), room, opts(webrtc))
-        .await
-        .unwrap();
-    if !webrtc && rights.subscribe {
-        c.send_rr().await.unwrap();
-    }
-    c
-}
-
-fn head(id: u64, x: f32) -> Object {
-    Object::Head1(Head1 {
-        id,
-        location: Loc2 {
-            x,
-            ..Loc2::default()
-        },
-        ..Head1::default()
-    })
-}
 
 /// Publishes `x` from `from` until `to` receives it from `from`'s stream.
 async fn reaches(from: &mut Client, to: &mut Client, x: f32) {
@@ -89,8 +57,8 @@ async fn dropped_reaches(server: &Server, reason: &str, at_least: u64) {
 #[tokio::test]
 async fn webrtc_and_udp_clients_reach_each_other() {
     let server = start().await;
-    let mut web = join(&server, "mixed", ALL, true).await;
-    let mut udp = join(&server, "mixed", ALL, false).await;
+    let mut web = join(&server, "mixed", ALL, Over::WebRtc).await;
+    let mut udp = join(&server, "mixed", ALL, Over::Udp).await;
     reaches(&mut web, &mut udp, 1.5).await;
     reaches(&mut udp, &mut web, 2.5).await;
     assert!(
@@ -115,14 +83,9 @@ async fn webrtc_and_udp_clients_reach_each_other() {
     web.leave().await.unwrap();
 }
 
-async fn post_join(server: &Server, body: Value) -> (StatusCode, Value) {
-    let resp = reqwest::Client::new()
-        .post(format!("{}/v1/rooms/offers/sessions", base(server)))
-        .bearer_auth(token("offers", ALL))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+/// Joins the room "offers" with `body`: the answer's status and JSON.
+async fn post_offer(server: &Server, body: Value) -> (StatusCode, Value) {
+    let resp = post_join(server, "offers", body).await;
     (resp.status(), resp.json().await.unwrap())
 }
 
@@ -167,7 +130,7 @@ async fn offers_the_relay_cannot_answer_are_refused_with_a_clear_422() {
         ),
     ];
     for (body, code, says) in cases {
-        let (status, answer) = post_join(&server, body.clone()).await;
+        let (status, answer) = post_offer(&server, body.clone()).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {answer}");
         assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
         let message = answer["error"]["message"].as_str().unwrap();
@@ -183,7 +146,7 @@ async fn offers_the_relay_cannot_answer_are_refused_with_a_clear_422() {
     assert_eq!(info.status(), StatusCode::NOT_FOUND);
     // And a good offer still joins.
     let (status, answer) =
-        post_join(&server, json!({"transport": "webrtc", "sdp_offer": data})).await;
+        post_offer(&server, json!({"transport": "webrtc", "sdp_offer": data})).await;
     assert_eq!(status, StatusCode::CREATED, "{answer}");
     let sdp = answer["webrtc"]["sdp_answer"].as_str().unwrap();
     assert!(
@@ -260,8 +223,8 @@ fn binding(username: &str) -> Vec<u8> {
 async fn stun_for_nobody_and_strangers_datagrams_are_dropped_and_counted() {
     let server = start().await;
     // A live WebRTC session in another room: none of this may reach it or stop it.
-    let mut web = join(&server, "live", ALL, true).await;
-    let mut udp = join(&server, "live", ALL, false).await;
+    let mut web = join(&server, "live", ALL, Over::WebRtc).await;
+    let mut udp = join(&server, "live", ALL, Over::Udp).await;
     let stranger = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let port: SocketAddr = server.webrtc_addr;
     let before = dropped(&server, "webrtc_unknown_username");
@@ -292,13 +255,7 @@ async fn stun_for_nobody_and_strangers_datagrams_are_dropped_and_counted() {
 async fn bare_peer(server: &Server, room: &str) -> (WebRtcPeer, u32, usize) {
     let mut peer = WebRtcPeer::offer().unwrap();
     let body = json!({"transport": "webrtc", "sdp_offer": peer.offer_sdp().unwrap()});
-    let resp = reqwest::Client::new()
-        .post(format!("{}/v1/rooms/{room}/sessions", base(server)))
-        .bearer_auth(token(room, ALL))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let resp = post_join(server, room, body).await;
     assert_eq!(resp.status(), StatusCode::CREATED);
     let answer: Value = resp.json().await.unwrap();
     let relay: SocketAddr = answer["webrtc"]["addr"].as_str().unwrap().parse().unwrap();
@@ -322,7 +279,7 @@ fn rtp(ssrc: u32, seq: u16, payload: &[u8]) -> Vec<u8> {
 #[tokio::test]
 async fn messages_past_the_relays_size_are_dropped_and_counted() {
     let server = start().await;
-    let mut udp = join(&server, "big", SUBSCRIBE, false).await;
+    let mut udp = join(&server, "big", SUBSCRIBE, Over::Udp).await;
     let (mut peer, ssrc, limit) = bare_peer(&server, "big").await;
     let before = dropped(&server, "oversized");
     let huge = rtp(ssrc, 1, &vec![0u8; limit]);
@@ -349,10 +306,10 @@ async fn messages_past_the_relays_size_are_dropped_and_counted() {
 #[tokio::test]
 async fn a_peer_that_never_reads_costs_no_other_session() {
     let server = start().await;
-    let mut publisher = join(&server, "stall", PUBLISH, false).await;
-    let mut reader = join(&server, "stall", SUBSCRIBE, false).await;
+    let mut publisher = join(&server, "stall", PUBLISH, Over::Udp).await;
+    let mut reader = join(&server, "stall", SUBSCRIBE, Over::Udp).await;
     // Opens its channel, then is never driven again: no SACK, no consent check.
-    let stalled = join(&server, "stall", SUBSCRIBE, true).await;
+    let stalled = join(&server, "stall", SUBSCRIBE, Over::WebRtc).await;
     let before = dropped(&server, "webrtc_send_buffer_full");
     let coalesced_before = server.metrics.pacing.coalesced.get();
     // Large packets: a few hundred fill the stalled session's send queue.

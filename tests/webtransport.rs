@@ -5,106 +5,12 @@
 
 mod support;
 
-use gsrelay::client::{Client, JoinOptions, Received};
-use gsrelay::control::token::Rights;
-use gsrelay::rtp::RtcpItem;
-use gsrelay::server::Server;
-use gsrelay::wire::Object;
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
-use std::time::Duration;
-use support::moving_head;
-use support::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
-
-/// How long a packet that must come may take.
-const WAIT: Duration = Duration::from_secs(5);
-
-/// How a test client carries its session.
-#[derive(Clone, Copy, PartialEq)]
-enum Over {
-    Udp,
-    Quic,
-    WebTransport,
-}
-
-async fn join(server: &Server, room: &str, rights: Rights, over: Over) -> Client {
-    let opts = JoinOptions {
-        quic: over == Over::Quic,
-        webtransport: over == Over::WebTransport,
-        ..JoinOptions::default()
-    };
-    let mut c = Client::join(&base(server), &token(room, rights), room, opts)
-        .await
-        .unwrap();
-    if over == Over::Udp {
-        // A UDP session's address is latched by its first packet.
-        c.send_rr().await.unwrap();
-    }
-    c
-}
-
-/// The next RTP packet `c` receives (RTCP skipped): SSRC, sequence number, objects.
-async fn next_objects(c: &mut Client) -> (u32, u16, Vec<Object>) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match c.recv(left).await.unwrap() {
-            Some(Received::Rtp {
-                ssrc, seq, payload, ..
-            }) => {
-                let objects = gsrelay::wire::decode(&payload, c.dialect()).unwrap();
-                return (ssrc, seq, objects);
-            }
-            Some(Received::Rtcp(_)) => continue,
-            None => panic!("no RTP within {WAIT:?}"),
-        }
-    }
-}
-
-/// Publishes until `subscriber` receives (a UDP subscriber's address is latched by its
-/// first packet, which the publisher's may overtake), then until nothing is in flight.
-async fn until_flowing(publisher: &mut Client, subscriber: &mut Client) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        assert!(tokio::time::Instant::now() < deadline, "nothing flows");
-        publisher
-            .send_objects(&[moving_head(999, 0.0)])
-            .await
-            .unwrap();
-        if let Some(Received::Rtp { .. }) =
-            subscriber.recv(Duration::from_millis(100)).await.unwrap()
-        {
-            break;
-        }
-    }
-    while subscriber
-        .recv(Duration::from_millis(200))
-        .await
-        .unwrap()
-        .is_some()
-    {}
-}
-
-/// Publishes ten updates and asserts `subscriber` gets them in order, from the
-/// publisher's SSRC, with consecutive sequence numbers.
-async fn assert_forwarded(publisher: &mut Client, subscriber: &mut Client) {
-    until_flowing(publisher, subscriber).await;
-    let mut last_seq = None;
-    for i in 0..10u64 {
-        let object = moving_head(7, i as f32);
-        publisher
-            .send_objects(std::slice::from_ref(&object))
-            .await
-            .unwrap();
-        let (ssrc, seq, objects) = next_objects(subscriber).await;
-        assert_eq!(ssrc, publisher.ssrc());
-        assert_eq!(objects, vec![object]);
-        if let Some(prev) = last_seq {
-            assert_eq!(seq, u16::wrapping_add(prev, 1), "consecutive numbering");
-        }
-        last_seq = Some(seq);
-    }
-}
+use support::server::{PUBLISH, SUBSCRIBE, start};
+use support::transports::{
+    Over, assert_closing_sends_bye, assert_forwarded, assert_late_joiner_gets_the_snapshot, join,
+    post_join,
+};
 
 #[tokio::test]
 async fn a_webtransport_publisher_reaches_udp_and_quic_subscribers_and_the_reverse() {
@@ -138,37 +44,7 @@ async fn a_webtransport_publisher_reaches_udp_and_quic_subscribers_and_the_rever
 
 #[tokio::test]
 async fn a_late_webtransport_joiner_gets_the_whole_snapshot() {
-    let server = start().await;
-    let mut publisher = join(&server, "snap", PUBLISH, Over::Udp).await;
-    let objects: Vec<Object> = (0..1000).map(|id| moving_head(id, id as f32)).collect();
-    for chunk in objects.chunks(10) {
-        publisher.send_objects(chunk).await.unwrap();
-    }
-    let mut late = join(&server, "snap", SUBSCRIBE, Over::WebTransport).await;
-    let relay_ssrc = late.relay_ssrc();
-    late.send_fir(relay_ssrc).await.unwrap();
-    let mut seen = BTreeSet::new();
-    while seen.len() < objects.len() {
-        let (ssrc, _, got) = next_objects(&mut late).await;
-        assert_eq!(ssrc, publisher.ssrc());
-        for o in got {
-            if let Object::Head1(h) = o {
-                seen.insert(h.id);
-            }
-        }
-    }
-    assert_eq!(seen.len(), 1000, "every cached object arrived");
-    server.shutdown().await.unwrap();
-}
-
-async fn post_join(server: &Server, room: &str, body: Value) -> reqwest::Response {
-    reqwest::Client::new()
-        .post(format!("{}/v1/rooms/{room}/sessions", base(server)))
-        .bearer_auth(token(room, ALL))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
+    assert_late_joiner_gets_the_snapshot(Over::WebTransport, 1000).await;
 }
 
 #[tokio::test]
@@ -202,26 +78,5 @@ async fn a_webtransport_join_answers_the_documented_object() {
 
 #[tokio::test]
 async fn closing_the_webtransport_session_leaves() {
-    let server = start().await;
-    let mut publisher = join(&server, "bye", PUBLISH, Over::WebTransport).await;
-    let mut subscriber = join(&server, "bye", SUBSCRIBE, Over::Udp).await;
-    assert_forwarded(&mut publisher, &mut subscriber).await;
-    let ssrc = publisher.ssrc();
-    drop(publisher);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match subscriber.recv(left).await.unwrap() {
-            Some(Received::Rtcp(items))
-                if items
-                    .iter()
-                    .any(|i| matches!(i, RtcpItem::Bye { ssrcs } if ssrcs.contains(&ssrc))) =>
-            {
-                break;
-            }
-            Some(_) => continue,
-            None => panic!("no BYE for the closed session within {WAIT:?}"),
-        }
-    }
-    server.shutdown().await.unwrap();
+    assert_closing_sends_bye(Over::WebTransport).await;
 }

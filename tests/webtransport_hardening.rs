@@ -5,62 +5,42 @@
 //! reason, and costs a healthy session in the same room nothing. And the generated
 //! certificate's rotation.
 
-use gsrelay::client::{Client, Received, quic_client_config_for};
-use gsrelay::metrics::Metrics;
-use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
-use gsrelay::rtp::SrtpProfile;
-use gsrelay::transport::command::{JoinAnswer, JoinCommand, QuicAnswer, TransportRequest};
-use gsrelay::transport::quic::{self, Protocol, QuicConfig, QuicEndpoint};
-use gsrelay::transport::udp::{self, UdpConfig, UdpTransport};
+mod support;
+
+use gsrelay::client::{Client, quic_client_config_for};
+use gsrelay::relay::RelayConfig;
+use gsrelay::transport::command::{QuicAnswer, TransportRequest};
+use gsrelay::transport::quic::{self, Protocol, QuicConfig};
 use gsrelay::transport::{roq, webtransport};
-use gsrelay::wire::{Dialect, Head1, Loc2, Object};
+use gsrelay::wire::{Dialect, Object};
 use quinn::Endpoint;
 use std::sync::Arc;
 use std::time::Duration;
+use support::head;
+use support::quic_relay::{
+    Harness, WAIT, assert_attached, assert_flows, eventually, loopback, next_update,
+};
 use web_transport_quinn::Session;
 
-const WAIT: Duration = Duration::from_secs(5);
 const TOKEN_TIMEOUT: Duration = Duration::from_millis(500);
 /// Largest packet the relay takes from a client here: datagrams fit larger ones.
 const MAX_PACKET: usize = 400;
 const INVALID: &str =
     "token_invalid: the session token is unknown, already used, or for another relay\n";
 
-struct Harness {
-    t: UdpTransport,
-    quic: QuicEndpoint,
-    metrics: Metrics,
-}
-
 async fn relay_with(cert_lifetime: Option<Duration>) -> Harness {
-    let metrics = Metrics::new();
     let cfg = RelayConfig {
         max_packet_bytes: MAX_PACKET,
         ..RelayConfig::default()
     };
-    let relay = Relay::new(cfg, 7);
-    let local = "127.0.0.1:0".parse().unwrap();
-    let udp_cfg = UdpConfig {
-        bind: local,
-        advertise: None,
-        insecure_plain_rtp: false,
-        default_profile: SrtpProfile::default(),
-        directory: None,
-        recv_buffer: None,
-        send_buffer: None,
-    };
     let mut quic = QuicConfig {
         token_timeout: TOKEN_TIMEOUT,
-        ..QuicConfig::new(local)
+        ..QuicConfig::new(loopback())
     };
     if let Some(lifetime) = cert_lifetime {
         quic.cert_lifetime = lifetime;
     }
-    let (quic, mut shards) = quic::bind(quic, &metrics, 1).unwrap();
-    let t = udp::spawn_with(udp_cfg, shards.pop(), None, relay, metrics.clone())
-        .await
-        .unwrap();
-    Harness { t, quic, metrics }
+    Harness::start(cfg, quic).await
 }
 
 async fn relay() -> Harness {
@@ -68,18 +48,6 @@ async fn relay() -> Harness {
 }
 
 impl Harness {
-    async fn answer(&self, room: &str, publish: bool, transport: TransportRequest) -> JoinAnswer {
-        let request = JoinRequest {
-            room: room.into(),
-            identity: "someone".into(),
-            publish,
-            subscribe: !publish,
-            ..JoinRequest::default()
-        };
-        let cmd = JoinCommand { request, transport };
-        self.t.handle.join(cmd).await.unwrap()
-    }
-
     async fn wt_answer(&self, room: &str, publish: bool) -> QuicAnswer {
         let answer = self
             .answer(room, publish, TransportRequest::WebTransport)
@@ -87,17 +55,9 @@ impl Harness {
         answer.quic.unwrap()
     }
 
-    async fn client(&self, room: &str, publish: bool) -> Client {
-        let answer = self
-            .answer(room, publish, TransportRequest::WebTransport)
-            .await;
-        Client::from_answer(answer, Dialect::default())
+    async fn wt_client(&self, room: &str, publish: bool) -> Client {
+        self.client(room, publish, TransportRequest::WebTransport)
             .await
-            .unwrap()
-    }
-
-    fn dropped(&self, reason: &str) -> u64 {
-        self.metrics.dropped.with_label_values(&[reason]).get()
     }
 
     fn outcome(&self, outcome: &str) -> u64 {
@@ -118,7 +78,7 @@ impl Harness {
         let mut cfg = quic_client_config_for(&info.certs.sha256(), Protocol::WebTransport)
             .map_err(|e| e.to_string())?;
         cfg.transport_config(Arc::new(transport));
-        let ep = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        let ep = Endpoint::client(loopback()).unwrap();
         let conn = ep
             .connect_with(cfg, info.local_addr, "localhost")
             .unwrap()
@@ -148,51 +108,11 @@ async fn present(session: &Session, token: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&line).into_owned())
 }
 
-fn head(id: u64, x: f32) -> Object {
-    Object::Head1(Head1 {
-        id,
-        location: Loc2 {
-            x,
-            ..Loc2::default()
-        },
-        ..Head1::default()
-    })
-}
-
-/// Asserts one update from `publisher` reaches `subscriber`, unaltered.
-async fn assert_flows(publisher: &mut Client, subscriber: &mut Client, x: f32) {
-    let object = head(1, x);
-    publisher
-        .send_objects(std::slice::from_ref(&object))
-        .await
-        .unwrap();
-    loop {
-        match subscriber.recv(WAIT).await.unwrap() {
-            Some(Received::Rtp { payload, .. }) => {
-                let got = gsrelay::wire::decode(&payload, Dialect::default()).unwrap();
-                if got == vec![object.clone()] {
-                    return;
-                }
-            }
-            Some(Received::Rtcp(_)) => {}
-            None => panic!("the healthy session got nothing within {WAIT:?}"),
-        }
-    }
-}
-
-async fn eventually(what: &str, f: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !f() {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test]
 async fn wrong_reused_missing_and_roq_tokens_are_refused_with_a_status_line_and_counted() {
     let h = relay().await;
-    let mut publisher = h.client("room", true).await;
-    let mut subscriber = h.client("room", false).await;
+    let mut publisher = h.wt_client("room", true).await;
+    let mut subscriber = h.wt_client("room", false).await;
 
     let (_ep, wrong) = h.session().await;
     assert_eq!(
@@ -256,18 +176,13 @@ async fn a_connect_to_another_path_is_refused_with_404_and_counted() {
 #[tokio::test]
 async fn oversized_datagrams_and_other_flows_and_sessions_are_dropped_and_counted() {
     let h = relay().await;
-    let mut publisher = h.client("room", true).await;
-    let mut subscriber = h.client("room", false).await;
+    let mut publisher = h.wt_client("room", true).await;
+    let mut subscriber = h.wt_client("room", false).await;
     assert_flows(&mut publisher, &mut subscriber, 1.0).await;
 
     let q = h.wt_answer("room", true).await;
     let (_ep, session) = h.session().await;
-    assert!(
-        present(&session, &q.session_token)
-            .await
-            .unwrap()
-            .starts_with("OK ")
-    );
+    assert_attached(present(&session, &q.session_token).await);
     let conn: &quinn::Connection = &session;
     let datagram = |header: &[u8], flow: u64, len: usize| {
         let mut d = header.to_vec();
@@ -298,8 +213,8 @@ async fn oversized_datagrams_and_other_flows_and_sessions_are_dropped_and_counte
 #[tokio::test]
 async fn a_session_that_never_reads_is_paced_and_costs_the_others_nothing() {
     let h = relay().await;
-    let mut publisher = h.client("room", true).await;
-    let mut healthy = h.client("room", false).await;
+    let mut publisher = h.wt_client("room", true).await;
+    let mut healthy = h.wt_client("room", false).await;
     assert_flows(&mut publisher, &mut healthy, 0.5).await;
 
     // No datagrams and a tiny stream window: everything for it queues for one stream that
@@ -311,12 +226,7 @@ async fn a_session_that_never_reads_is_paced_and_costs_the_others_nothing() {
         .stream_receive_window(quinn::VarInt::from_u32(2_000))
         .receive_window(quinn::VarInt::from_u32(20_000));
     let (_ep, stalled) = h.session_with(webtransport::PATH, transport).await.unwrap();
-    assert!(
-        present(&stalled, &q.session_token)
-            .await
-            .unwrap()
-            .starts_with("OK ")
-    );
+    assert_attached(present(&stalled, &q.session_token).await);
 
     // Updates of ten objects, many times over: the healthy subscriber gets every one, in
     // order; the stalled one is paced to the latest state of each (coalesced).
@@ -331,16 +241,7 @@ async fn a_session_that_never_reads_is_paced_and_costs_the_others_nothing() {
         let batch: Vec<Object> = (0..10).map(|id| head(id, sent as f32)).collect();
         publisher.send_objects(&batch).await.unwrap();
         sent += 1;
-        let got = loop {
-            match healthy.recv(WAIT).await.unwrap() {
-                Some(Received::Rtp { payload, .. }) => {
-                    break gsrelay::wire::decode(&payload, Dialect::default()).unwrap();
-                }
-                Some(Received::Rtcp(_)) => {}
-                None => panic!("update {sent} never reached the healthy subscriber"),
-            }
-        };
-        assert_eq!(got, batch, "update {sent}");
+        assert_eq!(next_update(&mut healthy).await, batch, "update {sent}");
         // At most 1 000 packets a second: the relay's per-session rate limit.
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
@@ -355,12 +256,7 @@ async fn the_generated_certificate_rotates_and_new_joins_carry_the_new_one() {
     let h = relay_with(Some(Duration::from_secs(2))).await;
     let before = h.wt_answer("room", false).await;
     let (_ep, old) = h.session().await;
-    assert!(
-        present(&old, &before.session_token)
-            .await
-            .unwrap()
-            .starts_with("OK ")
-    );
+    assert_attached(present(&old, &before.session_token).await);
     eventually("rotated", || {
         h.quic.info.certs.sha256() != before.cert_sha256
     })

@@ -87,6 +87,22 @@ pub struct UdpConfig {
     pub send_buffer: Option<usize>,
 }
 
+impl UdpConfig {
+    /// The defaults for `bind`: SRTP only, the default profile, no directory, the
+    /// kernel's socket buffers.
+    pub fn new(bind: SocketAddr) -> Self {
+        Self {
+            bind,
+            advertise: None,
+            insecure_plain_rtp: false,
+            default_profile: SrtpProfile::default(),
+            directory: None,
+            recv_buffer: None,
+            send_buffer: None,
+        }
+    }
+}
+
 /// A running relay task with its transports.
 pub struct UdpTransport {
     /// Handle for the control plane.

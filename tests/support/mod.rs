@@ -1,11 +1,14 @@
 //! A simulated world around the sans-I/O core: sessions, packets and time, no sockets.
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod browser;
 pub mod libsrtp;
+pub mod quic_relay;
 pub mod serve;
 pub mod server;
 pub mod srtp;
 pub mod tools;
+pub mod transports;
 
 use gsrelay::metrics::Metrics;
 use gsrelay::metrics::export::StatsExporter;

@@ -1,5 +1,5 @@
 // Shared by the Node scripts the Rust tests run (tests/web_client.rs, tests/web_viewer.rs,
-// tests/web_webtransport.rs).
+// tests/web_webtransport.rs, tests/web_webrtc.rs).
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";

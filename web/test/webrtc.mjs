@@ -7,43 +7,25 @@
 // GSRELAY_STOP_FILE (written once a Rust UDP/SRTP subscriber got the page's head),
 // GSRELAY_SESSION_TIMEOUT_S (the relay's session_timeout: the viewer must outlive it),
 // GSRELAY_CHROMIUM, GSRELAY_NODE_TOOLS. Prints "N passed, M failed".
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Tally } from "./support.mjs";
+import { existsSync } from "node:fs";
+import { Tally, withChromium } from "./support.mjs";
 
 const env = process.env;
-const { chromium } = createRequire(join(env.GSRELAY_NODE_TOOLS, "node_modules", "/"))("playwright-core");
 const base = env.GSRELAY_BASE;
 const t = new Tally();
 const WAIT = { timeout: 20000 };
 /** How far the drawn head may be from where its publisher has it, in metres (1 m/s). */
 const POSITION_BOUND_M = 0.25;
 
-const userDataDir = mkdtempSync(join(tmpdir(), "gsrelay-chromium-"));
-const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: env.GSRELAY_CHROMIUM,
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync"],
-  viewport: { width: 1360, height: 760 },
-});
-try {
+await withChromium(t, async (page, context) => {
   const pageErrors = [];
-  const page = await context.newPage();
   page.on("pageerror", (e) => pageErrors.push(e.message));
   const connectedAt = await viewerFollowsTheMover(page);
   await lateJoinerGetsTheCrowd(await context.newPage());
   await pagePublishesToUdp(await context.newPage());
   await viewerOutlivesTheSessionTimeout(page, connectedAt);
   t.check(pageErrors.length === 0, `uncaught errors in the viewer: ${pageErrors}`);
-} catch (e) {
-  t.check(false, `unexpected: ${e.stack}`);
-} finally {
-  await context.close();
-  rmSync(userDataDir, { recursive: true, force: true });
-}
+});
 t.finish();
 
 /** The viewer over WebRTC: the mover's head is drawn where the mover has it, and moves. */

@@ -1,21 +1,32 @@
 //! The relay task's WebRTC inputs: datagrams from the port's reader, each handed to its
 //! session's peer connection, and the peer connections' deadlines.
 
-use super::Inbound;
 use super::demux::{Kind, classify};
-use crate::relay::SessionId;
+use super::{Inbound, WebRtcPort};
+use crate::metrics::Metrics;
+use crate::relay::{Relay, SessionId};
 use crate::transport::guard::guarded;
 use crate::transport::shard::{Link, Shard};
 use crate::transport::udp::RECV_BATCH;
 use rtc::sansio::Protocol;
 use rtc::shared::TaggedBytesMut;
 use std::cmp::Reverse;
+use std::collections::HashMap;
 use std::time::Instant;
 use tokio::sync::mpsc;
 
 /// Peer-connection deadlines handled per wake-up, so a stack that keeps asking for the
 /// past cannot hold the relay task.
 const TIMERS_PER_WAKE: usize = 1024;
+
+/// A shard's WebRTC port and the other fields of the shard that drive its peer
+/// connections, borrowed apart.
+struct Parts<'a> {
+    port: &'a mut WebRtcPort,
+    links: &'a mut HashMap<SessionId, Link>,
+    relay: &'a mut Relay,
+    metrics: &'a Metrics,
+}
 
 impl Shard {
     /// Handles `first` and whatever else the WebRTC inbox holds, up to [`RECV_BATCH`]
@@ -44,37 +55,30 @@ impl Shard {
 
     /// One datagram to its session's peer connection; the packets it gave the core.
     fn webrtc_datagram(&mut self, now: Instant, (from, data): Inbound) -> u32 {
-        let Self {
-            relay,
-            links,
-            webrtc,
-            metrics,
-            ..
-        } = self;
-        let Some(port) = webrtc.as_mut() else {
+        let Some(parts) = self.webrtc_parts() else {
             return 0;
         };
         let (id, checked) = match classify(&data) {
             Ok(Kind::Stun(ufrag)) => {
                 let id = std::str::from_utf8(ufrag)
                     .ok()
-                    .and_then(|u| port.by_ufrag.get(u));
+                    .and_then(|u| parts.port.by_ufrag.get(u));
                 (id.copied(), Some(from))
             }
-            Ok(_) => (port.by_addr.get(&from).copied(), None),
+            Ok(_) => (parts.port.by_addr.get(&from).copied(), None),
             Err(reason) => {
-                metrics.drop(reason);
+                parts.metrics.drop(reason);
                 return 0;
             }
         };
-        let Some((id, Link::WebRtc(peer))) = id.and_then(|id| links.get_mut(&id).map(|l| (id, l)))
-        else {
+        let peer = id.and_then(|id| parts.links.get_mut(&id).map(|l| (id, l)));
+        let Some((id, Link::WebRtc(peer))) = peer else {
             let reason = if checked.is_some() {
                 "webrtc_unknown_username"
             } else {
                 "webrtc_unknown_address"
             };
-            metrics.drop(reason);
+            parts.metrics.drop(reason);
             return 0;
         };
         let context = peer.context(from);
@@ -83,7 +87,9 @@ impl Shard {
             transport: context,
             message: data,
         });
-        let driven = port.drive(now, id, peer, checked, relay, metrics);
+        let driven = parts
+            .port
+            .drive(now, id, peer, checked, parts.relay, parts.metrics);
         if driven.closed {
             self.webrtc_leave(now, id);
         }
@@ -95,16 +101,15 @@ impl Shard {
         let now = Instant::now();
         let mut closed = Vec::new();
         {
-            let Self {
-                relay,
-                links,
-                webrtc,
-                metrics,
-                ..
-            } = self;
-            let Some(port) = webrtc.as_mut() else {
+            let Some(parts) = self.webrtc_parts() else {
                 return;
             };
+            let Parts {
+                port,
+                links,
+                relay,
+                metrics,
+            } = parts;
             for _ in 0..TIMERS_PER_WAKE {
                 let Some(&Reverse((t, id))) = port.timers.peek() else {
                     break;
@@ -130,6 +135,24 @@ impl Shard {
             self.webrtc_leave(now, id);
         }
         self.end_batch(now).await;
+    }
+
+    /// The port and what its peer connections are driven with, borrowed apart; `None`
+    /// when the shard runs no WebRTC port.
+    fn webrtc_parts(&mut self) -> Option<Parts<'_>> {
+        let Self {
+            relay,
+            links,
+            webrtc,
+            metrics,
+            ..
+        } = self;
+        Some(Parts {
+            port: webrtc.as_mut()?,
+            links,
+            relay,
+            metrics,
+        })
     }
 
     /// A session whose peer connection failed or closed leaves the room.
