@@ -1,7 +1,7 @@
 //! WebTransport end to end with a Rust client (`web-transport-quinn`, as a browser speaks
 //! it): a whole relay from `server::start` on loopback port 0, [`Client`]s joining through
 //! the HTTP API with `"transport":"webtransport"`, in rooms shared with UDP/SRTP and RoQ
-//! clients. The browser's own runs are in `tests/web_transport_browser.rs`.
+//! clients. The browser's own runs are in `tests/web_webtransport.rs`.
 
 mod support;
 
