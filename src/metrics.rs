@@ -200,6 +200,23 @@ pub fn latency_buckets() -> Vec<f64> {
     b
 }
 
+/// One transport's per-packet metrics, resolved once so that a shell's hot path does no
+/// label lookup ([`Metrics::transport`]).
+#[derive(Clone)]
+pub struct TransportCounters {
+    /// Packets received.
+    pub packets_in: IntCounter,
+    /// Packets sent.
+    pub packets_out: IntCounter,
+    /// Bytes received.
+    pub bytes_in: IntCounter,
+    /// Bytes sent.
+    pub bytes_out: IntCounter,
+    /// From a batch's arrival at the relay task to its forwarded copies handed to the
+    /// transport.
+    pub latency: Histogram,
+}
+
 impl Metrics {
     /// Creates and registers every metric. Names are static, so a failure here is a bug.
     pub fn new() -> Self {
@@ -420,6 +437,17 @@ impl Metrics {
     /// The forward-latency histogram of one transport.
     pub fn latency(&self, transport: &str) -> Histogram {
         self.forward_latency.with_label_values(&[transport])
+    }
+
+    /// The per-packet metrics of one transport, labels resolved once.
+    pub fn transport(&self, transport: &str) -> TransportCounters {
+        TransportCounters {
+            packets_in: self.packets.with_label_values(&[transport, "in"]),
+            packets_out: self.packets.with_label_values(&[transport, "out"]),
+            bytes_in: self.bytes.with_label_values(&[transport, "in"]),
+            bytes_out: self.bytes.with_label_values(&[transport, "out"]),
+            latency: self.latency(transport),
+        }
     }
 
     /// Renders the Prometheus text format.

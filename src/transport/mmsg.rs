@@ -25,6 +25,12 @@ pub struct Received {
     pub truncated: bool,
 }
 
+/// An unused I/O vector slot.
+const NO_IOV: libc::iovec = libc::iovec {
+    iov_base: std::ptr::null_mut(),
+    iov_len: 0,
+};
+
 /// An all-zero message header: null pointers and zero lengths.
 fn empty_header() -> libc::mmsghdr {
     // SAFETY: `mmsghdr` is a C struct of integers and raw pointers, for which all-zero
@@ -38,10 +44,7 @@ pub fn send<'a>(
     fd: RawFd,
     datagrams: impl Iterator<Item = (&'a [u8], &'a SockaddrStorage)>,
 ) -> io::Result<usize> {
-    let mut iov = [libc::iovec {
-        iov_base: std::ptr::null_mut(),
-        iov_len: 0,
-    }; MAX_DATAGRAMS];
+    let mut iov = [NO_IOV; MAX_DATAGRAMS];
     let mut headers = [empty_header(); MAX_DATAGRAMS];
     let mut n = 0;
     for (bytes, to) in datagrams.take(MAX_DATAGRAMS) {
@@ -78,10 +81,7 @@ pub fn send_segmented<'a>(
     to: &SockaddrStorage,
     segment: u16,
 ) -> io::Result<()> {
-    let mut iov = [libc::iovec {
-        iov_base: std::ptr::null_mut(),
-        iov_len: 0,
-    }; MAX_DATAGRAMS];
+    let mut iov = [NO_IOV; MAX_DATAGRAMS];
     let mut n = 0;
     for (v, bytes) in iov.iter_mut().zip(segments) {
         // The kernel only reads through it (sendmsg).
@@ -127,10 +127,7 @@ pub fn send_segmented<'a>(
 /// Returns how many were read; `WouldBlock` when there was nothing.
 pub fn recv(fd: RawFd, buf: &mut [u8], slot: usize, got: &mut Vec<Received>) -> io::Result<usize> {
     got.clear();
-    let mut iov = [libc::iovec {
-        iov_base: std::ptr::null_mut(),
-        iov_len: 0,
-    }; MAX_DATAGRAMS];
+    let mut iov = [NO_IOV; MAX_DATAGRAMS];
     let mut names = [MaybeUninit::<libc::sockaddr_storage>::zeroed(); MAX_DATAGRAMS];
     let mut headers = [empty_header(); MAX_DATAGRAMS];
     let mut n = 0;

@@ -43,11 +43,10 @@ use super::recv::{Datagram, RecvBatch};
 use super::shard::{Link, Shard, deliver};
 use super::shards::RoomDirectory;
 use super::webrtc::WebRtcShard;
-use crate::metrics::Metrics;
 use crate::metrics::export::StatsExporter;
+use crate::metrics::{Metrics, TransportCounters};
 use crate::relay::{Relay, Transmit};
 use crate::rtp::{KeyMaterial, PacketClass, SrtpError, SrtpProfile, SrtpSession, classify};
-use prometheus::{Histogram, IntCounter};
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -139,7 +138,7 @@ pub async fn spawn_with(
         .unwrap_or_default();
     relay.set_wallclock(Instant::now(), since_unix);
     let udp = UdpPort {
-        counters: Counters::new(&metrics),
+        counters: metrics.transport(TRANSPORT),
         socket,
         rtp_addr: cfg.advertise.unwrap_or(local_addr),
         insecure_plain_rtp: cfg.insecure_plain_rtp,
@@ -213,31 +212,10 @@ enum Security {
 /// [`SrtpSession::protect_rtp_slice`] or [`SrtpSession::protect_rtcp_slice`].
 type Protect = fn(&mut SrtpSession, &mut [u8], usize) -> Result<usize, SrtpError>;
 
-/// The per-packet metrics, resolved once so the hot path does no label lookup.
-struct Counters {
-    packets_in: IntCounter,
-    packets_out: IntCounter,
-    bytes_in: IntCounter,
-    bytes_out: IntCounter,
-    latency: Histogram,
-}
-
-impl Counters {
-    fn new(m: &Metrics) -> Self {
-        Self {
-            packets_in: m.packets.with_label_values(&[TRANSPORT, "in"]),
-            packets_out: m.packets.with_label_values(&[TRANSPORT, "out"]),
-            bytes_in: m.bytes.with_label_values(&[TRANSPORT, "in"]),
-            bytes_out: m.bytes.with_label_values(&[TRANSPORT, "out"]),
-            latency: m.latency(TRANSPORT),
-        }
-    }
-}
-
 /// What the relay task owns for UDP.
 pub(super) struct UdpPort {
     pub(super) socket: UdpSocket,
-    counters: Counters,
+    counters: TransportCounters,
     /// What join answers advertise.
     pub(super) rtp_addr: SocketAddr,
     insecure_plain_rtp: bool,

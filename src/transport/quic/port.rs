@@ -5,7 +5,7 @@
 
 use super::conn::ErrorCode;
 use super::{Attached, Certificates, Protocol, QuicEvent, Token};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, TransportCounters};
 use crate::relay::{SessionId, Transmit};
 use crate::rtp::{PacketClass, classify};
 use crate::transport::command::{CommandError, QuicAnswer};
@@ -14,7 +14,6 @@ use crate::transport::roq;
 use crate::transport::shard::{Link, Shard, deliver};
 use crate::transport::udp::RECV_BATCH;
 use bytes::{Bytes, BytesMut};
-use prometheus::{Histogram, IntCounter};
 use quinn::SendDatagramError;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -62,16 +61,7 @@ pub(in crate::transport) struct QuicPort {
     sweep_at: usize,
     arena: BytesMut,
     /// By [`Protocol::index`].
-    counters: [Counters; 2],
-}
-
-struct Counters {
-    packets_in: IntCounter,
-    packets_out: IntCounter,
-    bytes_in: IntCounter,
-    bytes_out: IntCounter,
-    /// From a batch's arrival at the relay task to its forwarded copies handed to quinn.
-    latency: Histogram,
+    counters: [TransportCounters; 2],
 }
 
 impl QuicPort {
@@ -90,11 +80,11 @@ impl QuicPort {
             tokens: HashMap::new(),
             sweep_at: 64,
             arena: BytesMut::new(),
-            counters: Protocol::ALL.map(|p| Counters::new(m, p.label())),
+            counters: Protocol::ALL.map(|p| m.transport(p.label())),
         }
     }
 
-    fn counters(&self, protocol: Protocol) -> &Counters {
+    fn counters(&self, protocol: Protocol) -> &TransportCounters {
         &self.counters[protocol.index()]
     }
 
@@ -197,18 +187,6 @@ impl QuicPort {
         let c = self.counters(protocol);
         c.packets_out.inc();
         c.bytes_out.inc_by(bytes as u64);
-    }
-}
-
-impl Counters {
-    fn new(m: &Metrics, transport: &str) -> Self {
-        Self {
-            packets_in: m.packets.with_label_values(&[transport, "in"]),
-            packets_out: m.packets.with_label_values(&[transport, "out"]),
-            bytes_in: m.bytes.with_label_values(&[transport, "in"]),
-            bytes_out: m.bytes.with_label_values(&[transport, "out"]),
-            latency: m.latency(transport),
-        }
     }
 }
 

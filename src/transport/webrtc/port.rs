@@ -11,14 +11,14 @@ use super::{
     CHANNEL_LABEL, MAX_SEND_PACKET, Routes, WebRtcConfig, candidate_addr, check_offer,
     new_password, new_ufrag,
 };
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, TransportCounters};
 use crate::relay::{Relay, SessionId, Transmit};
 use crate::rtp::{PacketClass, classify as classify_rtp};
 use crate::transport::command::{CommandError, WebRtcAnswer, WebRtcOffer};
 use crate::transport::guard::guarded;
 use crate::transport::shard::{Link, deliver};
 use bytes::BytesMut;
-use prometheus::{Histogram, IntCounter, IntCounterVec};
+use prometheus::{IntCounter, IntCounterVec};
 use rtc::peer_connection::message::RTCMessage;
 use rtc::sansio::Protocol;
 use std::cmp::Reverse;
@@ -54,20 +54,11 @@ pub(in crate::transport) struct WebRtcPort {
     /// Sessions with messages queued, whose datagrams the next flush takes.
     dirty: Vec<SessionId>,
     arena: BytesMut,
-    pub(super) counters: Counters,
-    /// `gsrelay_webrtc_connections_total`.
-    outcomes: IntCounterVec,
-}
-
-pub(super) struct Counters {
-    packets_in: IntCounter,
-    packets_out: IntCounter,
-    bytes_in: IntCounter,
-    bytes_out: IntCounter,
+    pub(super) counters: TransportCounters,
     /// `webrtc_send_blocked` drops: the socket's send buffer was full.
     send_blocked: IntCounter,
-    /// From a batch's arrival at the relay task to its forwarded copies sent.
-    pub(super) latency: Histogram,
+    /// `gsrelay_webrtc_connections_total`.
+    outcomes: IntCounterVec,
 }
 
 /// What driving a peer connection produced.
@@ -101,14 +92,8 @@ impl WebRtcPort {
             timers: BinaryHeap::new(),
             dirty: Vec::new(),
             arena: BytesMut::new(),
-            counters: Counters {
-                packets_in: m.packets.with_label_values(&[TRANSPORT, "in"]),
-                packets_out: m.packets.with_label_values(&[TRANSPORT, "out"]),
-                bytes_in: m.bytes.with_label_values(&[TRANSPORT, "in"]),
-                bytes_out: m.bytes.with_label_values(&[TRANSPORT, "out"]),
-                send_blocked: m.dropped.with_label_values(&["webrtc_send_blocked"]),
-                latency: m.latency(TRANSPORT),
-            },
+            counters: m.transport(TRANSPORT),
+            send_blocked: m.dropped.with_label_values(&["webrtc_send_blocked"]),
             outcomes: m.webrtc_connections.clone(),
         }
     }
@@ -268,7 +253,7 @@ impl WebRtcPort {
         match self.socket.send_to(datagram, to) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                self.counters.send_blocked.inc();
+                self.send_blocked.inc();
             }
             // ICMP errors surfaced by some platforms: nothing to do for one datagram.
             Err(e) => tracing::debug!(error = %e, %to, "WebRTC send failed"),
