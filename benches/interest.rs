@@ -5,7 +5,7 @@
 //! Run with `cargo bench --bench interest`; `docs/benchmarks.md` records the results.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gsrelay::relay::{Interest, JoinRequest, Joined, Relay, RelayConfig};
+use gsrelay::relay::{Input, Interest, JoinRequest, Joined, Relay, RelayConfig, Reply};
 use gsrelay::rtp::RtpHeader;
 use gsrelay::wire::{self, Dialect, Head1, Loc2, Object};
 use std::hint::black_box;
@@ -78,7 +78,10 @@ fn room(area: bool) -> (Relay, Joined, u16) {
             interest,
             ..JoinRequest::default()
         };
-        r.join(now, req).expect("join")
+        r.handle_input(now, Input::Join(req))
+            .ok()
+            .and_then(Reply::joined)
+            .expect("join")
     };
     let publishers: Vec<Joined> = (0..PUBLISHERS)
         .map(|_| join(&mut r, true, Interest::default()))
@@ -89,7 +92,13 @@ fn room(area: bool) -> (Relay, Joined, u16) {
             .map(|k| head(k, point(base + k)))
             .collect();
         for (n, chunk) in objects.chunks(20).enumerate() {
-            r.handle_rtp(now, who.session, &rtp(who.ssrc, n as u16 + 1, chunk));
+            let _ = r.handle_input(
+                now,
+                Input::Rtp {
+                    from: who.session,
+                    packet: &rtp(who.ssrc, n as u16 + 1, chunk),
+                },
+            );
         }
     }
     for s in 0..SUBSCRIBERS {
@@ -128,7 +137,13 @@ fn one_update(c: &mut Criterion) {
                 // Object 0 of publisher 0 walks slowly across the square.
                 let mut p = point(0);
                 p[0] = (p[0] + step as f32 * 0.01) % SIDE;
-                r.handle_rtp(t, who.session, &rtp(who.ssrc, seq, &[head(0, p)]));
+                let _ = r.handle_input(
+                    t,
+                    Input::Rtp {
+                        from: who.session,
+                        packet: &rtp(who.ssrc, seq, &[head(0, p)]),
+                    },
+                );
                 seq = seq.wrapping_add(1);
                 drain(&mut r)
             })

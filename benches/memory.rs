@@ -7,7 +7,7 @@
 mod common;
 
 use common::update;
-use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
+use gsrelay::relay::{Input, JoinRequest, Relay, RelayConfig, Reply};
 use gsrelay::rtp::RtpHeader;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -89,7 +89,11 @@ fn main() {
         publish: true,
         ..JoinRequest::default()
     };
-    let publisher = relay.join(now, req).expect("join");
+    let publisher = relay
+        .handle_input(now, Input::Join(req))
+        .ok()
+        .and_then(Reply::joined)
+        .expect("join");
     // Packets built before counting, so only the relay's own allocations are measured.
     let packets: Vec<Vec<u8>> = (0..OBJECTS / 5)
         .map(|i| {
@@ -112,7 +116,13 @@ fn main() {
     let wire_bytes: usize = packets.iter().map(|p| p.len() - 12).sum();
     let (heap0, rss0) = (LIVE.load(Ordering::Relaxed), rss_kib());
     for p in &packets {
-        relay.handle_rtp(now, publisher.session, p);
+        let _ = relay.handle_input(
+            now,
+            Input::Rtp {
+                from: publisher.session,
+                packet: p,
+            },
+        );
         while relay.poll_transmit().is_some() {}
     }
     let (heap1, rss1) = (LIVE.load(Ordering::Relaxed), rss_kib());

@@ -7,7 +7,7 @@ mod common;
 
 use common::update;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use gsrelay::relay::{JoinRequest, Joined, Relay, RelayConfig};
+use gsrelay::relay::{Input, JoinRequest, Joined, Relay, RelayConfig, Reply};
 use gsrelay::rtp::RtpHeader;
 use gsrelay::rtp::rtcp::{self, FirEntry};
 use std::hint::black_box;
@@ -30,7 +30,10 @@ fn join(r: &mut Relay, now: Instant, publish: bool, subscribe: bool) -> Joined {
         subscribe,
         ..JoinRequest::default()
     };
-    r.join(now, req).expect("join")
+    r.handle_input(now, Input::Join(req))
+        .ok()
+        .and_then(Reply::joined)
+        .expect("join")
 }
 
 fn rtp(ssrc: u32, seq: u16, payload: &[u8]) -> Vec<u8> {
@@ -81,7 +84,13 @@ fn store_update(c: &mut Criterion) {
     g.bench_function("5_objects_no_subscribers", |b| {
         b.iter(|| {
             // Sequence numbers must keep increasing; wrap the cycle with a fresh stream.
-            r.handle_rtp(now, a.session, &pkts[i % pkts.len()]);
+            let _ = r.handle_input(
+                now,
+                Input::Rtp {
+                    from: a.session,
+                    packet: &pkts[i % pkts.len()],
+                },
+            );
             i += 1;
             drain(&mut r)
         })
@@ -103,7 +112,13 @@ fn fan_out(c: &mut Criterion) {
         g.throughput(Throughput::Elements(subs as u64));
         g.bench_with_input(BenchmarkId::new("subscribers", subs), &subs, |b, _| {
             b.iter(|| {
-                r.handle_rtp(now, a.session, &pkts[i % pkts.len()]);
+                let _ = r.handle_input(
+                    now,
+                    Input::Rtp {
+                        from: a.session,
+                        packet: &pkts[i % pkts.len()],
+                    },
+                );
                 i += 1;
                 drain(&mut r)
             })
@@ -120,7 +135,13 @@ fn snapshot(c: &mut Criterion) {
     // 10 000 objects: 2 000 packets of five.
     for i in 0..2000u16 {
         let pkt = rtp(a.ssrc, i + 1, &update(u64::from(i) * 5, f32::from(i)));
-        r.handle_rtp(now, a.session, &pkt);
+        let _ = r.handle_input(
+            now,
+            Input::Rtp {
+                from: a.session,
+                packet: &pkt,
+            },
+        );
     }
     let sub = join(&mut r, now, false, true);
     assert_eq!(
@@ -144,7 +165,13 @@ fn snapshot(c: &mut Criterion) {
                 }],
             )
             .expect("fir");
-            r.handle_rtcp(t, sub.session, &fir);
+            let _ = r.handle_input(
+                t,
+                Input::Rtcp {
+                    from: sub.session,
+                    packet: &fir,
+                },
+            );
             drain(&mut r)
         })
     });

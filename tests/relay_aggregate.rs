@@ -164,7 +164,7 @@ fn zero_delay_sends_what_one_input_batch_brought() {
     w.publish(&b, &[head(2, 2.0)]);
     assert!(w.sent().is_empty(), "the batch is not over yet");
     assert!(w.relay.poll_timeout().is_some_and(|t| t <= w.now));
-    w.relay.flush_aggregates(w.now);
+    w.end_batch();
     let out = w.sent();
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].to, sub.session);
@@ -449,7 +449,7 @@ fn a_sender_leaving_is_announced_by_bye_and_never_revived() {
     w.sent();
     w.publish(&a, &[head(1, 1.0)]);
     w.publish(&b, &[head(1, 2.0)]);
-    w.relay.leave(a.session).unwrap();
+    w.leave(a.session).unwrap();
     let out = w.sent();
     assert_eq!(out.len(), 1);
     assert_eq!((out[0].to, out[0].class), (sub.session, PacketClass::Rtcp));
@@ -512,7 +512,7 @@ fn sequence_numbers_stay_continuous_across_view_changes() {
         types: serde_json::from_value(serde_json::json!({"allow": ["Head1"]})).unwrap(),
         ..aggregated(Some(20))
     };
-    w.relay.set_interest(w.now, sub.session, typed).unwrap();
+    w.set_interest(sub.session, typed).unwrap();
     send_one(&mut w, 3.0);
     let area = Interest {
         area: Some(
@@ -521,7 +521,7 @@ fn sequence_numbers_stay_continuous_across_view_changes() {
         ),
         ..aggregated(Some(20))
     };
-    w.relay.set_interest(w.now, sub.session, area).unwrap();
+    w.set_interest(sub.session, area).unwrap();
     send_one(&mut w, 4.0);
     assert!(
         seqs.windows(2).all(|p| p[1] == p[0].wrapping_add(1)),
@@ -637,13 +637,13 @@ fn delivery_is_validated() {
             delivery,
             ..Interest::default()
         };
-        match w.relay.set_interest(w.now, s.session, interest) {
+        match w.set_interest(s.session, interest) {
             Err(ControlError::InvalidInterest(m)) => assert!(m.starts_with(field), "{m}"),
             other => panic!("expected an invalid interest, got {other:?}"),
         }
     }
     for ms in [0, 1000] {
-        let ok = w.relay.set_interest(w.now, s.session, aggregated(Some(ms)));
+        let ok = w.set_interest(s.session, aggregated(Some(ms)));
         assert!(ok.is_ok(), "{ms} ms");
     }
 }
@@ -732,7 +732,7 @@ fn a_narrow_path_gets_packets_that_fit_it_from_its_own_view() {
     let narrow = join(&mut w, 0x2000_0002, false, true, aggregated(Some(0)));
     // A QUIC path of 400 bytes (the shell's input): the narrow member leaves the shared
     // view for one whose packets fit.
-    w.relay.set_session_path(w.now, narrow.session, 400, None);
+    w.set_path(narrow.session, 400, None);
     let senders: Vec<Joined> = (0..30)
         .map(|i| publisher(&mut w, 0x3000_0000 + i))
         .collect();
@@ -740,7 +740,7 @@ fn a_narrow_path_gets_packets_that_fit_it_from_its_own_view() {
     for (i, p) in senders.iter().enumerate() {
         w.publish(p, &[head(1, i as f32)]);
     }
-    w.relay.flush_aggregates(w.now);
+    w.end_batch();
     let sent = w.sent();
     let (to_wide, to_narrow) = (to(&sent, &wide), to(&sent, &narrow));
     let count = |idx: &[usize]| -> usize {

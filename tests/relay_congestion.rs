@@ -4,7 +4,7 @@
 
 mod support;
 
-use gsrelay::relay::{Joined, RelayConfig};
+use gsrelay::relay::{Input, Joined, RelayConfig};
 use gsrelay::rtp::{PacketClass, RtpPacket};
 use gsrelay::rtp::{ccfb, ntp};
 use gsrelay::wire::Object;
@@ -74,7 +74,14 @@ fn world() -> World {
     let mut w = World::with(RelayConfig::default());
     let now = w.now;
     // The relay's NTP time starts at the epoch; the receiver's runs 1234.5 s ahead.
-    w.relay.set_wallclock(now, Duration::ZERO);
+    w.relay
+        .handle_input(
+            now,
+            Input::SetWallclock {
+                since_unix: Duration::ZERO,
+            },
+        )
+        .unwrap();
     w
 }
 
@@ -235,9 +242,7 @@ fn a_transport_budget_caps_and_lifts_like_any_other() {
     let mut w = world();
     let a = w.join("r", true, false);
     let b = w.join("r", false, true);
-    w.relay
-        .set_send_budget(w.now, b.session, Some(50_000))
-        .unwrap();
+    w.set_send_budget(b.session, Some(50_000)).unwrap();
     let mut bytes = 0;
     for i in 0..200 {
         w.publish(&a, &tick(i));
@@ -251,8 +256,8 @@ fn a_transport_budget_caps_and_lifts_like_any_other() {
     }
     let bps = bytes as f64 * 8.0 / 2.0;
     assert!(bps <= 50_000.0 * 1.2 + 64_000.0, "{bps}");
-    w.relay.set_send_budget(w.now, b.session, None).unwrap();
+    w.set_send_budget(b.session, None).unwrap();
     w.publish(&a, &tick(999));
     assert!(w.sent().iter().any(|s| s.to == b.session));
-    assert!(w.relay.set_send_budget(w.now, 12345, Some(1)).is_err());
+    assert!(w.set_send_budget(12345, Some(1)).is_err());
 }

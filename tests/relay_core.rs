@@ -2,7 +2,7 @@
 
 mod support;
 
-use gsrelay::relay::{ControlError, Interest, JoinRequest, RelayConfig};
+use gsrelay::relay::{ControlError, Event, Interest, JoinRequest, RelayConfig};
 use gsrelay::rtp::rtcp::{self, RtcpItem};
 use gsrelay::rtp::{PacketClass, RtpHeader};
 use gsrelay::wire::json::Hex;
@@ -121,7 +121,7 @@ fn a_session_path_smaller_than_the_budget_packs_its_snapshots_to_the_path() {
     let wide = w.join("r", false, true);
     let narrow = w.join("r", false, true);
     // A QUIC connection whose datagrams hold 300-byte packets.
-    w.relay.set_session_path(w.now, narrow.session, 300, None);
+    w.set_path(narrow.session, 300, None);
     w.sent();
     w.fir(&wide, w.relay.relay_ssrc(), 1);
     w.fir(&narrow, w.relay.relay_ssrc(), 1);
@@ -259,7 +259,7 @@ fn leave_and_silence_end_the_stream_with_a_bye() {
     );
     w.publish(&a, &[head(1, 2.0)]);
     w.sent();
-    w.relay.leave(a.session).unwrap();
+    w.leave(a.session).unwrap();
     let out = w.sent();
     assert_eq!(
         rtcp::parse_compound(&out[0].bytes).unwrap(),
@@ -268,7 +268,7 @@ fn leave_and_silence_end_the_stream_with_a_bye() {
         }]
     );
     assert_eq!(
-        w.relay.leave(a.session),
+        w.leave(a.session),
         Err(ControlError::NoSuchSession(a.session))
     );
 }
@@ -376,14 +376,14 @@ fn malformed_and_unauthorised_packets_are_dropped_by_reason_and_harm_nobody() {
     .append_to(&mut spoof)
     .unwrap();
     spoof.extend(wire::encode(&[head(1, 666.0)], Dialect::Draft01).unwrap());
-    w.relay.handle_rtp(w.now, mallory.session, &spoof);
+    w.rtp_from(mallory.session, &spoof);
     assert_eq!(w.dropped("ssrc_mismatch"), 1);
     // A subscriber-only session may not publish.
     w.publish(&b, &[head(9, 9.0)]);
     assert_eq!(w.dropped("not_publisher"), 1);
     // Truncated RTP and RTCP.
-    w.relay.handle_rtp(w.now, a.session, &[0x80, 0x60, 0x00]);
-    w.relay.handle_rtcp(w.now, b.session, &[0x80, 0xc9, 0x00]);
+    w.rtp_from(a.session, &[0x80, 0x60, 0x00]);
+    w.rtcp_from(b.session, &[0x80, 0xc9, 0x00]);
     assert_eq!(
         (w.dropped("rtp_too_short"), w.dropped("rtcp_truncated")),
         (1, 1)
@@ -466,7 +466,7 @@ fn relay_wide_room_and_session_caps() {
     join(&mut w, "a").unwrap();
     assert_eq!(join(&mut w, "b"), Err(ControlError::RelayFull(3)));
     // Caps count what is held now: a leave makes room again.
-    w.relay.leave(a.session).unwrap();
+    w.leave(a.session).unwrap();
     join(&mut w, "b").unwrap();
 }
 
@@ -532,7 +532,7 @@ fn idle_sessions_are_removed_and_reported_to_the_transport() {
     });
     let a = w.join("r", false, true);
     w.advance(Duration::from_secs(6));
-    assert_eq!(w.relay.poll_closed(), Some(a.session));
+    assert_eq!(w.events(), vec![Event::SessionClosed(a.session)]);
     assert!(w.relay.session(a.session).is_none());
     assert!(w.relay.room_info("r").is_none(), "empty rooms are removed");
 }

@@ -58,7 +58,7 @@ fn rates_too_small_to_represent_are_refused_naming_the_field_and_range() {
         let i = interest(&format!(
             r#"{{"area":{{"radius":10}},"rates":[{{"max_hz":{hz}}}]}}"#
         ));
-        match w.relay.set_interest(w.now, b.session, i) {
+        match w.set_interest(b.session, i) {
             Err(ControlError::InvalidInterest(m)) => {
                 assert!(
                     m.starts_with("interest.rates[0].max_hz: must be between"),
@@ -151,7 +151,7 @@ fn a_feedback_flood_draws_a_few_snapshots_worth_per_second() {
         let lost: Vec<u16> = (0..64).map(|k| 1000u16.wrapping_add(k)).collect();
         rtcp::write_nack(&mut pkt, b.ssrc, a.ssrc, &lost).unwrap();
         sent_in += pkt.len();
-        w.relay.handle_rtcp(w.now, b.session, &pkt);
+        w.rtcp_from(b.session, &pkt);
         got += bytes_to(&mut w, b.session);
         w.advance(Duration::from_millis(1));
         got += bytes_to(&mut w, b.session);
@@ -219,8 +219,7 @@ fn a_large_snapshot_goes_in_bursts_a_default_receive_buffer_holds() {
 #[test]
 fn snapshots_count_against_the_subscribers_bandwidth_cap() {
     let (mut w, a, b) = room_with_objects(RelayConfig::default(), 2000);
-    w.relay
-        .set_interest(w.now, b.session, interest(r#"{"max_bitrate_bps":80000}"#))
+    w.set_interest(b.session, interest(r#"{"max_bitrate_bps":80000}"#))
         .unwrap();
     w.fir(&b, a.ssrc, 1);
     let mut got = bytes_to(&mut w, b.session);
@@ -293,16 +292,14 @@ fn per_subscriber_state_goes_with_expired_objects_and_ended_streams() {
     let mut w = World::with(cfg);
     let a = w.join("r", true, false);
     let b = w.join("r", false, true);
-    w.relay
-        .set_interest(
-            w.now,
-            b.session,
-            interest(
-                r#"{"area":{"center":[0,0,0],"radius":1000},"rates":[{"max_hz":1}],
+    w.set_interest(
+        b.session,
+        interest(
+            r#"{"area":{"center":[0,0,0],"radius":1000},"rates":[{"max_hz":1}],
                     "prediction":{"tolerance":0.01}}"#,
-            ),
-        )
-        .unwrap();
+        ),
+    )
+    .unwrap();
     for round in 0..3 {
         let objs: Vec<_> = (0..300u64)
             .map(|i| head(i, i as f32 + round as f32))
@@ -324,7 +321,7 @@ fn per_subscriber_state_goes_with_expired_objects_and_ended_streams() {
     assert!(s.state_entries() <= 1, "left: {}", s.state_entries());
     // A stream that ends takes its subscription with it.
     w.publish(&a, &[head(1, 1.0)]);
-    w.relay.leave(a.session).unwrap();
+    w.leave(a.session).unwrap();
     w.sent();
     assert_eq!(w.relay.session(b.session).unwrap().state_entries(), 0);
 }
@@ -396,7 +393,12 @@ fn a_restarted_relay_hands_out_other_session_ids() {
             subscribe: true,
             ..Default::default()
         };
-        relay.join(std::time::Instant::now(), req).unwrap().session
+        relay
+            .handle_input(std::time::Instant::now(), gsrelay::relay::Input::Join(req))
+            .ok()
+            .and_then(gsrelay::relay::Reply::joined)
+            .expect("join")
+            .session
     };
     let (before, after) = (first(0x1234_5678), first(0x9abc_def0));
     assert_ne!(before, after, "a stale id names nobody's new session");

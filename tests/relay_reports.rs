@@ -3,7 +3,9 @@
 
 mod support;
 
-use gsrelay::relay::{Delivery, Interest, JoinRequest, Joined, RelayConfig};
+use gsrelay::relay::{
+    Delivery, Event, Input, Interest, JoinRequest, Joined, RelayConfig, StatEvent,
+};
 use gsrelay::rtp::rtcp::{self, ReceptionReport, RtcpItem, SenderInfo};
 use gsrelay::rtp::{PacketClass, ntp};
 use std::time::Duration;
@@ -19,7 +21,13 @@ fn world() -> World {
     w.keep_reports = true;
     let now = w.now;
     w.relay
-        .set_wallclock(now, Duration::from_secs(1_700_000_000));
+        .handle_input(
+            now,
+            Input::SetWallclock {
+                since_unix: Duration::from_secs(1_700_000_000),
+            },
+        )
+        .unwrap();
     w
 }
 
@@ -250,9 +258,7 @@ fn subscriber_rtt_from_lsr_and_dlsr_on_the_relays_srs() {
     let b_info = info.sessions.iter().find(|s| s.ssrc == b.ssrc).unwrap();
     assert!((b_info.rtt_ms.unwrap() - 20.0).abs() < 0.1);
     assert_eq!(w.relay.session_rtt(c.session), None);
-    let mut samples = Vec::new();
-    w.relay.drain_rtt_samples(|d| samples.push(d));
-    assert_eq!(samples, vec![rtt]);
+    assert_eq!(rtt_samples(&mut w), vec![rtt]);
 }
 
 #[test]
@@ -299,9 +305,7 @@ fn bad_reports_are_ignored_counted_and_touch_no_one_else() {
         send_rr(&mut w, &b, &[rr_block(a.ssrc, lsr, Duration::ZERO)]);
     }
     assert_eq!(w.suppressed("report_flood"), 49);
-    let mut samples = 0;
-    w.relay.drain_rtt_samples(|_| samples += 1);
-    assert_eq!(samples, 1);
+    assert_eq!(rtt_samples(&mut w).len(), 1);
 
     // c, in the same room, is measured as usual and its SRs carry the relay's clock.
     w.sent();
@@ -376,7 +380,7 @@ fn aggregated_subscribers_get_an_sr_from_the_relay_ssrc_first() {
     let mut packets = 0;
     for i in 0..4 {
         w.publish(&a, &[head(1, i as f32)]);
-        w.relay.flush_aggregates(w.now);
+        w.end_batch();
         packets += w
             .sent()
             .iter()
@@ -394,4 +398,15 @@ fn aggregated_subscribers_get_an_sr_from_the_relay_ssrc_first() {
         }
         other => panic!("expected the relay's SR first, got {other:?}"),
     }
+}
+
+/// The round trips the core measured since the last call (its RTT events).
+fn rtt_samples(w: &mut World) -> Vec<Duration> {
+    w.events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Stat(StatEvent::Rtt { rtt }) => Some(rtt),
+            _ => None,
+        })
+        .collect()
 }

@@ -188,6 +188,9 @@ impl From<CommandError> for ApiError {
             CommandError::Control(ControlError::InvalidInterest(_)) => {
                 Self::unprocessable("invalid_interest", message)
             }
+            CommandError::Control(ControlError::TooManyStreams(_)) => {
+                Self::unprocessable("too_many_streams", message)
+            }
             CommandError::Control(ControlError::Draining) => draining(),
             CommandError::PlainRtpDisabled => {
                 Self::new(StatusCode::FORBIDDEN, "plain_rtp_disabled", message)
@@ -656,6 +659,7 @@ async fn join(
                 require_ssrc: body.require_ssrc,
                 dialect: body.dialect,
                 interest: body.interest,
+                ..JoinRequest::default()
             },
             transport: match (webrtc, quic) {
                 (Some(offer), _) => TransportRequest::WebRtc(Box::new(offer)),

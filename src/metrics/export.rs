@@ -113,11 +113,8 @@ impl StatsExporter {
 
     /// Adds what `relay` counted since the last call, and takes its measurements.
     pub fn export(&mut self, relay: &mut Relay) {
-        while let Some(e) = relay.poll_stat_event() {
-            self.observe(e);
-        }
-        self.export_reports(relay);
         let now = relay.stats();
+        self.export_reports(now, &self.last);
         let m = &self.metrics;
         let last = &self.last;
         add_new(&mut self.dropped, &now.dropped, &last.dropped);
@@ -153,23 +150,28 @@ impl StatsExporter {
         self.dropped.add(reason, 1);
     }
 
-    /// RTCP reports sent and received, and round-trip samples, since the last call.
-    fn export_reports(&mut self, relay: &mut Relay) {
-        let s = relay.take_rtcp_stats();
+    /// RTCP reports sent and received since the last call.
+    fn export_reports(&self, now: &RelayStats, last: &RelayStats) {
         let r = &self.reports;
+        let (s, l) = (&now.rtcp, &last.rtcp);
         for (counter, n) in [
-            (&r.sr_out, s.sender_reports_sent),
-            (&r.rr_out, s.receiver_reports_sent),
-            (&r.sr_in, s.sender_reports_received),
-            (&r.rr_in, s.receiver_reports_received),
+            (&r.sr_out, s.sender_reports_sent - l.sender_reports_sent),
+            (&r.rr_out, s.receiver_reports_sent - l.receiver_reports_sent),
+            (
+                &r.sr_in,
+                s.sender_reports_received - l.sender_reports_received,
+            ),
+            (
+                &r.rr_in,
+                s.receiver_reports_received - l.receiver_reports_received,
+            ),
         ] {
             counter.inc_by(n);
         }
-        let rtt = &self.metrics.session_rtt;
-        relay.drain_rtt_samples(|d| rtt.observe(d.as_secs_f64()));
     }
 
-    fn observe(&self, e: StatEvent) {
+    /// Turns one of the core's measurements into its histogram sample.
+    pub fn observe(&self, e: StatEvent) {
         let m = &self.metrics;
         match e {
             StatEvent::SnapshotQueued { objects, bytes } => {
@@ -177,6 +179,7 @@ impl StatsExporter {
                 m.snapshot_bytes.observe(bytes as f64);
             }
             StatEvent::SnapshotSent { took } => m.snapshot_duration.observe(took.as_secs_f64()),
+            StatEvent::Rtt { rtt } => m.session_rtt.observe(rtt.as_secs_f64()),
         }
     }
 }

@@ -1,9 +1,13 @@
-//! The core's control surface: what joining asks and answers, and how it can fail.
+//! The core's surface: its one input type ([`Input`]) with what an input answers
+//! ([`Reply`]) and how a control input can fail ([`ControlError`]); the events it reports
+//! ([`Event`]); and what joining asks and answers.
 
 use super::delivery::DeliveryMode;
 use super::interest::Interest;
+use super::stats::StatEvent;
 use crate::wire::Dialect;
 use serde::Serialize;
+use std::time::Duration;
 
 /// A session's handle, unique for the relay's lifetime.
 pub type SessionId = u64;
@@ -27,6 +31,136 @@ pub struct JoinRequest {
     pub dialect: Dialect,
     /// Initial interest.
     pub interest: Interest,
+    /// Further SSRCs the session publishes under, besides its own (each must be free).
+    pub ssrcs: Vec<u32>,
+    /// Which RTP inputs the session may send.
+    pub sends: Sends,
+}
+
+/// Which RTP inputs a session may send; checked on every packet, and a packet of another
+/// kind is dropped and counted (`container_from_sender`, `not_container`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Sends {
+    /// Its own streams: game-state payloads under SSRCs it owns (any client).
+    #[default]
+    Streams,
+    /// Containers only (a link from a peer relay): each container carries one sender's
+    /// objects, and a sender SSRC first seen in a container becomes a stream the session
+    /// owns, as if declared at join.
+    Containers,
+    /// Either, packet by packet (never both in one packet).
+    Both,
+}
+
+impl Sends {
+    /// Whether plain payloads (no container) are allowed.
+    pub fn streams(self) -> bool {
+        matches!(self, Self::Streams | Self::Both)
+    }
+
+    /// Whether container payloads are allowed.
+    pub fn containers(self) -> bool {
+        matches!(self, Self::Containers | Self::Both)
+    }
+}
+
+/// One input to the core ([`super::Relay::handle_input`]): a packet from a session, the
+/// passing of time, or a control operation. Every input goes through the same door, so
+/// every input gets the same set-up (the time, the session a defect would implicate).
+#[derive(Debug)]
+pub enum Input<'a> {
+    /// One plaintext RTP packet from a session.
+    Rtp {
+        /// The session it came from (the shell authenticated it).
+        from: SessionId,
+        /// The packet.
+        packet: &'a [u8],
+    },
+    /// One plaintext RTCP compound packet from a session.
+    Rtcp {
+        /// The session it came from.
+        from: SessionId,
+        /// The packet.
+        packet: &'a [u8],
+    },
+    /// Time passed: whatever is due by now is done (see
+    /// [`super::Relay::poll_timeout`]).
+    Timeout,
+    /// A batch of inputs ended: aggregated packets whose delay is up go now, so that
+    /// `max_delay_ms: 0` sends what one batch brought as one packet per view.
+    BatchEnd,
+    /// Joins a session to a room, creating the room if needed: answers
+    /// [`Reply::Joined`].
+    Join(JoinRequest),
+    /// Removes a session; its streams end and the others get an RTCP BYE for them.
+    Leave(SessionId),
+    /// Replaces a session's interest.
+    SetInterest {
+        /// The session.
+        session: SessionId,
+        /// Its new interest.
+        interest: Interest,
+    },
+    /// What a session's path carries, as its transport measures it: the largest RTP
+    /// packet that fits one datagram, and the send rate it allows (`None`: no limit).
+    /// Snapshots and paced updates are packed to that size, and its updates paced
+    /// (latest value per object) to that rate, as under a bandwidth cap.
+    SetPath {
+        /// The session.
+        session: SessionId,
+        /// Largest RTP packet one datagram carries.
+        max_packet: usize,
+        /// Send rate the path allows, bits per second.
+        send_bps: Option<u64>,
+    },
+    /// Sets (or, with `None`, lifts) a session's send budget in bits per second: what a
+    /// transport's own congestion controller allows. It joins the session's other caps
+    /// (configuration, interest, TMMBR, RFC 8888 feedback): the lowest applies.
+    SetSendBudget {
+        /// The session.
+        session: SessionId,
+        /// The budget.
+        bps: Option<u64>,
+    },
+    /// Anchors the relay's NTP time: the input's `now` is `since_unix` after the Unix
+    /// epoch. The shell reads both clocks once; until it does, NTP times count from the
+    /// epoch at the first report.
+    SetWallclock {
+        /// Time since the Unix epoch at `now`.
+        since_unix: Duration,
+    },
+    /// Refuses new joins from now on (graceful drain), or accepts them again; existing
+    /// rooms keep flowing.
+    SetDraining(bool),
+}
+
+/// What an input answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Done; packets are dropped and counted by reason, never refused here.
+    Done,
+    /// A session joined.
+    Joined(Joined),
+}
+
+impl Reply {
+    /// The join this reply carries, if it is one.
+    pub fn joined(self) -> Option<Joined> {
+        match self {
+            Self::Joined(j) => Some(j),
+            Self::Done => None,
+        }
+    }
+}
+
+/// Something the core reports to its shell ([`super::Relay::poll_event`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The core removed a session by itself (a timeout, or its room failed): the shell
+    /// forgets its transport state.
+    SessionClosed(SessionId),
+    /// A measurement for a histogram.
+    Stat(StatEvent),
 }
 
 /// A successful join.
@@ -57,6 +191,10 @@ pub enum ControlError {
     /// The SSRC asked for is in use and the client required it.
     #[error("SSRC {0} is already taken")]
     SsrcTaken(u32),
+    /// A join declared more SSRCs than a session may own (as many as a room holds
+    /// sessions).
+    #[error("a session may own at most as many streams as a room holds sessions, not {0}")]
+    TooManyStreams(usize),
     /// No such session.
     #[error("no session {0}")]
     NoSuchSession(SessionId),

@@ -4,8 +4,9 @@
 //! latest-value coalescing (under congestion a subscriber gets the newest state of each
 //! object at the rate the path sustains, not a queue). Without feedback nothing changes.
 //!
-//! The same input, [`Relay::set_send_budget`], serves a shell whose transport already
-//! estimates the path (QUIC's congestion controller).
+//! The same cap, set by [`super::Input::SetSendBudget`], serves a shell whose transport
+//! already estimates the path (QUIC's congestion controller). The feedback's reading
+//! (matching reports to what was sent) is [`super::feedback::ccfb`]'s.
 //!
 //! # The controller, once per feedback report
 //!
@@ -33,11 +34,7 @@
 //! (`ccfb_bad_timestamp`, `ccfb_flood`); a sender SSRC not the session's own is dropped
 //! (`ssrc_mismatch`). Only the reporting session's budget ever changes.
 
-use super::api::{ControlError, SessionId};
-use super::core::Relay;
 use super::limits::BITRATE;
-use crate::rtp::ccfb::{ATO_OVERRANGE, Ccfb};
-use crate::rtp::ntp;
 use std::time::{Duration, Instant};
 
 /// Reports whose least one-way delay forms the base delay.
@@ -101,7 +98,7 @@ impl Controller {
 
     /// Whether a report with timestamp `ts` (compact NTP) arriving at `now` is read: not
     /// within [`MIN_GAP`] of the last, not going backwards. Says why not.
-    fn admit(&self, now: Instant, ts: u32) -> Result<(), &'static str> {
+    pub fn admit(&self, now: Instant, ts: u32) -> Result<(), &'static str> {
         match self.last_report {
             Some((at, _)) if now.saturating_duration_since(at) < MIN_GAP => Err("ccfb_flood"),
             Some((_, last)) if (ts.wrapping_sub(last) as i32) < 0 => Err("ccfb_bad_timestamp"),
@@ -163,100 +160,6 @@ impl Controller {
             rate
         };
         self.rate = Some(new.clamp(BITRATE.0 as f64, BITRATE.1 as f64));
-    }
-}
-
-impl Relay {
-    /// Sets (or, with `None`, lifts) a session's send budget in bits per second: what a
-    /// transport's own congestion controller allows (a QUIC shell), or the rate the
-    /// feedback controller derived. It joins the session's other caps (config, interest,
-    /// TMMBR): the lowest applies.
-    pub fn set_send_budget(
-        &mut self,
-        now: Instant,
-        id: SessionId,
-        bps: Option<u64>,
-    ) -> Result<(), ControlError> {
-        let s = self
-            .sessions
-            .get_mut(&id)
-            .ok_or(ControlError::NoSuchSession(id))?;
-        let bps = bps.map(|b| b.clamp(BITRATE.0, BITRATE.1));
-        let changed_kind = s.send_budget_bps.is_some() != bps.is_some();
-        s.send_budget_bps = bps;
-        s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
-        if changed_kind {
-            // A capped subscriber no longer shares an aggregated view (and back).
-            self.sync_delivery(id, now);
-        }
-        Ok(())
-    }
-
-    /// A session's send budget, if one is set.
-    pub fn send_budget(&self, id: SessionId) -> Option<u64> {
-        self.sessions.get(&id).and_then(|s| s.send_budget_bps)
-    }
-
-    /// RFC 8888 feedback from `from` (whose SSRC is `own`).
-    pub(super) fn on_ccfb(&mut self, now: Instant, from: SessionId, own: u32, fb: &Ccfb) {
-        if fb.sender_ssrc != own {
-            self.drop_packet("ssrc_mismatch");
-            return;
-        }
-        self.out.sent.track(from);
-        let sent_base = self.wallclock(now);
-        let Some(s) = self.sessions.get_mut(&from) else {
-            return;
-        };
-        let ctrl = s.congestion.get_or_insert_with(Controller::default);
-        if let Err(reason) = ctrl.admit(now, fb.report_timestamp) {
-            self.stats.suppress(reason);
-            return;
-        }
-        let mut sample = PathSample::default();
-        let mut bogus = false;
-        for r in &fb.reports {
-            let Some(p) = self
-                .out
-                .sent
-                .get_mut(from, r.ssrc)
-                .and_then(|c| c.history())
-                .and_then(|h| h.get_mut(r.seq))
-                .filter(|p| !p.reported)
-            else {
-                continue;
-            };
-            p.reported = true;
-            if !r.received {
-                sample.lost += 1;
-                continue;
-            }
-            sample.received += 1;
-            sample.octets += p.size as u64;
-            if r.ato == ATO_OVERRANGE {
-                continue;
-            }
-            // Compact NTP: the receiver's arrival time minus the relay's send time.
-            let sent = ntp::compact(sent_base.ntp(p.at));
-            let arrival = fb.report_timestamp.wrapping_sub(u32::from(r.ato) * 64);
-            let delay = f64::from(arrival.wrapping_sub(sent) as i32) / 65_536.0;
-            if sample
-                .min_delay
-                .is_some_and(|m| (delay - m).abs() > MAX_DELAY.as_secs_f64())
-            {
-                bogus = true;
-            }
-            sample.min_delay = Some(sample.min_delay.map_or(delay, |m| m.min(delay)));
-        }
-        if bogus {
-            self.stats.suppress("ccfb_bad_timestamp");
-            return;
-        }
-        ctrl.update(now, fb.report_timestamp, sample);
-        let rate = ctrl.rate_bps();
-        if rate.is_some() && self.set_send_budget(now, from, rate).is_err() {
-            self.drop_packet("unknown_session");
-        }
     }
 }
 

@@ -1,26 +1,34 @@
-//! [`Relay`]: the sans-I/O state machine. Inputs are control operations, packets from
-//! sessions and time; outputs are packets to sessions ([`Relay::poll_transmit`]) and the
-//! next wake-up ([`Relay::poll_timeout`]). It owns no socket and reads no clock.
+//! [`Relay`]: the sans-I/O state machine and its one door. Every input (a packet, the
+//! passing of time, a control operation) enters through [`Relay::handle_input`], which
+//! does the per-input set-up once, for every input; outputs leave through
+//! [`Relay::poll_transmit`] (packets), [`Relay::poll_event`] (sessions it closed,
+//! measurements) and [`Relay::poll_timeout`] (the next wake-up). The work is done by the
+//! parts that borrow the core's [`State`]: [`Ingest`] (RTP), [`feedback`] and
+//! [`reports`] (RTCP), the [`Aggregator`] (aggregated delivery). It owns no socket and
+//! reads no clock.
 
-use super::aggregate::{Aggregator, Tx};
+use super::aggregate::Aggregator;
 use super::api::{
-    ControlError, JoinRequest, Joined, RoomInfo, SessionId, SessionInfo, StreamInfo,
-    format_session_id,
+    ControlError, Event, Input, JoinRequest, Joined, Reply, RoomInfo, SessionId, SessionInfo,
+    StreamInfo, format_session_id,
 };
 use super::budget::FeedbackBudget;
 use super::config::RelayConfig;
-use super::forward::{self, Packet, Scratch};
-use super::grid::{self, Cell, Grid};
+use super::feedback;
+use super::ingest::Ingest;
 use super::interest::Interest;
-use super::outbox::{Outbox, OutboxMark, Transmit};
+use super::leg::RtcpLeg;
+use super::limits::BITRATE;
+use super::outbox::{OutboxMark, Transmit};
 use super::pacing::Pacing;
 use super::relevance;
-use super::reports::{Reports, RtcpLeg};
-use super::room::{Room, Stream};
+use super::reports::{self, Reports};
+use super::rng::Rng;
+use super::room::Room;
 use super::session::{Session, TokenBucket};
-use super::stats::{RelayStats, StatEvent};
-use crate::rtp::RtpPacket;
-use crate::wire::{self, ObjectKind, ObjectRef};
+use super::state::State;
+use super::stats::RelayStats;
+use crate::rtp::rtcp::{self, RtcpItem};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,85 +40,58 @@ const RTP_HEADER_BYTES: usize = 12;
 const MIN_PAYLOAD_BUDGET: usize = 256;
 
 /// The relay core.
+#[derive(Debug)]
 pub struct Relay {
-    pub(super) cfg: RelayConfig,
-    pub(super) relay_ssrc: u32,
-    pub(super) rng: u64,
+    st: State,
+    agg: Aggregator,
+    reports: Reports,
+    ingest: Ingest,
     next_id: SessionId,
-    /// Step between session ids: the number of shards, so that a shard's ids are exactly
-    /// those `≡ shard (mod shards)` and any session id names its shard.
+    /// Step between session ids: the number of shards, so that the shards' ids never
+    /// collide.
     id_step: SessionId,
-    pub(super) rooms: HashMap<Arc<str>, Room>,
-    pub(super) sessions: HashMap<SessionId, Session>,
-    by_ssrc: HashMap<u32, SessionId>,
-    pub(super) out: Outbox,
-    pub(super) stats: RelayStats,
-    /// Scratch for the objects of the packet being handled (reused: no allocation).
-    refs: Vec<ObjectRef>,
-    scratch: Scratch,
-    /// When the earliest paced subscriber has something due.
-    pace_at: Option<Instant>,
     next_sweep: Option<Instant>,
+    /// Sessions the core removed by itself, until the shell polls them.
     closed: Vec<SessionId>,
     draining: bool,
-    /// Aggregated delivery: views and members.
-    pub(super) agg: Aggregator,
-    /// Scratch: streams whose deferred snapshots are due, sessions to drain, and objects
-    /// that expired (reused: no allocation per wake-up).
-    pub(super) due_streams: Vec<u32>,
+    /// Scratch: sessions to drain, and objects that expired (reused: no allocation per
+    /// wake-up).
     drain_ids: Vec<SessionId>,
     expired: Vec<(u32, u64)>,
-    /// The session whose input (or whose room's timers) the core is handling: the room a
-    /// defect would have left inconsistent, for [`Relay::quarantine`].
-    pub(super) busy: Option<SessionId>,
-    /// RTCP reports: schedule, wall clock, counts.
-    pub(super) reports: Reports,
 }
 
 impl Relay {
     /// A relay with no rooms. `seed` drives SSRC allocation (deterministic in tests).
     pub fn new(cfg: RelayConfig, seed: u64) -> Self {
-        let max_outbox = cfg.max_outbox_bytes;
-        let mut rng = seed | 1;
+        let mut rng = Rng::new(seed);
         let relay_ssrc = loop {
-            let s = xorshift(&mut rng) as u32;
+            let s = rng.next_u64() as u32;
             if s != 0 {
                 break s;
             }
         };
-        let agg = Aggregator::new(xorshift(&mut rng));
+        let agg = Aggregator::new(rng.next_u64());
         // Ids start at a random point (the top bit clear, so they never wrap): a relay that
         // restarted does not hand a client's old session id to someone else's session.
-        let first_id = (xorshift(&mut rng) >> 1).max(1);
+        let first_id = (rng.next_u64() >> 1).max(1);
         Self {
-            cfg,
-            relay_ssrc,
-            rng,
+            st: State::new(cfg, relay_ssrc, rng),
+            agg,
+            reports: Reports::new(relay_ssrc),
+            ingest: Ingest::default(),
             next_id: first_id,
             id_step: 1,
-            rooms: HashMap::new(),
-            sessions: HashMap::new(),
-            by_ssrc: HashMap::new(),
-            out: Outbox::with_limit(max_outbox),
-            stats: RelayStats::default(),
-            refs: Vec::new(),
-            scratch: Scratch::default(),
-            pace_at: None,
             next_sweep: None,
             closed: Vec::new(),
             draining: false,
-            agg,
-            due_streams: Vec::new(),
             drain_ids: Vec::new(),
             expired: Vec::new(),
-            busy: None,
-            reports: Reports::new(relay_ssrc),
         }
     }
 
     /// Makes this core shard `shard` of `shards`: its session ids are those with
-    /// `id % shards == shard` (see [`shard_of`]), so the control plane routes a session's
-    /// commands without a lookup. Call before the first join.
+    /// `id % shards == shard`, so no two shards ever hand out the same id. Call before
+    /// the first join.
     pub fn in_shard(mut self, shard: u64, shards: u64) -> Self {
         let shards = shards.max(1);
         let base = self.next_id - self.next_id % shards;
@@ -125,206 +106,56 @@ impl Relay {
 
     /// The relay's own SSRC.
     pub fn relay_ssrc(&self) -> u32 {
-        self.relay_ssrc
+        self.st.relay_ssrc
     }
 
     /// The configuration.
     pub fn config(&self) -> &RelayConfig {
-        &self.cfg
+        &self.st.cfg
     }
 
     /// A session, by id.
     pub fn session(&self, id: SessionId) -> Option<&Session> {
-        self.sessions.get(&id)
+        self.st.sessions.get(&id)
     }
 
     /// The session that owns an SSRC.
     pub fn session_by_ssrc(&self, ssrc: u32) -> Option<SessionId> {
-        self.by_ssrc.get(&ssrc).copied()
+        self.st.owner_of(ssrc)
+    }
+
+    /// A session's smoothed round-trip time, once its reports gave one.
+    pub fn session_rtt(&self, id: SessionId) -> Option<std::time::Duration> {
+        self.st.sessions.get(&id).and_then(|s| s.rtcp.rtt())
+    }
+
+    /// A session's send budget, if one is set.
+    pub fn send_budget(&self, id: SessionId) -> Option<u64> {
+        self.st.sessions.get(&id).and_then(|s| s.send_budget_bps)
     }
 
     /// Number of joined sessions.
     pub fn session_count(&self) -> usize {
-        self.sessions.len()
+        self.st.sessions.len()
     }
 
     /// Number of open rooms.
     pub fn room_count(&self) -> usize {
-        self.rooms.len()
+        self.st.rooms.len()
     }
 
     /// What the core has counted so far (the shell exports it).
     pub fn stats(&self) -> &RelayStats {
-        &self.stats
-    }
-
-    /// The oldest measurement (for a histogram) the shell has not taken yet.
-    pub fn poll_stat_event(&mut self) -> Option<StatEvent> {
-        self.stats.pop_event()
-    }
-
-    /// Refuses new joins from now on (graceful drain); existing rooms keep flowing.
-    pub fn set_draining(&mut self, draining: bool) {
-        self.draining = draining;
-    }
-
-    /// Joins a session to a room, creating the room if needed.
-    pub fn join(&mut self, now: Instant, req: JoinRequest) -> Result<Joined, ControlError> {
-        self.busy = None;
-        self.out.now = Some(now);
-        if self.draining {
-            return Err(ControlError::Draining);
-        }
-        req.interest
-            .validate()
-            .map_err(ControlError::InvalidInterest)?;
-        if self.sessions.len() >= self.cfg.max_sessions {
-            return Err(ControlError::RelayFull(self.cfg.max_sessions));
-        }
-        let room = self.rooms.get(req.room.as_str());
-        if room.is_none() && self.rooms.len() >= self.cfg.max_rooms {
-            return Err(ControlError::TooManyRooms(self.cfg.max_rooms));
-        }
-        let members = room.map_or(0, |r| r.members.len());
-        if members >= self.cfg.max_sessions_per_room {
-            return Err(ControlError::RoomFull(req.room));
-        }
-        let ssrc = match req.ssrc {
-            Some(s) if self.ssrc_free(s) => s,
-            Some(s) if req.require_ssrc => return Err(ControlError::SsrcTaken(s)),
-            _ => self.fresh_ssrc(),
-        };
-        let id = self.next_id;
-        self.next_id += self.id_step;
-        let name: Arc<str> = Arc::from(req.room);
-        let room = self.rooms.entry(name.clone()).or_default();
-        room.members.push(id);
-        let streams = room.streams.keys().copied().collect();
-        self.by_ssrc.insert(ssrc, id);
-        self.sessions.insert(
-            id,
-            Session {
-                id,
-                room: name,
-                identity: req.identity,
-                ssrc,
-                publish: req.publish,
-                subscribe: req.subscribe,
-                dialect: req.dialect,
-                interest: req.interest,
-                subs: HashMap::new(),
-                feedback: FeedbackBudget::default(),
-                tmmbr_bps: None,
-                path_bps: None,
-                payload_budget: self.cfg.payload_budget,
-                bucket: TokenBucket::new(self.cfg.max_packets_per_sec, now),
-                last_seen: now,
-                inside: HashSet::new(),
-                last_scan: None,
-                pacing: Pacing::new(
-                    self.cfg.relay_send_bitrate_bps,
-                    self.cfg.relay_send_burst_bytes,
-                    now,
-                ),
-                predicted: HashMap::new(),
-                cells: None,
-                rtcp: RtcpLeg::new(now),
-                send_budget_bps: None,
-                congestion: None,
-            },
-        );
-        self.schedule_first_report(id, now);
-        if let Some(s) = self.sessions.get_mut(&id) {
-            s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
-            if let Some(room) = self.rooms.get_mut(&s.room) {
-                let center = s.interest.area.as_ref().and_then(|a| a.center);
-                relevance::place(room, s, center);
-            }
-        }
-        self.sync_delivery(id, now);
-        self.next_sweep.get_or_insert(now + self.cfg.sweep_interval);
-        Ok(Joined {
-            session: id,
-            ssrc,
-            relay_ssrc: self.relay_ssrc,
-            streams,
-        })
-    }
-
-    fn ssrc_free(&self, ssrc: u32) -> bool {
-        ssrc != 0 && ssrc != self.relay_ssrc && !self.by_ssrc.contains_key(&ssrc)
-    }
-
-    fn fresh_ssrc(&mut self) -> u32 {
-        loop {
-            let s = xorshift(&mut self.rng) as u32;
-            if self.ssrc_free(s) {
-                return s;
-            }
-        }
-    }
-
-    /// Removes a session; its stream ends and the others get an RTCP BYE for it.
-    pub fn leave(&mut self, id: SessionId) -> Result<(), ControlError> {
-        self.busy = Some(id);
-        let s = self
-            .sessions
-            .get(&id)
-            .ok_or(ControlError::NoSuchSession(id))?;
-        let (room_name, ssrc) = (s.room.clone(), s.ssrc);
-        self.end_stream(&room_name, ssrc);
-        if let (Some(room), Some(s)) = (self.rooms.get_mut(&room_name), self.sessions.get_mut(&id))
-        {
-            relevance::unplace(room, s);
-        }
-        self.sessions.remove(&id);
-        self.out.sent.forget_session(id);
-        self.end_delivery(id);
-        self.by_ssrc.remove(&ssrc);
-        if let Some(room) = self.rooms.get_mut(&room_name) {
-            room.members.retain(|m| *m != id);
-            if room.members.is_empty() {
-                self.rooms.remove(&room_name);
-            }
-        }
-        Ok(())
-    }
-
-    /// Replaces a session's interest.
-    pub fn set_interest(
-        &mut self,
-        now: Instant,
-        id: SessionId,
-        interest: Interest,
-    ) -> Result<(), ControlError> {
-        self.busy = Some(id);
-        self.out.now = Some(now);
-        interest.validate().map_err(ControlError::InvalidInterest)?;
-        let s = self
-            .sessions
-            .get_mut(&id)
-            .ok_or(ControlError::NoSuchSession(id))?;
-        s.interest = interest;
-        s.inside.clear();
-        s.last_scan = None;
-        s.pacing.pending.clear();
-        s.predicted.clear();
-        s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
-        if let Some(room) = self.rooms.get_mut(&s.room) {
-            let center = s.interest.area.as_ref().and_then(|a| a.center);
-            relevance::place(room, s, center);
-        }
-        self.sync_delivery(id, now);
-        Ok(())
+        &self.st.stats
     }
 
     /// A room's sessions and streams.
     pub fn room_info(&self, name: &str) -> Option<RoomInfo> {
-        let room = self.rooms.get(name)?;
+        let room = self.st.rooms.get(name)?;
         let sessions = room
             .members
             .iter()
-            .filter_map(|id| self.sessions.get(id))
+            .filter_map(|id| self.st.sessions.get(id))
             .map(|s| SessionInfo {
                 session_id: format_session_id(s.id),
                 identity: s.identity.clone(),
@@ -354,219 +185,114 @@ impl Relay {
         })
     }
 
-    /// The next packet to send. Call until `None` after every input.
-    pub fn poll_transmit(&mut self) -> Option<Transmit<'_>> {
-        self.out.pop()
+    /// The one door: handles `input` at `now`. Packets always answer [`Reply::Done`]
+    /// (a bad one is dropped and counted by reason in [`Relay::stats`]); control inputs
+    /// answer what they did or why they could not. After every input, poll
+    /// [`Relay::poll_transmit`] and [`Relay::poll_event`] until `None`, then wait until
+    /// [`Relay::poll_timeout`].
+    pub fn handle_input(&mut self, now: Instant, input: Input<'_>) -> Result<Reply, ControlError> {
+        self.st.out.now = Some(now);
+        self.st.busy = match &input {
+            Input::Rtp { from, .. } | Input::Rtcp { from, .. } => Some(*from),
+            Input::Leave(id)
+            | Input::SetInterest { session: id, .. }
+            | Input::SetPath { session: id, .. }
+            | Input::SetSendBudget { session: id, .. } => Some(*id),
+            _ => None,
+        };
+        let reply = match input {
+            Input::Rtp { from, packet } => {
+                self.on_rtp(now, from, packet);
+                Reply::Done
+            }
+            Input::Rtcp { from, packet } => {
+                self.on_rtcp(now, from, packet);
+                Reply::Done
+            }
+            Input::Timeout => {
+                self.on_timeout(now);
+                Reply::Done
+            }
+            Input::BatchEnd => {
+                self.agg.flush(&mut self.st, now);
+                Reply::Done
+            }
+            Input::Join(req) => Reply::Joined(self.join(now, req)?),
+            Input::Leave(id) => {
+                self.leave(id)?;
+                Reply::Done
+            }
+            Input::SetInterest { session, interest } => {
+                self.set_interest(now, session, interest)?;
+                Reply::Done
+            }
+            Input::SetPath {
+                session,
+                max_packet,
+                send_bps,
+            } => {
+                self.set_path(now, session, max_packet, send_bps);
+                Reply::Done
+            }
+            Input::SetSendBudget { session, bps } => {
+                self.set_send_budget(now, session, bps)?;
+                Reply::Done
+            }
+            Input::SetWallclock { since_unix } => {
+                self.st.set_wallclock(now, since_unix);
+                Reply::Done
+            }
+            Input::SetDraining(on) => {
+                self.draining = on;
+                Reply::Done
+            }
+        };
+        self.st.count_overflow();
+        Ok(reply)
     }
 
-    /// When [`Relay::handle_timeout`] should next be called.
+    /// The next packet to send. Call until `None` after every input.
+    pub fn poll_transmit(&mut self) -> Option<Transmit<'_>> {
+        self.st.out.pop()
+    }
+
+    /// The next event for the shell: sessions the core closed by itself first (the shell
+    /// forgets their transport state), then measurements. Call until `None` after every
+    /// input.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        if let Some(id) = self.closed.pop() {
+            return Some(Event::SessionClosed(id));
+        }
+        self.st.stats.pop_event().map(Event::Stat)
+    }
+
+    /// When [`Input::Timeout`] should next be handled.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.next_sweep
             .into_iter()
-            .chain(self.pace_at)
+            .chain(self.st.pace_at)
             .chain(self.agg.due())
             .chain(self.reports.due())
             .min()
     }
 
-    /// Sessions the relay removed by itself (timeouts) since the last call, so the
-    /// transport can forget them.
-    pub fn poll_closed(&mut self) -> Option<SessionId> {
-        self.closed.pop()
-    }
-
-    /// Expires objects, streams and sessions whose time has come.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.busy = None;
-        self.out.now = Some(now);
-        if self.pace_at.is_some_and(|t| now >= t) {
-            self.drain_paced(now);
-        }
-        self.mix(now, false);
-        self.flush_aggregates(now);
-        self.send_due_reports(now);
-        self.count_overflow();
-        if self.next_sweep.is_none_or(|t| now < t) {
-            return;
-        }
-        let object_cutoff = now.checked_sub(self.cfg.object_ttl);
-        let mut ended = Vec::new();
-        let mut expired = std::mem::take(&mut self.expired);
-        for (name, room) in &mut self.rooms {
-            let Room {
-                streams,
-                objects,
-                members,
-                ..
-            } = room;
-            self.busy = members.first().copied();
-            expired.clear();
-            for (ssrc, st) in streams {
-                if let Some(cutoff) = object_cutoff {
-                    let n = st.store.expire(cutoff, |id, e| {
-                        if let Some(cell) = e.cell() {
-                            objects.remove(cell, (*ssrc, id));
-                        }
-                        expired.push((*ssrc, id));
-                    });
-                    self.stats.objects_changed(0, n);
-                }
-                if now.saturating_duration_since(st.last_packet) >= self.cfg.stream_timeout {
-                    ended.push((name.clone(), *ssrc));
-                }
-            }
-            // Per-subscriber state keyed by an object goes with the object.
-            for m in members.iter() {
-                let Some(s) = self.sessions.get_mut(m) else {
-                    continue;
-                };
-                for key in &expired {
-                    s.forget_object(*key);
-                }
-                s.feedback.prune(now, self.cfg.snapshot_interval);
-            }
-        }
-        self.expired = expired;
-        for (room, ssrc) in ended {
-            self.end_stream(&room, ssrc);
-        }
-        let idle: Vec<SessionId> = self
-            .sessions
-            .values()
-            .filter(|s| s.idle(now, self.cfg.session_timeout))
-            .map(|s| s.id)
-            .collect();
-        for id in idle {
-            if self.leave(id).is_ok() {
-                self.closed.push(id);
-            }
-        }
-        self.next_sweep = (!self.sessions.is_empty()).then(|| now + self.cfg.sweep_interval);
-    }
-
-    /// Sends every subscriber's due pending updates and deferred snapshots, and schedules
-    /// the next drain.
-    fn drain_paced(&mut self, now: Instant) {
-        let mut ids = std::mem::take(&mut self.drain_ids);
-        ids.clear();
-        ids.extend(
-            self.sessions
-                .values()
-                .filter(|s| !s.pacing.pending.is_empty() || s.feedback.next_deferred().is_some())
-                .map(|s| s.id),
-        );
-        self.pace_at = None;
-        for &id in &ids {
-            self.busy = Some(id);
-            self.deferred_snapshots(now, id);
-            self.drain_session(now, id);
-        }
-        self.drain_ids = ids;
-    }
-
-    /// Sends one subscriber's due pending updates as its budget allows, and schedules its
-    /// next drain (pending updates, or a snapshot deferred by the feedback budget).
-    pub(super) fn drain_session(&mut self, now: Instant, id: SessionId) {
-        let Some(sub) = self.sessions.get_mut(&id) else {
-            return;
-        };
-        let Some(room) = self.rooms.get(&sub.room) else {
-            return;
-        };
-        let due = if sub.pacing.pending.is_empty() {
-            None
-        } else {
-            let budget = sub.payload_budget;
-            forward::drain_pending(room, sub, &mut self.out, now, budget)
-        };
-        if let Some(took) = sub.pacing.snapshot_done(now) {
-            self.stats.record(StatEvent::SnapshotSent { took });
-        }
-        let deferred = sub.feedback.next_deferred();
-        self.pace_at = self.pace_at.into_iter().chain(due).chain(deferred).min();
-    }
-
-    /// Adds what pacing did during a fan-out to the statistics.
-    fn count_paced(&mut self) {
-        let c = std::mem::take(&mut self.scratch.paced);
-        let p = &mut self.stats.pacing;
-        p.deferred_rate_tier += c.rate_tier;
-        p.deferred_cap += c.cap_deferred;
-        p.dropped_cap += c.cap_dropped;
-        p.coalesced += c.coalesced;
-    }
-
-    pub(super) fn drop_packet(&mut self, reason: &'static str) {
-        self.stats.drop(reason);
-    }
-
-    /// What a session's path carries, as its transport measures it: the largest RTP
-    /// packet that fits one datagram, and the send rate it allows (`None`: no limit).
-    /// Snapshots and paced updates for it are packed to that size, and its updates are
-    /// paced (latest value per object) to that rate, as under a bandwidth cap.
-    pub fn set_session_path(
-        &mut self,
-        now: Instant,
-        id: SessionId,
-        max_packet: usize,
-        send_bps: Option<u64>,
-    ) {
-        let Some(s) = self.sessions.get_mut(&id) else {
-            return;
-        };
-        let fits = max_packet
-            .saturating_sub(RTP_HEADER_BYTES)
-            .max(MIN_PAYLOAD_BUDGET);
-        let budget = self.cfg.payload_budget.min(fits);
-        let moved = s.payload_budget != budget;
-        s.payload_budget = budget;
-        if s.path_bps != send_bps {
-            s.path_bps = send_bps;
-            s.refresh_cap(self.cfg.subscriber_max_bitrate_bps, now);
-        }
-        if moved {
-            // An aggregated subscriber's packets are built for its view: a narrower path
-            // needs a view whose packets fit it.
-            self.sync_delivery(id, now);
-        }
-    }
-
-    /// Handles one plaintext RTP packet from a session.
-    pub fn handle_rtp(&mut self, now: Instant, from: SessionId, packet: &[u8]) {
-        self.busy = Some(from);
-        self.out.now = Some(now);
-        if let Err(reason) = self.accept_rtp(now, from, packet) {
-            self.drop_packet(reason);
-        }
-        self.mix(now, false);
-        self.count_overflow();
-    }
-
-    /// Counts the packets the outbox refused at its ceiling.
-    pub(super) fn count_overflow(&mut self) {
-        let n = self.out.take_overflowed();
-        if n > 0 {
-            self.stats.dropped.add("outbox_full", n);
-        }
-    }
-
     /// Where the output queue stands: a shell takes this before an input so that, if the
     /// input hits a defect, [`Relay::quarantine`] can drop what it half-queued.
     pub fn outbox_mark(&self) -> OutboxMark {
-        self.out.mark()
+        self.st.out.mark()
     }
 
     /// Recovers from a defect: a panic the shell caught while the core handled an input.
     /// The room of the session being handled may be half-updated, so it is dropped whole
-    /// (its sessions are reported by [`Relay::poll_closed`]), with what the input queued
+    /// (its sessions are reported by [`Relay::poll_event`]), with what the input queued
     /// since `mark`; every other room is untouched. Returns the room dropped, if any.
     pub fn quarantine(&mut self, now: Instant, mark: OutboxMark) -> Option<Arc<str>> {
-        self.out.rewind(mark);
+        self.st.out.rewind(mark);
         // Wake at once to reschedule every other session's timers.
-        self.pace_at = Some(now);
+        self.st.pace_at = Some(now);
         self.next_sweep = Some(now);
-        let id = self.busy.take()?;
-        let name = self.sessions.get(&id)?.room.clone();
+        let id = self.st.busy.take()?;
+        let name = self.st.room_of(id)?;
         self.drop_room(&name);
         Some(name)
     }
@@ -575,190 +301,437 @@ impl Relay {
     /// fault isolation only).
     #[cfg(test)]
     pub(crate) fn inject_fault(&mut self, session: SessionId) {
-        self.busy = Some(session);
+        self.st.busy = Some(session);
         panic!("injected fault");
     }
 
-    /// Removes a room and its sessions at once, without touching their state.
-    fn drop_room(&mut self, name: &str) {
-        let Some(room) = self.rooms.remove(name) else {
-            return;
-        };
-        self.stats.streams = self.stats.streams.saturating_sub(room.streams.len() as u64);
-        let objects: usize = room.streams.values().map(|s| s.store.len()).sum();
-        self.stats.objects_changed(0, objects);
-        for id in room.members {
-            self.out.sent.forget_session(id);
-            if let Some(s) = self.sessions.remove(&id) {
-                self.by_ssrc.remove(&s.ssrc);
-                self.closed.push(id);
-            }
-            self.end_delivery(id);
+    fn join(&mut self, now: Instant, req: JoinRequest) -> Result<Joined, ControlError> {
+        if self.draining {
+            return Err(ControlError::Draining);
         }
+        req.interest
+            .validate()
+            .map_err(ControlError::InvalidInterest)?;
+        let cfg = &self.st.cfg;
+        if self.st.sessions.len() >= cfg.max_sessions {
+            return Err(ControlError::RelayFull(cfg.max_sessions));
+        }
+        let room = self.st.rooms.get(req.room.as_str());
+        if room.is_none() && self.st.rooms.len() >= cfg.max_rooms {
+            return Err(ControlError::TooManyRooms(cfg.max_rooms));
+        }
+        let members = room.map_or(0, |r| r.members.len());
+        if members >= cfg.max_sessions_per_room {
+            return Err(ControlError::RoomFull(req.room));
+        }
+        let declared = self.declared_ssrcs(&req)?;
+        let ssrc = match req.ssrc {
+            Some(s) if self.st.ssrc_free(s) && !declared.contains(&s) => s,
+            Some(s) if req.require_ssrc => return Err(ControlError::SsrcTaken(s)),
+            _ => loop {
+                let s = self.st.fresh_ssrc();
+                if !declared.contains(&s) {
+                    break s;
+                }
+            },
+        };
+        let id = self.next_id;
+        self.next_id += self.id_step;
+        let name: Arc<str> = Arc::from(req.room);
+        let room = self.st.rooms.entry(name.clone()).or_default();
+        room.members.push(id);
+        let streams = room.streams.keys().copied().collect();
+        let owned: Vec<u32> = std::iter::once(ssrc).chain(declared).collect();
+        for s in &owned {
+            self.st.by_ssrc.insert(*s, id);
+        }
+        let cfg = &self.st.cfg;
+        let session = Session {
+            id,
+            room: name,
+            identity: req.identity,
+            ssrc,
+            streams: owned,
+            sends: req.sends,
+            publish: req.publish,
+            subscribe: req.subscribe,
+            dialect: req.dialect,
+            interest: req.interest,
+            subs: HashMap::new(),
+            feedback: FeedbackBudget::default(),
+            tmmbr_bps: None,
+            path_bps: None,
+            payload_budget: cfg.payload_budget,
+            bucket: TokenBucket::new(cfg.max_packets_per_sec, now),
+            last_seen: now,
+            inside: HashSet::new(),
+            last_scan: None,
+            pacing: Pacing::new(cfg.relay_send_bitrate_bps, cfg.relay_send_burst_bytes, now),
+            predicted: HashMap::new(),
+            cells: None,
+            rtcp: RtcpLeg::new(now),
+            send_budget_bps: None,
+            congestion: None,
+        };
+        self.st.sessions.insert(id, session);
+        self.reports.schedule_first(&mut self.st, id, now);
+        self.replace_interest(now, id);
+        self.next_sweep
+            .get_or_insert(now + self.st.cfg.sweep_interval);
+        Ok(Joined {
+            session: id,
+            ssrc,
+            relay_ssrc: self.st.relay_ssrc,
+            streams,
+        })
     }
 
-    /// The checks every packet from a session passes first: the session exists (and is
-    /// alive from now), is within its packet rate, and the packet within the size limit.
-    pub(super) fn admit(
+    /// The further SSRCs a join declares, once each, every one free; at most as many as
+    /// a room holds sessions.
+    fn declared_ssrcs(&self, req: &JoinRequest) -> Result<Vec<u32>, ControlError> {
+        let mut declared: Vec<u32> = Vec::with_capacity(req.ssrcs.len());
+        for &s in &req.ssrcs {
+            if !self.st.ssrc_free(s) || declared.contains(&s) || Some(s) == req.ssrc {
+                return Err(ControlError::SsrcTaken(s));
+            }
+            declared.push(s);
+        }
+        if declared.len() >= self.st.cfg.max_sessions_per_room {
+            return Err(ControlError::TooManyStreams(declared.len()));
+        }
+        Ok(declared)
+    }
+
+    /// Removes a session; its streams end and the others get an RTCP BYE for them.
+    fn leave(&mut self, id: SessionId) -> Result<(), ControlError> {
+        let s = self.st.session_mut(id)?;
+        let (name, owned) = (s.room.clone(), std::mem::take(&mut s.streams));
+        for &ssrc in &owned {
+            self.end_stream(&name, ssrc);
+        }
+        if let (Some(room), Some(s)) = (self.st.rooms.get_mut(&name), self.st.sessions.get_mut(&id))
+        {
+            relevance::unplace(room, s);
+        }
+        self.st.sessions.remove(&id);
+        self.st.out.sent.forget_session(id);
+        self.agg.end(&mut self.st, id);
+        for ssrc in owned {
+            self.st.by_ssrc.remove(&ssrc);
+        }
+        if let Some(room) = self.st.rooms.get_mut(&name) {
+            room.members.retain(|m| *m != id);
+            if room.members.is_empty() {
+                self.st.rooms.remove(&name);
+            }
+        }
+        Ok(())
+    }
+
+    fn set_interest(
         &mut self,
         now: Instant,
-        from: SessionId,
-        len: usize,
-    ) -> Result<&mut Session, &'static str> {
-        let max = self.cfg.max_packet_bytes;
-        let s = self.sessions.get_mut(&from).ok_or("unknown_session")?;
-        s.last_seen = now;
-        if !s.bucket.take(now) {
-            return Err("rate_limited");
-        }
-        if len > max {
-            return Err("oversized");
-        }
-        Ok(s)
+        id: SessionId,
+        interest: Interest,
+    ) -> Result<(), ControlError> {
+        interest.validate().map_err(ControlError::InvalidInterest)?;
+        let s = self.st.session_mut(id)?;
+        s.interest = interest;
+        s.inside.clear();
+        s.last_scan = None;
+        s.pacing.pending.clear();
+        s.predicted.clear();
+        self.replace_interest(now, id);
+        Ok(())
     }
 
-    fn accept_rtp(
+    /// Applies a session's new (or first) interest: its cap, its place in the room's
+    /// grid, its delivery.
+    fn replace_interest(&mut self, now: Instant, id: SessionId) {
+        if let Some(s) = self.st.sessions.get_mut(&id) {
+            s.refresh_cap(self.st.cfg.subscriber_max_bitrate_bps, now);
+            if let Some(room) = self.st.rooms.get_mut(&s.room) {
+                let center = s.interest.area.as_ref().and_then(|a| a.center);
+                relevance::place(room, s, center);
+            }
+        }
+        self.agg.sync(&mut self.st, id, now);
+    }
+
+    fn set_path(&mut self, now: Instant, id: SessionId, max_packet: usize, send_bps: Option<u64>) {
+        let Some(s) = self.st.sessions.get_mut(&id) else {
+            return;
+        };
+        let fits = max_packet
+            .saturating_sub(RTP_HEADER_BYTES)
+            .max(MIN_PAYLOAD_BUDGET);
+        let budget = self.st.cfg.payload_budget.min(fits);
+        let moved = s.payload_budget != budget;
+        s.payload_budget = budget;
+        if s.path_bps != send_bps {
+            s.path_bps = send_bps;
+            s.refresh_cap(self.st.cfg.subscriber_max_bitrate_bps, now);
+        }
+        if moved {
+            // An aggregated subscriber's packets are built for its view: a narrower path
+            // needs a view whose packets fit it.
+            self.agg.sync(&mut self.st, id, now);
+        }
+    }
+
+    fn set_send_budget(
+        &mut self,
+        now: Instant,
+        id: SessionId,
+        bps: Option<u64>,
+    ) -> Result<(), ControlError> {
+        let configured = self.st.cfg.subscriber_max_bitrate_bps;
+        let s = self.st.session_mut(id)?;
+        let bps = bps.map(|b| b.clamp(BITRATE.0, BITRATE.1));
+        let changed_kind = s.send_budget_bps.is_some() != bps.is_some();
+        s.send_budget_bps = bps;
+        s.refresh_cap(configured, now);
+        if changed_kind {
+            // A capped subscriber no longer shares an aggregated view (and back).
+            self.agg.sync(&mut self.st, id, now);
+        }
+        Ok(())
+    }
+
+    fn on_rtp(&mut self, now: Instant, from: SessionId, packet: &[u8]) {
+        if let Err(reason) = self
+            .ingest
+            .rtp(&mut self.st, &mut self.agg, now, from, packet)
+        {
+            self.st.stats.drop(reason);
+        }
+        self.agg.mix(&mut self.st, now, false);
+    }
+
+    fn on_rtcp(&mut self, now: Instant, from: SessionId, packet: &[u8]) {
+        if let Err(reason) = self.dispatch_rtcp(now, from, packet) {
+            self.st.stats.drop(reason);
+        }
+        // Snapshots asked for by feedback go out now, also in aggregated delivery.
+        self.agg.mix(&mut self.st, now, true);
+    }
+
+    /// Hands each item of an RTCP compound to the part that handles it. Feedback must be
+    /// signed with the session's own SSRC; reports may speak for any stream it owns.
+    fn dispatch_rtcp(
         &mut self,
         now: Instant,
         from: SessionId,
         packet: &[u8],
     ) -> Result<(), &'static str> {
-        self.admit(now, from, packet.len())?;
-        let s = self.sessions.get_mut(&from).ok_or("unknown_session")?;
-        let pkt = RtpPacket::parse(packet).map_err(|e| e.reason())?;
-        if pkt.ssrc() != s.ssrc {
-            return Err("ssrc_mismatch");
-        }
-        if !s.publish {
-            return Err("not_publisher");
-        }
-        s.rtcp.received(packet.len());
-        let dialect = s.dialect;
-        self.refs.clear();
-        for r in wire::objects(pkt.payload(), dialect) {
-            self.refs.push(r.map_err(|e| e.reason())?);
-        }
-        // Containers are the relay's own framing towards subscribers (aggregated delivery).
-        if self.refs.iter().any(|r| r.kind == ObjectKind::Container) {
-            return Err("container_from_sender");
-        }
-        let room = self.rooms.get_mut(&s.room).ok_or("unknown_session")?;
-        let (seq, ts) = (pkt.sequence_number(), pkt.timestamp());
-        let stream = room.streams.entry(pkt.ssrc()).or_insert_with(|| {
-            self.stats.streams += 1;
-            Stream::new(from, seq, ts, pkt.payload_type(), now)
-        });
-        stream.reception.packet(seq, ts, now);
-        let late = match seq.wrapping_sub(stream.last_seq) {
-            0 => return Err("duplicate"),
-            d => d >= 0x8000,
-        };
-        if late {
-            // Reordered: keep the objects no newer packet has refreshed; stale game state
-            // is never applied over newer state. Objects without an objectID are never
-            // cached, so they cannot regress anything and go through.
-            self.refs
-                .retain(|r| r.id.is_none_or(|id| stream.store.is_news(id, seq)));
-            if self.refs.is_empty() {
-                return Err("late");
-            }
-        }
-        if stream.store.len() + stream.store.count_new(&self.refs) > self.cfg.max_objects_per_stream
-        {
-            return Err("too_many_objects");
-        }
-        let before = stream.store.len();
-        stream.store.apply(pkt.payload(), &self.refs, seq, now);
-        self.scratch.moved_from.clear();
-        index_objects(
-            &mut room.objects,
-            stream,
-            pkt.ssrc(),
-            &self.refs,
-            &mut self.scratch.moved_from,
-        );
-        self.stats.objects_changed(stream.store.len() - before, 0);
-        stream.history.record(seq, &self.refs);
-        if !late {
-            stream.last_seq = seq;
-            stream.last_ts = ts;
-            stream.payload_type = pkt.payload_type();
-        }
-        stream.last_packet = now;
-        let room = &self.rooms[&self.sessions[&from].room];
-        let packet = Packet {
-            rtp: &pkt,
-            refs: &self.refs,
-            complete: !late,
-            from,
-            dialect,
-        };
-        let due = forward::fan_out(
-            room,
-            &mut self.sessions,
-            &mut self.out,
-            &mut self.scratch,
-            &packet,
-            now,
-        );
-        self.pace_at = self.pace_at.into_iter().chain(due).min();
-        let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now);
-        self.agg
-            .fan_out(&self.sessions[&from].room, &packet, &mut tx);
-        self.count_paced();
-        let mut followers = std::mem::take(&mut self.scratch.to_drain);
-        for id in followers.drain(..) {
-            self.drain_session(now, id);
-        }
-        self.scratch.to_drain = followers;
-        // A subscriber whose area follows its own avatar may have walked up to objects.
-        let s = &self.sessions[&from];
-        if s.interest.area.as_ref().is_some_and(|a| a.center.is_none()) {
-            let name = s.room.clone();
-            if let Some(room) = self.rooms.get_mut(&name) {
-                forward::rescan_area(room, &mut self.sessions, from, now);
-                self.drain_session(now, from);
+        let own = self.st.admit(now, from, packet.len())?.ssrc;
+        let items = rtcp::parse_compound(packet).map_err(|e| e.reason())?;
+        for item in items {
+            match item {
+                RtcpItem::Fir {
+                    sender_ssrc,
+                    entries,
+                } if sender_ssrc == own => {
+                    for e in entries {
+                        self.st.stats.feedback.add("fir", 1);
+                        feedback::on_fir(&mut self.st, now, from, e);
+                    }
+                }
+                RtcpItem::Pli {
+                    sender_ssrc,
+                    media_ssrc,
+                } if sender_ssrc == own => {
+                    self.st.stats.feedback.add("pli", 1);
+                    feedback::refresh(&mut self.st, now, from, media_ssrc);
+                }
+                RtcpItem::Nack {
+                    sender_ssrc,
+                    media_ssrc,
+                    lost,
+                } if sender_ssrc == own => {
+                    self.st.stats.feedback.add("nack", 1);
+                    if media_ssrc == self.st.relay_ssrc {
+                        self.agg.repair(&mut self.st, now, from, &lost);
+                    } else {
+                        feedback::repair(&mut self.st, now, from, media_ssrc, &lost);
+                    }
+                }
+                RtcpItem::Tmmbr {
+                    sender_ssrc,
+                    entries,
+                } if sender_ssrc == own => {
+                    self.st.stats.feedback.add("tmmbr", 1);
+                    if feedback::tmmbr(&mut self.st, now, from, &entries) {
+                        // A capped subscriber no longer shares an aggregated view.
+                        self.agg.sync(&mut self.st, from, now);
+                    }
+                }
+                RtcpItem::SenderReport {
+                    ssrc,
+                    info,
+                    reports,
+                } => reports::on_sender_report(&mut self.st, now, from, ssrc, info, &reports),
+                RtcpItem::ReceiverReport { ssrc, reports } => {
+                    reports::on_receiver_report(&mut self.st, now, from, ssrc, &reports);
+                }
+                RtcpItem::Sdes { chunks } => reports::on_sdes(&mut self.st, from, own, &chunks),
+                RtcpItem::Ccfb(fb) => {
+                    self.st.stats.feedback.add("ccfb", 1);
+                    if let Some(rate) = feedback::ccfb(&mut self.st, now, from, own, &fb)
+                        && self.set_send_budget(now, from, Some(rate)).is_err()
+                    {
+                        self.st.stats.drop("unknown_session");
+                    }
+                }
+                RtcpItem::Bye { ssrcs } => self.on_bye(from, &ssrcs),
+                RtcpItem::Fir { .. }
+                | RtcpItem::Pli { .. }
+                | RtcpItem::Nack { .. }
+                | RtcpItem::Tmmbr { .. } => self.st.stats.drop("ssrc_mismatch"),
+                _ => {}
             }
         }
         Ok(())
     }
-}
 
-/// Keeps the room's object grid in step with the objects' new positions, noting the
-/// cells objects left.
-fn index_objects(
-    grid: &mut Grid<(u32, u64)>,
-    stream: &mut Stream,
-    ssrc: u32,
-    refs: &[ObjectRef],
-    moved_from: &mut Vec<Cell>,
-) {
-    for id in refs.iter().filter_map(|r| r.id) {
-        let Some(e) = stream.store.get_mut(id) else {
-            continue;
+    /// An RTCP BYE: ends those of the named streams the session owns.
+    fn on_bye(&mut self, from: SessionId, ssrcs: &[u32]) {
+        let Some(name) = self.st.room_of(from) else {
+            return;
         };
-        let cell = e.position().and_then(grid::cell_of);
-        if cell != e.cell() {
-            if let Some(old) = e.cell() {
-                grid.remove(old, (ssrc, id));
-                moved_from.push(old);
+        let mut counted = false;
+        for &ssrc in ssrcs {
+            if self.st.owner_of(ssrc) == Some(from) {
+                if !counted {
+                    self.st.stats.feedback.add("bye", 1);
+                    counted = true;
+                }
+                self.end_stream(&name, ssrc);
             }
-            if let Some(new) = cell {
-                grid.insert(new, (ssrc, id));
-            }
-            e.set_cell(cell);
         }
     }
-}
 
-/// The shard of `shards` that owns session `id` (see [`Relay::in_shard`]).
-pub fn shard_of(id: SessionId, shards: u64) -> usize {
-    (id % shards.max(1)) as usize
-}
+    /// Ends a stream: its state goes, the room's subscribers get an RTCP BYE for it, and
+    /// aggregated delivery forgets it.
+    fn end_stream(&mut self, room: &str, ssrc: u32) {
+        if self.st.end_stream(room, ssrc) {
+            self.agg.sender_left(room, ssrc);
+        }
+    }
 
-pub(super) fn xorshift(s: &mut u64) -> u64 {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    *s
+    /// Paced sends, aggregated flushes and reports that are due; then, at each sweep,
+    /// expiry of objects, streams and sessions.
+    fn on_timeout(&mut self, now: Instant) {
+        if self.st.pace_at.is_some_and(|t| now >= t) {
+            self.drain_paced(now);
+        }
+        self.agg.mix(&mut self.st, now, false);
+        self.agg.flush(&mut self.st, now);
+        self.reports.send_due(&mut self.st, &self.agg, now);
+        if self.next_sweep.is_some_and(|t| now >= t) {
+            self.sweep(now);
+        }
+    }
+
+    /// Sends every subscriber's due pending updates and deferred snapshots, and schedules
+    /// the next drain.
+    fn drain_paced(&mut self, now: Instant) {
+        let mut ids = std::mem::take(&mut self.drain_ids);
+        ids.clear();
+        ids.extend(
+            self.st
+                .sessions
+                .values()
+                .filter(|s| !s.pacing.pending.is_empty() || s.feedback.next_deferred().is_some())
+                .map(|s| s.id),
+        );
+        self.st.pace_at = None;
+        for &id in &ids {
+            self.st.busy = Some(id);
+            feedback::deferred_snapshots(&mut self.st, now, id);
+            self.st.drain_session(now, id);
+        }
+        self.drain_ids = ids;
+    }
+
+    /// Expires objects, streams and sessions whose time has come.
+    fn sweep(&mut self, now: Instant) {
+        let st = &mut self.st;
+        let object_cutoff = now.checked_sub(st.cfg.object_ttl);
+        let mut ended = Vec::new();
+        let mut expired = std::mem::take(&mut self.expired);
+        for (name, room) in &mut st.rooms {
+            let Room {
+                streams,
+                objects,
+                members,
+                ..
+            } = room;
+            st.busy = members.first().copied();
+            expired.clear();
+            for (ssrc, stream) in streams {
+                if let Some(cutoff) = object_cutoff {
+                    let n = stream.store.expire(cutoff, |id, e| {
+                        if let Some(cell) = e.cell() {
+                            objects.remove(cell, (*ssrc, id));
+                        }
+                        expired.push((*ssrc, id));
+                    });
+                    st.stats.objects_changed(0, n);
+                }
+                if now.saturating_duration_since(stream.last_packet) >= st.cfg.stream_timeout {
+                    ended.push((name.clone(), *ssrc));
+                }
+            }
+            // Per-subscriber state keyed by an object goes with the object.
+            for m in members.iter() {
+                let Some(s) = st.sessions.get_mut(m) else {
+                    continue;
+                };
+                for key in &expired {
+                    s.forget_object(*key);
+                }
+                s.feedback.prune(now, st.cfg.snapshot_interval);
+            }
+        }
+        self.expired = expired;
+        for (room, ssrc) in ended {
+            self.end_stream(&room, ssrc);
+        }
+        let timeout = self.st.cfg.session_timeout;
+        let idle: Vec<SessionId> = self
+            .st
+            .sessions
+            .values()
+            .filter(|s| s.idle(now, timeout))
+            .map(|s| s.id)
+            .collect();
+        for id in idle {
+            if self.leave(id).is_ok() {
+                self.closed.push(id);
+            }
+        }
+        self.next_sweep = (!self.st.sessions.is_empty()).then(|| now + self.st.cfg.sweep_interval);
+    }
+
+    /// Removes a room and its sessions at once, without touching their state.
+    fn drop_room(&mut self, name: &str) {
+        let Some(room) = self.st.rooms.remove(name) else {
+            return;
+        };
+        let st = &mut self.st;
+        st.stats.streams = st.stats.streams.saturating_sub(room.streams.len() as u64);
+        let objects: usize = room.streams.values().map(|s| s.store.len()).sum();
+        st.stats.objects_changed(0, objects);
+        for id in room.members {
+            st.out.sent.forget_session(id);
+            if let Some(s) = st.sessions.remove(&id) {
+                for ssrc in &s.streams {
+                    st.by_ssrc.remove(ssrc);
+                }
+                self.closed.push(id);
+            }
+            self.agg.end(st, id);
+        }
+    }
 }

@@ -11,7 +11,8 @@ use super::relevance;
 use super::room::{Room, Stream};
 use super::session::{Session, Subscription};
 use super::store::Entry;
-use crate::rtp::{PacketClass, RtpHeader, RtpPacket};
+use crate::rtp::packet::HeaderExtension;
+use crate::rtp::{PacketClass, RtpHeader};
 use crate::wire::motion::{Motion, motion};
 use crate::wire::{Dialect, ObjectRef};
 use std::collections::HashMap;
@@ -55,10 +56,23 @@ pub struct PaceCounts {
     pub coalesced: u64,
 }
 
-/// What is being forwarded.
+/// What is being forwarded: one stream's packet, as its sender sent it or as a container
+/// from a link carried it (then with the carrying packet's header fields).
 pub struct Packet<'a, 'p> {
-    /// The parsed source packet.
-    pub rtp: &'a RtpPacket<'p>,
+    /// The stream.
+    pub ssrc: u32,
+    /// Its source sequence number.
+    pub seq: u16,
+    /// Its source RTP timestamp.
+    pub timestamp: u32,
+    /// The RTP marker bit.
+    pub marker: bool,
+    /// The RTP payload type.
+    pub payload_type: u8,
+    /// The header extension, passed on as it came.
+    pub extension: Option<HeaderExtension<'p>>,
+    /// The stream's game-state payload (the objects `refs` points into).
+    pub payload: &'p [u8],
     /// Its objects (for a reordered packet, only those that are still news).
     pub refs: &'a [ObjectRef],
     /// Whether `refs` are all the payload's objects (the payload can be copied whole).
@@ -81,7 +95,7 @@ pub fn fan_out(
     now: Instant,
 ) -> Option<Instant> {
     scratch.to_drain.clear();
-    let (ssrc, seq) = (p.rtp.ssrc(), p.rtp.sequence_number());
+    let (ssrc, seq) = (p.ssrc, p.seq);
     let stream = room.streams.get(&ssrc)?;
     let mut next_due: Option<Instant> = None;
     let audience = audience(room, stream, p.refs, scratch);
@@ -92,7 +106,7 @@ pub fn fan_out(
         // Shared aggregated views get the packet once per view (`aggregate`).
         if !sub.subscribe
             || !sub.interest.admits_stream(ssrc, *member == p.from)
-            || super::aggregate::shares_view(sub)
+            || sub.shares_view()
         {
             continue;
         }
@@ -114,25 +128,25 @@ pub fn fan_out(
             state.rewriter.filter(seq);
             continue;
         }
-        let Some(rw) = state.rewriter.forward(seq, p.rtp.timestamp()) else {
+        let Some(rw) = state.rewriter.forward(seq, p.timestamp) else {
             continue;
         };
         state.record(rw.sequence_number, seq);
         let (buf, start) = out.begin();
         let header = RtpHeader {
-            marker: p.rtp.marker(),
-            payload_type: p.rtp.payload_type(),
+            marker: p.marker,
+            payload_type: p.payload_type,
             sequence_number: rw.sequence_number,
             timestamp: rw.timestamp,
             ssrc,
             csrcs: &[],
-            extension: p.rtp.extension().map(Into::into),
+            extension: p.extension.map(Into::into),
         };
         if header.append_to(buf).is_err() {
             out.abandon(start);
             continue;
         }
-        let payload = p.rtp.payload();
+        let payload = p.payload;
         if wanted == p.refs.len() && p.complete {
             buf.extend_from_slice(payload);
         } else {
@@ -280,7 +294,7 @@ fn gate(sub: &mut Session, ssrc: u32, p: &Packet<'_, '_>, scratch: &mut Scratch,
     };
     scratch.motion.clear();
     for (i, r) in p.refs.iter().enumerate() {
-        let m = motion(r.bytes(p.rtp.payload()), r.kind, p.dialect);
+        let m = motion(r.bytes(p.payload), r.kind, p.dialect);
         scratch.motion.push(m);
         let (Some(true), Some(id), Some(m)) = (scratch.mask.get(i).copied(), r.id, m) else {
             continue;

@@ -1,11 +1,12 @@
 //! The relay core, sans-I/O: rooms, sessions, streams, the latest-state store,
 //! forwarding with per-subscriber filtering and sequence rewriting, and snapshots.
 //!
-//! Inputs: control operations ([`Relay::join`], [`Relay::leave`], [`Relay::set_interest`]),
-//! packets ([`Relay::handle_rtp`], [`Relay::handle_rtcp`]) and time
-//! ([`Relay::handle_timeout`]). Outputs: packets ([`Relay::poll_transmit`]) and the next
-//! wake-up ([`Relay::poll_timeout`]). Time is always an argument; nothing here reads a
-//! clock, owns a socket or spawns a task, so tests drive it faster than real time.
+//! One door in: every input, packets, time and control operations alike, is an
+//! [`Input`] handed to [`Relay::handle_input`]. Out: packets ([`Relay::poll_transmit`]),
+//! events ([`Relay::poll_event`]) and the next wake-up ([`Relay::poll_timeout`]). Time is
+//! always an argument; nothing here reads a clock, owns a socket or spawns a task, so
+//! tests drive it faster than real time. `docs/architecture.md` draws the modules and
+//! the one direction in which they import each other.
 
 mod admission;
 mod aggregate;
@@ -20,28 +21,31 @@ mod feedback;
 mod forward;
 mod grid;
 mod ids;
+mod ingest;
 pub mod interest;
 mod ledger;
+mod leg;
 pub mod limits;
 mod outbox;
 pub mod pacing;
 mod relevance;
 mod reports;
+mod rng;
 mod room;
 mod session;
+mod state;
 pub mod stats;
 mod store;
 
 pub use api::{
-    ControlError, JoinRequest, Joined, RoomInfo, SessionId, SessionInfo, StreamInfo,
-    format_session_id, parse_session_id,
+    ControlError, Event, Input, JoinRequest, Joined, Reply, RoomInfo, Sends, SessionId,
+    SessionInfo, StreamInfo, format_session_id, parse_session_id,
 };
 pub use config::RelayConfig;
 pub(crate) use config::secs as serde_secs;
-pub use core::{Relay, shard_of};
+pub use core::Relay;
 pub use delivery::{Delivery, DeliveryMode};
 pub use interest::Interest;
 pub use outbox::{OutboxMark, Transmit};
-pub use reports::RtcpStats;
 pub use session::Session;
-pub use stats::{RelayStats, StatEvent};
+pub use stats::{RelayStats, RtcpStats, StatEvent};

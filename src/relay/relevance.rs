@@ -86,7 +86,7 @@ pub fn evaluate(
 pub fn place(room: &mut Room, sub: &mut Session, center: Option<[f32; 3]>) {
     unplace(room, sub);
     // A shared aggregated view gets each packet once for all its members, not per member.
-    if !sub.subscribe || super::aggregate::shares_view(sub) {
+    if !sub.subscribe || sub.shares_view() {
         return;
     }
     let cells = sub

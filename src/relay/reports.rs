@@ -17,7 +17,7 @@
 //! of what flowed on it, at least [`SESSION_BW_FLOOR_BPS`]), the members and senders on
 //! the leg and the average compound size; at least `rtcp_min_interval` (halved for the
 //! first report), randomised over [0.5, 1.5] and divided by e − 3/2. Reports are due
-//! through [`Relay::poll_timeout`]; nothing here reads a clock.
+//! through [`super::Relay::poll_timeout`]; nothing here reads a clock.
 //!
 //! **Read.** A session's SR gives its stream's clock mapping and the LSR of the relay's
 //! reception reports; report blocks about SSRCs the relay sends it give its round-trip
@@ -26,10 +26,13 @@
 //! blocks naming SSRCs it was not sent or SRs the relay never sent, absurd round trips and
 //! reports closer together than [`MIN_REPORT_GAP`] are ignored and counted by reason.
 
+use super::aggregate::Aggregator;
 use super::api::SessionId;
-use super::core::{Relay, xorshift};
+use super::leg::FIRST_SIZE_GUESS;
 use super::room::{SenderClock, Stream};
-use crate::rtp::ntp::{self, Wallclock};
+use super::state::State;
+use super::stats::StatEvent;
+use crate::rtp::ntp;
 use crate::rtp::rtcp::{self, ReceptionReport, SdesChunk, SenderInfo};
 use crate::rtp::{CLOCK_RATE, PacketClass};
 use std::cmp::Reverse;
@@ -46,105 +49,21 @@ const RTCP_FRACTION: f64 = 0.05;
 const UDP_IP_OVERHEAD: usize = 28;
 /// RFC 3550 A.7: the randomised interval is divided by e − 3/2.
 const COMPENSATION: f64 = std::f64::consts::E - 1.5;
-/// The first compound's size guess (RFC 3550 A.7 `avg_rtcp_size` start).
-const FIRST_SIZE_GUESS: f64 = 100.0;
 /// Reports from one session closer together than this are a flood: ignored.
 pub const MIN_REPORT_GAP: Duration = Duration::from_millis(100);
 /// A round trip longer than this is not believed.
 pub const MAX_RTT: Duration = Duration::from_secs(60);
-/// RTT samples kept until the shell takes them.
-const RTT_SAMPLES: usize = 1024;
 
-/// One session's RTCP state.
-#[derive(Debug, Clone)]
-pub struct RtcpLeg {
-    next: Instant,
-    initial: bool,
-    avg_size: f64,
-    last_report: Instant,
-    /// RTP octets received from it since the last report.
-    octets_in: u64,
-    /// Whether it sent RTP since the last report.
-    published: bool,
-    /// When its last SR or RR was accepted.
-    last_input: Option<Instant>,
-    rtt: Option<Duration>,
-    /// Its CNAME, from its SDES.
-    cname: Option<Box<[u8]>>,
-}
-
-impl RtcpLeg {
-    /// A leg whose first report is not scheduled yet.
-    pub fn new(now: Instant) -> Self {
-        Self {
-            next: now,
-            initial: true,
-            avg_size: FIRST_SIZE_GUESS,
-            last_report: now,
-            octets_in: 0,
-            published: false,
-            last_input: None,
-            rtt: None,
-            cname: None,
-        }
-    }
-
-    /// Counts an RTP packet received from the session.
-    pub fn received(&mut self, len: usize) {
-        self.octets_in += len as u64;
-        self.published = true;
-    }
-
-    /// Its smoothed round-trip time (RFC 6298 gain 1/8), once measured.
-    pub fn rtt(&self) -> Option<Duration> {
-        self.rtt
-    }
-}
-
-/// RTCP reports counted since the shell last took them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RtcpStats {
-    /// SRs sent.
-    pub sender_reports_sent: u64,
-    /// RRs sent.
-    pub receiver_reports_sent: u64,
-    /// SRs accepted from sessions.
-    pub sender_reports_received: u64,
-    /// RRs accepted from sessions.
-    pub receiver_reports_received: u64,
-}
-
-/// The relay's report state.
+/// The relay's report schedule. It borrows the core's [`State`] to build and read
+/// reports.
 #[derive(Debug)]
-pub struct Reports {
-    wallclock: Option<Wallclock>,
+pub(super) struct Reports {
     /// (due, session); entries of sessions that left, or were rescheduled, are skipped.
     queue: BinaryHeap<Reverse<(Instant, SessionId)>>,
-    stats: RtcpStats,
-    rtt_samples: Vec<Duration>,
     /// The relay's CNAME.
     cname: Box<[u8]>,
     /// Scratch: the SRs of the report being built (SSRC, contents, stream owner).
     srs: Vec<(u32, SenderInfo, Option<SessionId>)>,
-}
-
-impl Reports {
-    /// No session scheduled; `relay_ssrc` names the relay's CNAME.
-    pub fn new(relay_ssrc: u32) -> Self {
-        Self {
-            wallclock: None,
-            queue: BinaryHeap::new(),
-            stats: RtcpStats::default(),
-            rtt_samples: Vec::new(),
-            cname: format!("gsrelay-{relay_ssrc:08x}").into_bytes().into(),
-            srs: Vec::new(),
-        }
-    }
-
-    /// When the earliest report is due.
-    pub fn due(&self) -> Option<Instant> {
-        self.queue.peek().map(|Reverse((at, _))| *at)
-    }
 }
 
 /// What RFC 3550 A.7's interval depends on.
@@ -210,48 +129,32 @@ fn stream_clock(st: &Stream, offset: u32, ntp_now: u64, now: Instant) -> (u64, u
     }
 }
 
-impl Relay {
-    /// Anchors the relay's NTP time: `now` is `since_unix` after the Unix epoch. The shell
-    /// reads both clocks once; until it does, NTP times count from the epoch at the first
-    /// report.
-    pub fn set_wallclock(&mut self, now: Instant, since_unix: Duration) {
-        self.reports.wallclock = Some(Wallclock::new(now, since_unix));
+impl Reports {
+    /// No session scheduled; `relay_ssrc` names the relay's CNAME.
+    pub fn new(relay_ssrc: u32) -> Self {
+        Self {
+            queue: BinaryHeap::new(),
+            cname: format!("gsrelay-{relay_ssrc:08x}").into_bytes().into(),
+            srs: Vec::new(),
+        }
     }
 
-    pub(super) fn wallclock(&mut self, now: Instant) -> Wallclock {
-        *self
-            .reports
-            .wallclock
-            .get_or_insert_with(|| Wallclock::new(now, Duration::ZERO))
-    }
-
-    /// The RTCP reports counted since the last call.
-    pub fn take_rtcp_stats(&mut self) -> RtcpStats {
-        std::mem::take(&mut self.reports.stats)
-    }
-
-    /// Hands each round-trip sample measured since the last call to `f`.
-    pub fn drain_rtt_samples(&mut self, f: impl FnMut(Duration)) {
-        self.reports.rtt_samples.drain(..).for_each(f);
-    }
-
-    /// A session's smoothed round-trip time, once its reports gave one.
-    pub fn session_rtt(&self, id: SessionId) -> Option<Duration> {
-        self.sessions.get(&id).and_then(|s| s.rtcp.rtt())
+    /// When the earliest report is due.
+    pub fn due(&self) -> Option<Instant> {
+        self.queue.peek().map(|Reverse((at, _))| *at)
     }
 
     /// Schedules a session's next report from its leg's state.
-    pub(super) fn schedule_report(&mut self, id: SessionId, now: Instant, input: IntervalInput) {
-        let random = (xorshift(&mut self.rng) >> 11) as f64 / (1u64 << 53) as f64;
-        let at = now + rtcp_interval(&input, random);
-        if let Some(s) = self.sessions.get_mut(&id) {
+    fn schedule(&mut self, st: &mut State, id: SessionId, now: Instant, input: IntervalInput) {
+        let at = now + rtcp_interval(&input, st.rng.unit());
+        if let Some(s) = st.sessions.get_mut(&id) {
             s.rtcp.next = at;
-            self.reports.queue.push(Reverse((at, id)));
+            self.queue.push(Reverse((at, id)));
         }
     }
 
     /// Schedules a new session's first report.
-    pub(super) fn schedule_first_report(&mut self, id: SessionId, now: Instant) {
+    pub fn schedule_first(&mut self, st: &mut State, id: SessionId, now: Instant) {
         let input = IntervalInput {
             members: 2,
             senders: 0,
@@ -259,34 +162,34 @@ impl Relay {
             session_bps: SESSION_BW_FLOOR_BPS,
             avg_size: FIRST_SIZE_GUESS,
             initial: true,
-            min: self.cfg.rtcp_min_interval,
+            min: st.cfg.rtcp_min_interval,
         };
-        self.schedule_report(id, now, input);
+        self.schedule(st, id, now, input);
     }
 
-    /// Sends every report due at `now`.
-    pub(super) fn send_due_reports(&mut self, now: Instant) {
-        while let Some(&Reverse((at, id))) = self.reports.queue.peek() {
+    /// Sends every report due at `now`. `agg` gives the aggregated streams' clocks.
+    pub fn send_due(&mut self, st: &mut State, agg: &Aggregator, now: Instant) {
+        while let Some(&Reverse((at, id))) = self.queue.peek() {
             if at > now {
                 break;
             }
-            self.reports.queue.pop();
-            if self.sessions.get(&id).is_some_and(|s| s.rtcp.next == at) {
-                self.busy = Some(id);
-                self.report_to(now, id);
+            self.queue.pop();
+            if st.sessions.get(&id).is_some_and(|s| s.rtcp.next == at) {
+                st.busy = Some(id);
+                self.report_to(st, agg, now, id);
             }
         }
     }
 
     /// Sends one session its report and schedules the next.
-    fn report_to(&mut self, now: Instant, id: SessionId) {
-        let ntp_now = self.wallclock(now).ntp(now);
-        let relay = self.relay_ssrc;
-        let Some(s) = self.sessions.get(&id) else {
+    fn report_to(&mut self, st: &mut State, agg: &Aggregator, now: Instant, id: SessionId) {
+        let ntp_now = st.wallclock(now).ntp(now);
+        let relay = st.relay_ssrc;
+        let Some(s) = st.sessions.get(&id) else {
             return;
         };
         let own = s.ssrc;
-        let Some(room) = self.rooms.get_mut(&s.room) else {
+        let Some(room) = st.rooms.get_mut(&s.room) else {
             return;
         };
         let block = room
@@ -294,13 +197,13 @@ impl Relay {
             .get_mut(&own)
             .filter(|st| st.owner == id)
             .map(|st| st.reception.report(own, now));
-        let mut srs = std::mem::take(&mut self.reports.srs);
+        let mut srs = std::mem::take(&mut self.srs);
         srs.clear();
         let (mut members, mut senders, mut octets) = (2usize, usize::from(s.rtcp.published), 0u64);
         let mut we_sent = false;
-        for (&ssrc, c) in self.out.sent.of(id).into_iter().flatten() {
+        for (&ssrc, c) in st.out.sent.of(id).into_iter().flatten() {
             let (clock, owner) = if ssrc == relay {
-                let rtp = self.agg.member_timestamp(id, now);
+                let rtp = agg.member_timestamp(id, now);
                 (rtp.map(|rtp| (ntp_now, rtp)), None)
             } else {
                 let Some(st) = room.streams.get(&ssrc) else {
@@ -329,15 +232,15 @@ impl Relay {
             srs.push((ssrc, info, owner));
         }
         srs.sort_unstable_by_key(|(ssrc, ..)| (*ssrc != relay, *ssrc));
-        let size = self.write_reports(id, &srs, block);
+        let size = self.write_reports(st, id, &srs, block);
         let at = ntp::compact(ntp_now);
         for (ssrc, info, _) in &srs {
-            if let Some(c) = self.out.sent.get_mut(id, *ssrc) {
+            if let Some(c) = st.out.sent.get_mut(id, *ssrc) {
                 c.sr_sent(ntp::compact(info.ntp_time), at);
             }
         }
-        self.reports.srs = srs;
-        let Some(leg) = self.sessions.get_mut(&id).map(|s| &mut s.rtcp) else {
+        self.srs = srs;
+        let Some(leg) = st.sessions.get_mut(&id).map(|s| &mut s.rtcp) else {
             return;
         };
         leg.avg_size = size as f64 / 16.0 + leg.avg_size * 15.0 / 16.0;
@@ -353,30 +256,31 @@ impl Relay {
             session_bps: measured.max(SESSION_BW_FLOOR_BPS),
             avg_size: leg.avg_size,
             initial: false,
-            min: self.cfg.rtcp_min_interval,
+            min: st.cfg.rtcp_min_interval,
         };
         leg.initial = false;
         leg.last_report = now;
         leg.octets_in = 0;
         leg.published = false;
-        self.schedule_report(id, now, input);
+        self.schedule(st, id, now, input);
     }
 
     /// Queues the compound datagrams of one report; returns their size with UDP/IP
     /// headers. `srs` holds the relay's own SR (if any) first.
     fn write_reports(
-        &mut self,
+        &self,
+        st: &mut State,
         to: SessionId,
         srs: &[(u32, SenderInfo, Option<SessionId>)],
         block: Option<ReceptionReport>,
     ) -> usize {
-        let relay = self.relay_ssrc;
-        let Relay {
+        let relay = st.relay_ssrc;
+        let State {
             out,
             sessions,
-            reports,
+            stats,
             ..
-        } = self;
+        } = st;
         let (relay_sr, mut rest) = match srs.split_first() {
             Some((first, rest)) if first.0 == relay => (Some(first.1), rest),
             _ => (None, srs),
@@ -400,7 +304,7 @@ impl Relay {
             for (ssrc, info, _) in now_batch {
                 ok &= rtcp::write_sr(buf, *ssrc, *info, &[]).is_ok();
             }
-            let own = first.then_some((relay, &reports.cname[..]));
+            let own = first.then_some((relay, &self.cname[..]));
             let cnames = now_batch.iter().filter_map(|(ssrc, _, owner)| {
                 let cname = sessions.get(&(*owner)?)?.rtcp.cname.as_deref()?;
                 Some((*ssrc, cname))
@@ -409,8 +313,8 @@ impl Relay {
             if ok {
                 size += buf.len() - start + UDP_IP_OVERHEAD;
                 out.commit(to, PacketClass::Rtcp, start);
-                reports.stats.sender_reports_sent += sent.0 + now_batch.len() as u64;
-                reports.stats.receiver_reports_sent += sent.1;
+                stats.rtcp.sender_reports_sent += sent.0 + now_batch.len() as u64;
+                stats.rtcp.receiver_reports_sent += sent.1;
             } else {
                 out.abandon(start);
             }
@@ -419,127 +323,126 @@ impl Relay {
         }
         size
     }
+}
 
-    /// Whether a report from `from` comes at least [`MIN_REPORT_GAP`] after the last one
-    /// accepted (recording it when it does).
-    fn report_allowed(&mut self, from: SessionId, now: Instant) -> bool {
-        let Some(leg) = self.sessions.get_mut(&from).map(|s| &mut s.rtcp) else {
-            return false;
+/// Whether a report from `from` comes at least [`MIN_REPORT_GAP`] after the last one
+/// accepted (recording it when it does).
+fn report_allowed(st: &mut State, from: SessionId, now: Instant) -> bool {
+    let Some(leg) = st.sessions.get_mut(&from).map(|s| &mut s.rtcp) else {
+        return false;
+    };
+    if leg
+        .last_input
+        .is_some_and(|t| now.saturating_duration_since(t) < MIN_REPORT_GAP)
+    {
+        st.stats.suppress("report_flood");
+        return false;
+    }
+    leg.last_input = Some(now);
+    true
+}
+
+/// An SR from session `from` (whose SSRC is `own`).
+pub(super) fn on_sender_report(
+    st: &mut State,
+    now: Instant,
+    from: SessionId,
+    ssrc: u32,
+    info: SenderInfo,
+    blocks: &[ReceptionReport],
+) {
+    // An SR speaks for one of the session's own streams (a link owns many).
+    if st.owner_of(ssrc) != Some(from) {
+        st.stats.drop("sr_ssrc_mismatch");
+        return;
+    }
+    if !report_allowed(st, from, now) {
+        return;
+    }
+    st.stats.rtcp.sender_reports_received += 1;
+    let stream = st
+        .sessions
+        .get(&from)
+        .and_then(|s| st.rooms.get_mut(&s.room))
+        .and_then(|r| r.streams.get_mut(&ssrc))
+        .filter(|stream| stream.owner == from);
+    match stream {
+        None => st.stats.suppress("sr_without_stream"),
+        Some(_) if info.ntp_time == 0 => st.stats.suppress("sr_absurd"),
+        Some(stream) => {
+            stream.reception.sender_report(info.ntp_time, now);
+            stream.sender_clock = Some(SenderClock {
+                ntp: info.ntp_time,
+                rtp: info.rtp_time,
+                at: now,
+            });
+        }
+    }
+    on_report_blocks(st, now, from, blocks);
+}
+
+/// An RR from session `from` (whose SSRC is `own`).
+pub(super) fn on_receiver_report(
+    st: &mut State,
+    now: Instant,
+    from: SessionId,
+    ssrc: u32,
+    blocks: &[ReceptionReport],
+) {
+    if st.owner_of(ssrc) != Some(from) {
+        st.stats.drop("rr_ssrc_mismatch");
+        return;
+    }
+    if !report_allowed(st, from, now) {
+        return;
+    }
+    st.stats.rtcp.receiver_reports_received += 1;
+    on_report_blocks(st, now, from, blocks);
+}
+
+/// Report blocks from `from` about what the relay sends it: its round-trip time.
+fn on_report_blocks(st: &mut State, now: Instant, from: SessionId, blocks: &[ReceptionReport]) {
+    let at = ntp::compact(st.wallclock(now).ntp(now));
+    for b in blocks {
+        let Some(sent) = st.out.sent.of(from).and_then(|m| m.get(&b.ssrc)) else {
+            st.stats.suppress("rr_unknown_source");
+            continue;
         };
-        if leg
-            .last_input
-            .is_some_and(|t| now.saturating_duration_since(t) < MIN_REPORT_GAP)
+        if b.last_sender_report == 0 {
+            // No SR received yet: nothing to measure.
+            continue;
+        }
+        let Some(sent_at) = sent.sr_sent_at(b.last_sender_report) else {
+            st.stats.suppress("rr_unknown_lsr");
+            continue;
+        };
+        let units = at.wrapping_sub(sent_at).wrapping_sub(b.delay);
+        let rtt = ntp::compact_to_duration(units);
+        if units > 0x7fff_ffff || rtt > MAX_RTT {
+            st.stats.suppress("rr_absurd");
+            continue;
+        }
+        record_rtt(st, from, rtt);
+    }
+}
+
+fn record_rtt(st: &mut State, from: SessionId, rtt: Duration) {
+    if let Some(s) = st.sessions.get_mut(&from) {
+        s.rtcp.rtt = Some(s.rtcp.rtt.map_or(rtt, |srtt| (srtt * 7 + rtt) / 8));
+    }
+    st.stats.record(StatEvent::Rtt { rtt });
+}
+
+/// An SDES from `from`: its own CNAME is kept for the relay's SRs of its stream.
+pub(super) fn on_sdes(st: &mut State, from: SessionId, own: u32, chunks: &[SdesChunk]) {
+    let Some(leg) = st.sessions.get_mut(&from).map(|s| &mut s.rtcp) else {
+        return;
+    };
+    for c in chunks.iter().filter(|c| c.ssrc == own) {
+        if let Some(cname) = &c.cname
+            && leg.cname.as_deref() != Some(&cname[..])
         {
-            self.stats.suppress("report_flood");
-            return false;
-        }
-        leg.last_input = Some(now);
-        true
-    }
-
-    /// An SR from session `from` (whose SSRC is `own`).
-    pub(super) fn on_sender_report(
-        &mut self,
-        now: Instant,
-        from: SessionId,
-        (own, ssrc): (u32, u32),
-        info: SenderInfo,
-        blocks: &[ReceptionReport],
-    ) {
-        if ssrc != own {
-            self.drop_packet("sr_ssrc_mismatch");
-            return;
-        }
-        if !self.report_allowed(from, now) {
-            return;
-        }
-        self.reports.stats.sender_reports_received += 1;
-        let stream = self
-            .sessions
-            .get(&from)
-            .and_then(|s| self.rooms.get_mut(&s.room))
-            .and_then(|r| r.streams.get_mut(&own))
-            .filter(|st| st.owner == from);
-        match stream {
-            None => self.stats.suppress("sr_without_stream"),
-            Some(_) if info.ntp_time == 0 => self.stats.suppress("sr_absurd"),
-            Some(st) => {
-                st.reception.sender_report(info.ntp_time, now);
-                st.sender_clock = Some(SenderClock {
-                    ntp: info.ntp_time,
-                    rtp: info.rtp_time,
-                    at: now,
-                });
-            }
-        }
-        self.on_report_blocks(now, from, blocks);
-    }
-
-    /// An RR from session `from` (whose SSRC is `own`).
-    pub(super) fn on_receiver_report(
-        &mut self,
-        now: Instant,
-        from: SessionId,
-        (own, ssrc): (u32, u32),
-        blocks: &[ReceptionReport],
-    ) {
-        if ssrc != own {
-            self.drop_packet("rr_ssrc_mismatch");
-            return;
-        }
-        if !self.report_allowed(from, now) {
-            return;
-        }
-        self.reports.stats.receiver_reports_received += 1;
-        self.on_report_blocks(now, from, blocks);
-    }
-
-    /// Report blocks from `from` about what the relay sends it: its round-trip time.
-    fn on_report_blocks(&mut self, now: Instant, from: SessionId, blocks: &[ReceptionReport]) {
-        let at = ntp::compact(self.wallclock(now).ntp(now));
-        for b in blocks {
-            let Some(sent) = self.out.sent.of(from).and_then(|m| m.get(&b.ssrc)) else {
-                self.stats.suppress("rr_unknown_source");
-                continue;
-            };
-            if b.last_sender_report == 0 {
-                // No SR received yet: nothing to measure.
-                continue;
-            }
-            let Some(sent_at) = sent.sr_sent_at(b.last_sender_report) else {
-                self.stats.suppress("rr_unknown_lsr");
-                continue;
-            };
-            let units = at.wrapping_sub(sent_at).wrapping_sub(b.delay);
-            let rtt = ntp::compact_to_duration(units);
-            if units > 0x7fff_ffff || rtt > MAX_RTT {
-                self.stats.suppress("rr_absurd");
-                continue;
-            }
-            self.record_rtt(from, rtt);
-        }
-    }
-
-    fn record_rtt(&mut self, from: SessionId, rtt: Duration) {
-        if let Some(s) = self.sessions.get_mut(&from) {
-            s.rtcp.rtt = Some(s.rtcp.rtt.map_or(rtt, |srtt| (srtt * 7 + rtt) / 8));
-        }
-        if self.reports.rtt_samples.len() < RTT_SAMPLES {
-            self.reports.rtt_samples.push(rtt);
-        }
-    }
-
-    /// An SDES from `from`: its own CNAME is kept for the relay's SRs of its stream.
-    pub(super) fn on_sdes(&mut self, from: SessionId, own: u32, chunks: &[SdesChunk]) {
-        let Some(leg) = self.sessions.get_mut(&from).map(|s| &mut s.rtcp) else {
-            return;
-        };
-        for c in chunks.iter().filter(|c| c.ssrc == own) {
-            if let Some(cname) = &c.cname
-                && leg.cname.as_deref() != Some(&cname[..])
-            {
-                leg.cname = Some(cname.to_vec().into_boxed_slice());
-            }
+            leg.cname = Some(cname.to_vec().into_boxed_slice());
         }
     }
 }

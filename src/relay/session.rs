@@ -1,12 +1,12 @@
 //! Per-session state: rights, interest, rate limit, and per forwarded stream the
 //! sequence rewriting and what was sent (for NACK).
 
-use super::api::SessionId;
+use super::api::{Sends, SessionId};
 use super::budget::FeedbackBudget;
 use super::congestion::Controller;
 use super::interest::Interest;
+use super::leg::RtcpLeg;
 use super::pacing::Pacing;
-use super::reports::RtcpLeg;
 use crate::rtp::SeqRewriter;
 use crate::wire::Dialect;
 use crate::wire::motion::Motion;
@@ -28,6 +28,11 @@ pub struct Session {
     pub identity: String,
     /// SSRC it publishes and signs RTCP with.
     pub ssrc: u32,
+    /// Every SSRC it owns: `ssrc` first, then those declared at join and those learned
+    /// from its containers.
+    pub streams: Vec<u32>,
+    /// Which RTP inputs it may send.
+    pub sends: Sends,
     /// May publish.
     pub publish: bool,
     /// May subscribe.
@@ -152,6 +157,17 @@ impl TokenBucket {
 }
 
 impl Session {
+    /// Whether its packets can be built once for everyone with the same filters:
+    /// aggregated, and nothing in its selection depends on its own state (area
+    /// membership, rate tiers, a bandwidth cap, what it can predict).
+    pub fn shares_view(&self) -> bool {
+        self.interest.delivery.is_aggregated()
+            && self.interest.area.is_none()
+            && self.interest.rates.is_empty()
+            && self.interest.prediction.is_none()
+            && self.pacing.bucket.is_none()
+    }
+
     /// Applies the lowest of the configured, requested, TMMBR and send-budget caps.
     pub fn refresh_cap(&mut self, configured: Option<u64>, now: Instant) {
         let cap = [

@@ -66,6 +66,24 @@ pub enum StatEvent {
         /// From queued to nothing pending.
         took: Duration,
     },
+    /// A round trip measured from a session's reception report on one of the relay's SRs.
+    Rtt {
+        /// The round-trip time.
+        rtt: Duration,
+    },
+}
+
+/// RTCP reports sent and accepted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RtcpStats {
+    /// SRs sent.
+    pub sender_reports_sent: u64,
+    /// RRs sent.
+    pub receiver_reports_sent: u64,
+    /// SRs accepted from sessions.
+    pub sender_reports_received: u64,
+    /// RRs accepted from sessions.
+    pub receiver_reports_received: u64,
 }
 
 /// Every counter of the core. Counters only grow; the gauges say what is held now.
@@ -89,6 +107,8 @@ pub struct RelayStats {
     pub aggregate_packets: u64,
     /// What pacing did.
     pub pacing: PacingStats,
+    /// RTCP reports.
+    pub rtcp: RtcpStats,
     /// Gauge: streams publishing.
     pub streams: u64,
     /// Gauge: objects held in the latest-state store.

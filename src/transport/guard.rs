@@ -47,7 +47,7 @@ pub fn guarded<R>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::relay::{JoinRequest, RelayConfig};
+    use crate::relay::{Event, Input, JoinRequest, RelayConfig, Reply};
 
     fn join(relay: &mut Relay, room: &str) -> u64 {
         let req = JoinRequest {
@@ -57,7 +57,12 @@ mod tests {
             subscribe: true,
             ..JoinRequest::default()
         };
-        relay.join(Instant::now(), req).expect("join").session
+        relay
+            .handle_input(Instant::now(), Input::Join(req))
+            .ok()
+            .and_then(Reply::joined)
+            .expect("join")
+            .session
     }
 
     #[test]
@@ -75,7 +80,11 @@ mod tests {
             relay.session(a).is_none(),
             "the faulty room's session is gone"
         );
-        assert_eq!(relay.poll_closed(), Some(a), "and reported to the shell");
+        assert_eq!(
+            relay.poll_event(),
+            Some(Event::SessionClosed(a)),
+            "and reported to the shell"
+        );
         assert!(relay.room_info("a").is_none());
         // The other room is untouched and the core still takes input.
         assert!(relay.session(b).is_some());

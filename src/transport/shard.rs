@@ -20,7 +20,7 @@ use super::udp::{self, UdpPort};
 use super::webrtc::{self, WebRtcPort};
 use crate::metrics::Metrics;
 use crate::metrics::export::StatsExporter;
-use crate::relay::{Relay, SessionId};
+use crate::relay::{Event, Input, Relay, SessionId};
 use crate::rtp::PacketClass;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -112,7 +112,7 @@ impl Shard {
     /// (`max_delay_ms: 0`), everything queued, and forgets sessions the core removed.
     pub(super) async fn end_batch(&mut self, now: Instant) {
         guarded(&mut self.relay, &self.metrics, "aggregate", now, |r| {
-            r.flush_aggregates(now)
+            let _ = r.handle_input(now, Input::BatchEnd);
         });
         self.flush().await;
         self.forget_closed();
@@ -157,16 +157,20 @@ impl Shard {
     async fn timeout(&mut self) {
         let now = Instant::now();
         guarded(&mut self.relay, &self.metrics, "timeout", now, |r| {
-            r.handle_timeout(now);
+            let _ = r.handle_input(now, Input::Timeout);
         });
         self.flush().await;
         self.forget_closed();
     }
 
-    /// Forgets the links of sessions the core removed by itself.
+    /// Takes the core's events: forgets the links of sessions it removed by itself, and
+    /// hands its measurements to the exporter.
     pub(super) fn forget_closed(&mut self) {
-        while let Some(id) = self.relay.poll_closed() {
-            self.unlink(id);
+        while let Some(e) = self.relay.poll_event() {
+            match e {
+                Event::SessionClosed(id) => self.unlink(id),
+                Event::Stat(s) => self.exporter.observe(s),
+            }
         }
     }
 
@@ -197,9 +201,11 @@ impl Shard {
                 let _ = reply.send(answer);
             }
             Command::Leave(id, reply) => {
-                let result = guarded(&mut self.relay, &metrics, "command", now, |r| r.leave(id))
-                    .ok_or_else(fault)
-                    .and_then(|r| r.map_err(CommandError::from));
+                let result = guarded(&mut self.relay, &metrics, "command", now, |r| {
+                    r.handle_input(now, Input::Leave(id)).map(|_| ())
+                })
+                .ok_or_else(fault)
+                .and_then(|r| r.map_err(CommandError::from));
                 self.unlink(id);
                 // The BYEs for its stream go to the others now, not at the next input.
                 self.flush().await;
@@ -207,7 +213,14 @@ impl Shard {
             }
             Command::SetInterest(id, interest, reply) => {
                 let result = guarded(&mut self.relay, &metrics, "command", now, |r| {
-                    r.set_interest(now, id, interest)
+                    r.handle_input(
+                        now,
+                        Input::SetInterest {
+                            session: id,
+                            interest,
+                        },
+                    )
+                    .map(|_| ())
                 })
                 .ok_or_else(fault)
                 .and_then(|r| r.map_err(CommandError::from));
@@ -225,7 +238,7 @@ impl Shard {
                 let _ = reply.send(self.relay.room_info(&room));
             }
             Command::Drain(reply) => {
-                self.relay.set_draining(true);
+                let _ = self.relay.handle_input(now, Input::SetDraining(true));
                 let _ = reply.send(self.relay.session_count());
             }
         }
@@ -251,9 +264,11 @@ impl Shard {
         let now = Instant::now();
         let room: Arc<str> = Arc::from(cmd.request.room.as_str());
         let joined = guarded(&mut self.relay, &self.metrics, "command", now, |r| {
-            r.join(now, cmd.request)
+            r.handle_input(now, Input::Join(cmd.request))
         })
-        .ok_or(CommandError::Internal)??;
+        .ok_or(CommandError::Internal)??
+        .joined()
+        .ok_or(CommandError::Internal)?;
         self.rooms.insert(joined.session, room);
         let mut link = link;
         let quic = match (&mut link, self.quic.as_mut()) {
@@ -263,7 +278,12 @@ impl Shard {
         if let (Link::WebRtc(peer), Some(port)) = (&mut link, self.webrtc.as_mut()) {
             port.register(joined.session, peer);
             guarded(&mut self.relay, &self.metrics, "path", now, |r| {
-                r.set_session_path(now, joined.session, webrtc::MAX_SEND_PACKET, None)
+                let path = Input::SetPath {
+                    session: joined.session,
+                    max_packet: webrtc::MAX_SEND_PACKET,
+                    send_bps: None,
+                };
+                let _ = r.handle_input(now, path);
             });
         }
         self.links.insert(joined.session, link);
@@ -289,11 +309,18 @@ pub(super) fn deliver(
     let rtp = class == PacketClass::Rtp;
     let place = if rtp { "rtp" } else { "rtcp" };
     guarded(relay, metrics, place, now, |r| {
-        if rtp {
-            r.handle_rtp(now, id, plain);
+        let input = if rtp {
+            Input::Rtp {
+                from: id,
+                packet: plain,
+            }
         } else {
-            r.handle_rtcp(now, id, plain);
-        }
+            Input::Rtcp {
+                from: id,
+                packet: plain,
+            }
+        };
+        let _ = r.handle_input(now, input);
     });
 }
 

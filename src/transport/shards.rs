@@ -12,7 +12,7 @@ use super::quic::QuicShard;
 use super::udp::{self, UdpConfig};
 use super::webrtc::WebRtcShard;
 use crate::metrics::Metrics;
-use crate::relay::{ControlError, Interest, Relay, RoomInfo, SessionId, shard_of};
+use crate::relay::{ControlError, Interest, Relay, RoomInfo, SessionId};
 use anyhow::Context;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
@@ -181,7 +181,7 @@ impl Shards {
     }
 
     fn of_session(&self, id: SessionId) -> &RelayHandle {
-        let k = shard_of(id, self.handles.len() as u64);
+        let k = (id % self.handles.len().max(1) as u64) as usize;
         &self.handles[k.min(self.handles.len() - 1)]
     }
 

@@ -45,7 +45,7 @@ use super::shards::RoomDirectory;
 use super::webrtc::WebRtcShard;
 use crate::metrics::export::StatsExporter;
 use crate::metrics::{Metrics, TransportCounters};
-use crate::relay::{Relay, Transmit};
+use crate::relay::{Input, Relay, Transmit};
 use crate::rtp::{KeyMaterial, PacketClass, SrtpError, SrtpProfile, SrtpSession, classify};
 use std::collections::HashMap;
 use std::io;
@@ -136,7 +136,7 @@ pub async fn spawn_with(
     let since_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    relay.set_wallclock(Instant::now(), since_unix);
+    let _ = relay.handle_input(Instant::now(), Input::SetWallclock { since_unix });
     let udp = UdpPort {
         counters: metrics.transport(TRANSPORT),
         socket,

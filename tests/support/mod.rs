@@ -12,7 +12,9 @@ pub mod transports;
 
 use gsrelay::metrics::Metrics;
 use gsrelay::metrics::export::StatsExporter;
-use gsrelay::relay::{ControlError, JoinRequest, Joined, Relay, RelayConfig, SessionId};
+use gsrelay::relay::{
+    ControlError, Event, Input, Interest, JoinRequest, Joined, Relay, RelayConfig, SessionId,
+};
 use gsrelay::rtp::rtcp::{self, FirEntry};
 use gsrelay::rtp::{PacketClass, RtpHeader, RtpPacket};
 use gsrelay::wire::json::Hex;
@@ -68,7 +70,7 @@ impl World {
 
     pub fn advance(&mut self, d: Duration) {
         self.now += d;
-        self.relay.handle_timeout(self.now);
+        self.relay.handle_input(self.now, Input::Timeout).unwrap();
     }
 
     pub fn join(&mut self, room: &str, publish: bool, subscribe: bool) -> Joined {
@@ -83,7 +85,9 @@ impl World {
     }
 
     pub fn join_with(&mut self, req: JoinRequest) -> Result<Joined, ControlError> {
-        self.relay.join(self.now, req)
+        self.relay
+            .handle_input(self.now, Input::Join(req))
+            .map(|r| r.joined().expect("a join answers Joined"))
     }
 
     /// Publishes objects from a session as one RTP packet with the next sequence number.
@@ -115,13 +119,29 @@ impl World {
         };
         header.append_to(&mut pkt).unwrap();
         pkt.extend_from_slice(payload);
-        self.relay.handle_rtp(self.now, who.session, &pkt);
+        self.relay
+            .handle_input(
+                self.now,
+                Input::Rtp {
+                    from: who.session,
+                    packet: &pkt,
+                },
+            )
+            .unwrap();
     }
 
     pub fn rtcp(&mut self, who: &Joined, write: impl FnOnce(&mut Vec<u8>)) {
         let mut pkt = Vec::new();
         write(&mut pkt);
-        self.relay.handle_rtcp(self.now, who.session, &pkt);
+        self.relay
+            .handle_input(
+                self.now,
+                Input::Rtcp {
+                    from: who.session,
+                    packet: &pkt,
+                },
+            )
+            .unwrap();
     }
 
     pub fn fir(&mut self, who: &Joined, media: u32, seq: u8) {
@@ -164,10 +184,69 @@ impl World {
     }
 
     /// The Prometheus metrics, with what the core counted so far exported into them as a
-    /// shell does after each input.
+    /// shell does after each input (its measurements included).
     pub fn metrics(&mut self) -> &Metrics {
+        while let Some(e) = self.relay.poll_event() {
+            if let Event::Stat(s) = e {
+                self.exporter.observe(s);
+            }
+        }
         self.exporter.export(&mut self.relay);
         &self.metrics
+    }
+
+    /// Hands the core one control input now.
+    pub fn control(&mut self, input: Input<'_>) -> Result<(), ControlError> {
+        self.relay.handle_input(self.now, input).map(|_| ())
+    }
+
+    pub fn leave(&mut self, session: SessionId) -> Result<(), ControlError> {
+        self.control(Input::Leave(session))
+    }
+
+    pub fn set_interest(
+        &mut self,
+        session: SessionId,
+        interest: Interest,
+    ) -> Result<(), ControlError> {
+        self.control(Input::SetInterest { session, interest })
+    }
+
+    pub fn set_path(&mut self, session: SessionId, max_packet: usize, send_bps: Option<u64>) {
+        self.control(Input::SetPath {
+            session,
+            max_packet,
+            send_bps,
+        })
+        .unwrap();
+    }
+
+    pub fn set_send_budget(
+        &mut self,
+        session: SessionId,
+        bps: Option<u64>,
+    ) -> Result<(), ControlError> {
+        self.control(Input::SetSendBudget { session, bps })
+    }
+
+    /// Ends a batch of inputs (aggregated packets due now go).
+    pub fn end_batch(&mut self) {
+        self.control(Input::BatchEnd).unwrap();
+    }
+
+    /// Hands the core raw bytes as an RTP packet from `from`.
+    pub fn rtp_from(&mut self, from: SessionId, packet: &[u8]) {
+        self.control(Input::Rtp { from, packet }).unwrap();
+    }
+
+    /// Hands the core raw bytes as an RTCP packet from `from`.
+    pub fn rtcp_from(&mut self, from: SessionId, packet: &[u8]) {
+        self.control(Input::Rtcp { from, packet }).unwrap();
+    }
+
+    /// The events the core reported since the last call.
+    pub fn events(&mut self) -> Vec<Event> {
+        std::iter::from_fn(|| self.relay.poll_event()).collect()
     }
 }
 

@@ -22,13 +22,14 @@ mod repair;
 
 use super::admission::admits;
 use super::api::SessionId;
-use super::core::Relay;
 use super::forward::Packet;
 use super::ids::IdMap;
 use super::interest::{Filter, Interest, TypeSel};
 use super::outbox::{Diverted, Outbox};
 use super::relevance;
+use super::rng::Rng;
 use super::session::Session;
+use super::state::State;
 use super::stats::RelayStats;
 use crate::rtp::RtpPacket;
 use crate::wire::{self, Dialect};
@@ -37,17 +38,6 @@ use member::{History, Member, ViewId};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Whether a subscriber's packets can be built once for everyone with the same filters:
-/// aggregated, and nothing in its selection depends on its own state (area membership,
-/// rate tiers, a bandwidth cap, what it can predict).
-pub fn shares_view(s: &Session) -> bool {
-    s.interest.delivery.is_aggregated()
-        && s.interest.area.is_none()
-        && s.interest.rates.is_empty()
-        && s.interest.prediction.is_none()
-        && s.pacing.bucket.is_none()
-}
 
 /// What makes two subscribers' shared views the same.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,7 +73,7 @@ impl Placement {
             dialect: s.dialect,
             max_delay,
             budget: s.payload_budget,
-            key: shares_view(s).then(|| ViewKey {
+            key: s.shares_view().then(|| ViewKey {
                 dialect: s.dialect,
                 max_delay,
                 budget: s.payload_budget,
@@ -186,7 +176,7 @@ pub struct Aggregator {
     members: IdMap<Member>,
     /// The earliest pending deadline (possibly early: recomputed when reached).
     due: Option<Instant>,
-    rng: u64,
+    rng: Rng,
     pieces: Vec<Piece>,
     /// Packets for one member of a shared view (snapshots), sent at once.
     direct: Builder,
@@ -202,7 +192,7 @@ impl Aggregator {
             rooms: HashMap::new(),
             members: IdMap::default(),
             due: None,
-            rng: seed | 1,
+            rng: Rng::new(seed),
             pieces: Vec::new(),
             direct: Builder::default(),
             scratch: Scratch::default(),
@@ -259,7 +249,7 @@ impl Aggregator {
         if let Some(view) = self.view_mut(vid) {
             view.members.push(id);
         }
-        let random = super::core::xorshift(&mut self.rng);
+        let random = self.rng.next_u64();
         self.members
             .entry(id)
             .and_modify(|m| {
@@ -373,7 +363,7 @@ impl Aggregator {
         let Some(rv) = rooms.get(room) else {
             return;
         };
-        let (ssrc, payload) = (p.rtp.ssrc(), p.rtp.payload());
+        let (ssrc, payload) = (p.ssrc, p.payload);
         for &vid in &rv.shared {
             let Some(view) = views.get_mut(vid).and_then(Option::as_mut) else {
                 continue;
@@ -565,59 +555,58 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     a.into_iter().chain(b).min()
 }
 
-impl Relay {
-    /// Sends the aggregated packets whose delay is up. The UDP transport calls this after
-    /// each batch of received datagrams, so that `max_delay_ms: 0` sends what one batch
-    /// brought as one packet per view; other delays are kept by
-    /// [`Relay::poll_timeout`] / [`Relay::handle_timeout`].
-    pub fn flush_aggregates(&mut self, now: Instant) {
-        self.out.now = Some(now);
-        let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now);
-        self.agg.flush_due(&mut tx);
+impl Aggregator {
+    /// Sends the aggregated packets whose delay is up (the end of a batch of inputs, so
+    /// that `max_delay_ms: 0` sends what one batch brought as one packet per view; other
+    /// delays are kept by the core's timeout).
+    pub(super) fn flush(&mut self, st: &mut State, now: Instant) {
+        st.out.now = Some(now);
+        let mut tx = Tx::new(&mut st.out, &mut st.stats, st.relay_ssrc, now);
+        self.flush_due(&mut tx);
     }
 
     /// Re-packs what the input diverted for members in aggregated delivery (see
     /// [`Aggregator::absorb`]).
-    pub(super) fn mix(&mut self, now: Instant, urgent: bool) {
-        let mut d = self.out.take_diverted();
+    pub(super) fn mix(&mut self, st: &mut State, now: Instant, urgent: bool) {
+        let mut d = st.out.take_diverted();
         if !d.packets.is_empty() {
-            let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now);
-            self.agg.absorb(&mut d, urgent, &mut tx);
+            let mut tx = Tx::new(&mut st.out, &mut st.stats, st.relay_ssrc, now);
+            self.absorb(&mut d, urgent, &mut tx);
         }
-        self.out.restore_diverted(d);
+        st.out.restore_diverted(d);
     }
 
     /// Brings a session's delivery in line with its interest, rights and cap: joins,
     /// moves or leaves aggregated delivery. Switching modes starts a new numbering of the
     /// streams the session gets.
-    pub(super) fn sync_delivery(&mut self, id: SessionId, now: Instant) {
-        let Some(s) = self.sessions.get_mut(&id) else {
-            return self.end_delivery(id);
+    pub(super) fn sync(&mut self, st: &mut State, id: SessionId, now: Instant) {
+        let Some(s) = st.sessions.get_mut(&id) else {
+            return self.end(st, id);
         };
         let want = (s.subscribe && s.interest.delivery.is_aggregated()).then(|| Placement::of(s));
-        if want.is_some() != self.agg.is_member(id) {
+        if want.is_some() != self.is_member(id) {
             s.subs.clear();
-            self.out.set_mixed(id, want.is_some());
+            st.out.set_mixed(id, want.is_some());
         }
         let shared = want.as_ref().is_some_and(|p| p.key.is_some());
-        if shared != self.agg.in_shared_view(id)
-            && let Some(room) = self.rooms.get_mut(&s.room)
+        if shared != self.in_shared_view(id)
+            && let Some(room) = st.rooms.get_mut(&s.room)
         {
             // Shared members are not in the room's grid (`relevance::place`).
             let center = s.interest.area.as_ref().and_then(|a| a.center);
             relevance::place(room, s, center);
         }
         let room = s.room.clone();
-        let mut tx = Tx::new(&mut self.out, &mut self.stats, self.relay_ssrc, now);
+        let mut tx = Tx::new(&mut st.out, &mut st.stats, st.relay_ssrc, now);
         match want {
-            Some(p) => self.agg.place(id, &room, p, &mut tx),
-            None => self.agg.remove(id, Some(&mut tx)),
+            Some(p) => self.place(id, &room, p, &mut tx),
+            None => self.remove(id, Some(&mut tx)),
         }
     }
 
     /// Forgets a departed session's aggregated delivery.
-    pub(super) fn end_delivery(&mut self, id: SessionId) {
-        self.agg.remove(id, None);
-        self.out.set_mixed(id, false);
+    pub(super) fn end(&mut self, st: &mut State, id: SessionId) {
+        self.remove(id, None);
+        st.out.set_mixed(id, false);
     }
 }

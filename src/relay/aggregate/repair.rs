@@ -6,10 +6,10 @@
 
 use super::Aggregator;
 use crate::relay::api::SessionId;
-use crate::relay::core::Relay;
 use crate::relay::forward::admits_entry;
 use crate::relay::room::Room;
 use crate::relay::session::Session;
+use crate::relay::state::State;
 use crate::wire::Dialect;
 use std::time::Instant;
 
@@ -61,50 +61,50 @@ impl Aggregator {
         }
         done
     }
-}
 
-impl Relay {
     /// Answers a NACK for the relay's own SSRC from a member of aggregated delivery, held
     /// to the same feedback budget as per-stream repairs.
-    pub(in crate::relay) fn repair_aggregated(
+    pub(in crate::relay) fn repair(
         &mut self,
+        st: &mut State,
         now: Instant,
         to: SessionId,
         lost: &[u16],
     ) {
-        let interval = self.cfg.snapshot_interval;
-        let Some(room) = self.sessions.get(&to).and_then(|s| self.rooms.get(&s.room)) else {
+        let interval = st.cfg.snapshot_interval;
+        let Some(room) = st.sessions.get(&to).and_then(|s| st.rooms.get(&s.room)) else {
             return;
         };
         let owners: Vec<(u32, Dialect)> = room
             .streams
             .iter()
-            .map(|(ssrc, st)| {
-                let d = self.sessions.get(&st.owner).map(|o| o.dialect);
+            .map(|(ssrc, stream)| {
+                let d = st.sessions.get(&stream.owner).map(|o| o.dialect);
                 (*ssrc, d.unwrap_or_default())
             })
             .collect();
-        let Some(sub) = self.sessions.get_mut(&to) else {
+        let Some(sub) = st.sessions.get_mut(&to) else {
             return;
         };
-        let done = self.agg.lacking(to, lost, |key| {
+        let stats = &mut st.stats;
+        let done = self.lacking(to, lost, |key| {
             let owner = owners.iter().find(|o| o.0 == key.0).map(|o| o.1);
             if !owner.is_some_and(|d| admitted(room, sub, d, key)) {
                 return false;
             }
             if !sub.feedback.may_repair(key, now, interval) {
-                self.stats.suppress("nack_repeat");
+                stats.suppress("nack_repeat");
                 return false;
             }
             sub.pacing.defer(key, now, now);
             true
         });
-        self.stats.repairs += done.repaired;
+        st.stats.repairs += done.repaired;
         for _ in 0..done.unknown {
-            self.stats.drop("nack_unknown");
+            st.stats.drop("nack_unknown");
         }
         if done.repaired > 0 {
-            self.drain_session(now, to);
+            st.drain_session(now, to);
         }
     }
 }

@@ -6,7 +6,7 @@
 use super::conn::ErrorCode;
 use super::{Attached, Certificates, Protocol, QuicEvent, Token};
 use crate::metrics::{Metrics, TransportCounters};
-use crate::relay::{SessionId, Transmit};
+use crate::relay::{Input, SessionId, Transmit};
 use crate::rtp::{PacketClass, classify};
 use crate::transport::command::{CommandError, QuicAnswer};
 use crate::transport::guard::guarded;
@@ -271,7 +271,12 @@ impl Shard {
                 // Without datagrams everything goes on the stream: no packet size limit.
                 let max_packet = max_datagram.map_or(usize::MAX, |m| m.saturating_sub(flow));
                 guarded(&mut self.relay, &self.metrics, "path", now, |r| {
-                    r.set_session_path(now, session, max_packet, send_bps)
+                    let path = Input::SetPath {
+                        session,
+                        max_packet,
+                        send_bps,
+                    };
+                    let _ = r.handle_input(now, path);
                 });
                 None
             }
@@ -279,7 +284,7 @@ impl Shard {
                 if self.live_peer(session, conn).is_some() {
                     tracing::debug!(session, "QUIC connection closed: session leaves");
                     guarded(&mut self.relay, &self.metrics, "command", now, |r| {
-                        r.leave(session)
+                        r.handle_input(now, Input::Leave(session))
                     });
                     self.unlink(session);
                 }
@@ -329,7 +334,12 @@ impl Shard {
         let max_packet =
             max_datagram.map_or(usize::MAX, |m| m.saturating_sub(roq::varint_len(flow_id)));
         guarded(&mut self.relay, &self.metrics, "path", now, |r| {
-            r.set_session_path(now, session, max_packet, None)
+            let path = Input::SetPath {
+                session,
+                max_packet,
+                send_bps: None,
+            };
+            let _ = r.handle_input(now, path);
         });
         Ok(Attached {
             session,

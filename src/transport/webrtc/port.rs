@@ -12,7 +12,7 @@ use super::{
     new_password, new_ufrag,
 };
 use crate::metrics::{Metrics, TransportCounters};
-use crate::relay::{Relay, SessionId, Transmit};
+use crate::relay::{Input, Relay, SessionId, Transmit};
 use crate::rtp::{PacketClass, classify as classify_rtp};
 use crate::transport::command::{CommandError, WebRtcAnswer, WebRtcOffer};
 use crate::transport::guard::guarded;
@@ -230,7 +230,12 @@ impl WebRtcPort {
         if let Some(cap) = peer.meter.update(now, peer.sent, queued, self.max_buffered) {
             tracing::debug!(session = id, cap_bps = ?cap, queued, "WebRTC send cap");
             guarded(relay, metrics, "path", now, |r| {
-                r.set_session_path(now, id, MAX_SEND_PACKET, cap)
+                let path = Input::SetPath {
+                    session: id,
+                    max_packet: MAX_SEND_PACKET,
+                    send_bps: cap,
+                };
+                let _ = r.handle_input(now, path);
             });
         }
     }

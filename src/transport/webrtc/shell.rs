@@ -4,7 +4,7 @@
 use super::demux::{Kind, classify};
 use super::{Inbound, WebRtcPort};
 use crate::metrics::Metrics;
-use crate::relay::{Relay, SessionId};
+use crate::relay::{Input, Relay, SessionId};
 use crate::transport::guard::guarded;
 use crate::transport::shard::{Link, Shard};
 use crate::transport::udp::RECV_BATCH;
@@ -159,7 +159,7 @@ impl Shard {
     fn webrtc_leave(&mut self, now: Instant, id: SessionId) {
         tracing::debug!(session = id, "WebRTC connection gone: session leaves");
         guarded(&mut self.relay, &self.metrics, "command", now, |r| {
-            r.leave(id)
+            r.handle_input(now, Input::Leave(id))
         });
         self.unlink(id);
     }

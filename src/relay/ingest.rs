@@ -1,0 +1,275 @@
+//! RTP from sessions into their room: the session's right to send what it sent (its own
+//! streams, or containers from a link, [`super::Sends`]), the stream's order, the
+//! latest-state store and the object grid, then the fan-out to subscribers in both
+//! delivery modes. A container's objects become the stream of the SSRC it names, owned
+//! by the session that carried it, exactly as if that sender had sent them itself.
+
+use super::aggregate::{Aggregator, Tx};
+use super::api::SessionId;
+use super::forward::{self, Packet};
+use super::grid::{self, Cell, Grid};
+use super::room::Stream;
+use super::state::State;
+use crate::rtp::RtpPacket;
+use crate::rtp::packet::HeaderExtension;
+use crate::wire::{self, Dialect, ObjectKind, ObjectRef, container};
+use std::time::Instant;
+
+/// The reused scratch of the RTP path (no allocation per packet).
+#[derive(Debug, Default)]
+pub(super) struct Ingest {
+    /// The objects of the packet being handled.
+    refs: Vec<ObjectRef>,
+    /// The objects of the container being handled.
+    inner: Vec<ObjectRef>,
+}
+
+/// One stream's packet: the RTP header fields it is forwarded with and its payload.
+#[derive(Clone, Copy)]
+struct Carried<'p> {
+    ssrc: u32,
+    seq: u16,
+    timestamp: u32,
+    marker: bool,
+    payload_type: u8,
+    extension: Option<HeaderExtension<'p>>,
+    payload: &'p [u8],
+}
+
+impl<'p> Carried<'p> {
+    fn of(pkt: &RtpPacket<'p>) -> Self {
+        Self {
+            ssrc: pkt.ssrc(),
+            seq: pkt.sequence_number(),
+            timestamp: pkt.timestamp(),
+            marker: pkt.marker(),
+            payload_type: pkt.payload_type(),
+            extension: pkt.extension(),
+            payload: pkt.payload(),
+        }
+    }
+}
+
+impl Ingest {
+    /// Handles one plaintext RTP packet from `from`; `Err` is the reason it was dropped
+    /// whole. A refused container of a link's packet is counted on its own; the others
+    /// go on.
+    pub fn rtp(
+        &mut self,
+        st: &mut State,
+        agg: &mut Aggregator,
+        now: Instant,
+        from: SessionId,
+        packet: &[u8],
+    ) -> Result<(), &'static str> {
+        st.admit(now, from, packet.len())?;
+        let pkt = RtpPacket::parse(packet).map_err(|e| e.reason())?;
+        if st.owner_of(pkt.ssrc()) != Some(from) {
+            return Err("ssrc_mismatch");
+        }
+        let s = st.sessions.get_mut(&from).ok_or("unknown_session")?;
+        if !s.publish {
+            return Err("not_publisher");
+        }
+        s.rtcp.received(packet.len());
+        let (dialect, sends) = (s.dialect, s.sends);
+        self.refs.clear();
+        for r in wire::objects(pkt.payload(), dialect) {
+            self.refs.push(r.map_err(|e| e.reason())?);
+        }
+        let containers = self
+            .refs
+            .iter()
+            .filter(|r| r.kind == ObjectKind::Container)
+            .count();
+        let carried = Carried::of(&pkt);
+        if containers == 0 {
+            if !sends.streams() {
+                return Err("not_container");
+            }
+            return stream(st, agg, now, from, dialect, carried, &mut self.refs);
+        }
+        // Containers are the relay's own framing: towards subscribers in aggregated
+        // delivery, and a link's towards its peer. A client may not send them.
+        if !sends.containers() {
+            return Err("container_from_sender");
+        }
+        if containers != self.refs.len() {
+            return Err("not_container");
+        }
+        for i in 0..self.refs.len() {
+            let tlv = self.refs[i].bytes(carried.payload);
+            let outcome = container::split(tlv)
+                .ok_or("bad_container")
+                .and_then(|(ssrc, body)| {
+                    let inner = Carried {
+                        ssrc,
+                        payload: body,
+                        ..carried
+                    };
+                    self.container(st, agg, now, from, dialect, inner)
+                });
+            if let Err(reason) = outcome {
+                st.stats.drop(reason);
+            }
+        }
+        Ok(())
+    }
+
+    /// One container of a link's packet: its sender's stream, owned by the link.
+    fn container(
+        &mut self,
+        st: &mut State,
+        agg: &mut Aggregator,
+        now: Instant,
+        from: SessionId,
+        dialect: Dialect,
+        p: Carried<'_>,
+    ) -> Result<(), &'static str> {
+        claim(st, from, p.ssrc)?;
+        self.inner.clear();
+        for r in wire::objects(p.payload, dialect) {
+            self.inner.push(r.map_err(|e| e.reason())?);
+        }
+        stream(st, agg, now, from, dialect, p, &mut self.inner)
+    }
+}
+
+/// Makes `ssrc` a stream of `from` when no one owns it: a link learns its senders from
+/// its containers. A session owns at most as many streams as a room holds sessions.
+fn claim(st: &mut State, from: SessionId, ssrc: u32) -> Result<(), &'static str> {
+    match st.owner_of(ssrc) {
+        Some(owner) if owner == from => return Ok(()),
+        Some(_) => return Err("ssrc_mismatch"),
+        None if !st.ssrc_free(ssrc) => return Err("ssrc_mismatch"),
+        None => {}
+    }
+    let cap = st.cfg.max_sessions_per_room;
+    let s = st.sessions.get_mut(&from).ok_or("unknown_session")?;
+    if s.streams.len() >= cap {
+        return Err("too_many_streams");
+    }
+    s.streams.push(ssrc);
+    st.by_ssrc.insert(ssrc, from);
+    Ok(())
+}
+
+/// One stream's packet from `from`, whose objects are `refs`: ordered, stored, indexed
+/// and fanned out.
+fn stream(
+    st: &mut State,
+    agg: &mut Aggregator,
+    now: Instant,
+    from: SessionId,
+    dialect: Dialect,
+    p: Carried<'_>,
+    refs: &mut Vec<ObjectRef>,
+) -> Result<(), &'static str> {
+    let name = st.room_of(from).ok_or("unknown_session")?;
+    let room = st.rooms.get_mut(&name).ok_or("unknown_session")?;
+    let (seq, ts) = (p.seq, p.timestamp);
+    let stats = &mut st.stats;
+    let stream = room.streams.entry(p.ssrc).or_insert_with(|| {
+        stats.streams += 1;
+        Stream::new(from, seq, ts, p.payload_type, now)
+    });
+    stream.reception.packet(seq, ts, now);
+    let late = match seq.wrapping_sub(stream.last_seq) {
+        0 => return Err("duplicate"),
+        d => d >= 0x8000,
+    };
+    if late {
+        // Reordered: keep the objects no newer packet has refreshed; stale game state is
+        // never applied over newer state. Objects without an objectID are never cached,
+        // so they cannot regress anything and go through.
+        refs.retain(|r| r.id.is_none_or(|id| stream.store.is_news(id, seq)));
+        if refs.is_empty() {
+            return Err("late");
+        }
+    }
+    if stream.store.len() + stream.store.count_new(refs) > st.cfg.max_objects_per_stream {
+        return Err("too_many_objects");
+    }
+    let before = stream.store.len();
+    stream.store.apply(p.payload, refs, seq, now);
+    st.scratch.moved_from.clear();
+    index_objects(
+        &mut room.objects,
+        stream,
+        p.ssrc,
+        refs,
+        &mut st.scratch.moved_from,
+    );
+    st.stats.objects_changed(stream.store.len() - before, 0);
+    stream.history.record(seq, refs);
+    if !late {
+        stream.last_seq = seq;
+        stream.last_ts = ts;
+        stream.payload_type = p.payload_type;
+    }
+    stream.last_packet = now;
+    let packet = Packet {
+        ssrc: p.ssrc,
+        seq,
+        timestamp: ts,
+        marker: p.marker,
+        payload_type: p.payload_type,
+        extension: p.extension,
+        payload: p.payload,
+        refs,
+        complete: !late,
+        from,
+        dialect,
+    };
+    let room = &st.rooms[&name];
+    let due = forward::fan_out(
+        room,
+        &mut st.sessions,
+        &mut st.out,
+        &mut st.scratch,
+        &packet,
+        now,
+    );
+    st.pace_at = st.pace_at.into_iter().chain(due).min();
+    let mut tx = Tx::new(&mut st.out, &mut st.stats, st.relay_ssrc, now);
+    agg.fan_out(&name, &packet, &mut tx);
+    st.count_paced();
+    st.drain_followers(now);
+    // A subscriber whose area follows its own avatar may have walked up to objects.
+    let follows = st
+        .sessions
+        .get(&from)
+        .is_some_and(|s| s.interest.area.as_ref().is_some_and(|a| a.center.is_none()));
+    if follows && let Some(room) = st.rooms.get_mut(&name) {
+        forward::rescan_area(room, &mut st.sessions, from, now);
+        st.drain_session(now, from);
+    }
+    Ok(())
+}
+
+/// Keeps the room's object grid in step with the objects' new positions, noting the
+/// cells objects left.
+fn index_objects(
+    grid: &mut Grid<(u32, u64)>,
+    stream: &mut Stream,
+    ssrc: u32,
+    refs: &[ObjectRef],
+    moved_from: &mut Vec<Cell>,
+) {
+    for id in refs.iter().filter_map(|r| r.id) {
+        let Some(e) = stream.store.get_mut(id) else {
+            continue;
+        };
+        let cell = e.position().and_then(grid::cell_of);
+        if cell != e.cell() {
+            if let Some(old) = e.cell() {
+                grid.remove(old, (ssrc, id));
+                moved_from.push(old);
+            }
+            if let Some(new) = cell {
+                grid.insert(new, (ssrc, id));
+            }
+            e.set_cell(cell);
+        }
+    }
+}

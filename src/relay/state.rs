@@ -1,0 +1,218 @@
+//! The tables every part of the core works on: configuration, rooms, sessions and the
+//! SSRCs they own, the output queue, the statistics and the scratch of the input being
+//! handled. [`super::core::Relay`] owns one `State`; the parts that handle one kind of
+//! input (ingest, feedback, reports, aggregation) borrow it for the length of a call, as
+//! quinn-proto's helpers borrow its `Connection`. Nothing here imports those parts, so
+//! the core's modules import each other in one direction only.
+
+use super::api::{ControlError, SessionId};
+use super::config::RelayConfig;
+use super::forward::{self, PaceCounts, Scratch};
+use super::outbox::Outbox;
+use super::rng::Rng;
+use super::room::Room;
+use super::session::Session;
+use super::stats::{RelayStats, StatEvent};
+use crate::rtp::PacketClass;
+use crate::rtp::ntp::Wallclock;
+use crate::rtp::rtcp;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The core's shared tables.
+#[derive(Debug)]
+pub(super) struct State {
+    pub cfg: RelayConfig,
+    /// The relay's own SSRC: its aggregated streams, reports and FIRs.
+    pub relay_ssrc: u32,
+    pub rng: Rng,
+    pub rooms: HashMap<Arc<str>, Room>,
+    pub sessions: HashMap<SessionId, Session>,
+    /// Every SSRC a session owns, to its session.
+    pub by_ssrc: HashMap<u32, SessionId>,
+    pub out: Outbox,
+    pub stats: RelayStats,
+    /// Forwarding scratch (reused: no allocation per packet).
+    pub scratch: Scratch,
+    /// When the earliest paced subscriber has something due.
+    pub pace_at: Option<Instant>,
+    /// Scratch: streams whose deferred snapshots are due.
+    pub due_streams: Vec<u32>,
+    /// The session whose input (or whose room's timers) the core is handling: the room a
+    /// defect would have left inconsistent, for [`super::core::Relay::quarantine`].
+    pub busy: Option<SessionId>,
+    /// The relay's NTP anchor, set by the shell (else the epoch at first use).
+    wallclock: Option<Wallclock>,
+}
+
+impl State {
+    /// Empty tables; `rng` has already drawn `relay_ssrc`.
+    pub fn new(cfg: RelayConfig, relay_ssrc: u32, rng: Rng) -> Self {
+        let limit = cfg.max_outbox_bytes;
+        Self {
+            cfg,
+            relay_ssrc,
+            rng,
+            rooms: HashMap::new(),
+            sessions: HashMap::new(),
+            by_ssrc: HashMap::new(),
+            out: Outbox::with_limit(limit),
+            stats: RelayStats::default(),
+            scratch: Scratch::default(),
+            pace_at: None,
+            due_streams: Vec::new(),
+            busy: None,
+            wallclock: None,
+        }
+    }
+
+    /// Anchors the relay's NTP time: `now` is `since_unix` after the Unix epoch.
+    pub fn set_wallclock(&mut self, now: Instant, since_unix: Duration) {
+        self.wallclock = Some(Wallclock::new(now, since_unix));
+    }
+
+    /// The relay's NTP anchor; until the shell sets one, NTP times count from the epoch
+    /// at the first use.
+    pub fn wallclock(&mut self, now: Instant) -> Wallclock {
+        *self
+            .wallclock
+            .get_or_insert_with(|| Wallclock::new(now, Duration::ZERO))
+    }
+
+    /// Whether `ssrc` may be given to a session: not zero, not the relay's, not owned.
+    pub fn ssrc_free(&self, ssrc: u32) -> bool {
+        ssrc != 0 && ssrc != self.relay_ssrc && !self.by_ssrc.contains_key(&ssrc)
+    }
+
+    /// A random free SSRC.
+    pub fn fresh_ssrc(&mut self) -> u32 {
+        loop {
+            let s = self.rng.next_u64() as u32;
+            if self.ssrc_free(s) {
+                return s;
+            }
+        }
+    }
+
+    /// The session that owns an SSRC.
+    pub fn owner_of(&self, ssrc: u32) -> Option<SessionId> {
+        self.by_ssrc.get(&ssrc).copied()
+    }
+
+    /// A session's room name.
+    pub fn room_of(&self, id: SessionId) -> Option<Arc<str>> {
+        self.sessions.get(&id).map(|s| s.room.clone())
+    }
+
+    /// The checks every packet from a session passes first: the session exists (and is
+    /// alive from now), is within its packet rate, and the packet within the size limit.
+    pub fn admit(
+        &mut self,
+        now: Instant,
+        from: SessionId,
+        len: usize,
+    ) -> Result<&mut Session, &'static str> {
+        let max = self.cfg.max_packet_bytes;
+        let s = self.sessions.get_mut(&from).ok_or("unknown_session")?;
+        s.last_seen = now;
+        if !s.bucket.take(now) {
+            return Err("rate_limited");
+        }
+        if len > max {
+            return Err("oversized");
+        }
+        Ok(s)
+    }
+
+    /// Sends one subscriber's due pending updates as its budget allows, and schedules its
+    /// next drain (pending updates, or a snapshot deferred by the feedback budget).
+    pub fn drain_session(&mut self, now: Instant, id: SessionId) {
+        let Some(sub) = self.sessions.get_mut(&id) else {
+            return;
+        };
+        let Some(room) = self.rooms.get(&sub.room) else {
+            return;
+        };
+        let due = if sub.pacing.pending.is_empty() {
+            None
+        } else {
+            let budget = sub.payload_budget;
+            forward::drain_pending(room, sub, &mut self.out, now, budget)
+        };
+        if let Some(took) = sub.pacing.snapshot_done(now) {
+            self.stats.record(StatEvent::SnapshotSent { took });
+        }
+        let deferred = sub.feedback.next_deferred();
+        self.pace_at = self.pace_at.into_iter().chain(due).chain(deferred).min();
+    }
+
+    /// Drains the subscribers a fan-out left in `scratch.to_drain`.
+    pub fn drain_followers(&mut self, now: Instant) {
+        let mut followers = std::mem::take(&mut self.scratch.to_drain);
+        for id in followers.drain(..) {
+            self.drain_session(now, id);
+        }
+        self.scratch.to_drain = followers;
+    }
+
+    /// Adds what pacing did during a fan-out to the statistics.
+    pub fn count_paced(&mut self) {
+        let c: PaceCounts = std::mem::take(&mut self.scratch.paced);
+        let p = &mut self.stats.pacing;
+        p.deferred_rate_tier += c.rate_tier;
+        p.deferred_cap += c.cap_deferred;
+        p.dropped_cap += c.cap_dropped;
+        p.coalesced += c.coalesced;
+    }
+
+    /// Counts the packets the outbox refused at its ceiling.
+    pub fn count_overflow(&mut self) {
+        let n = self.out.take_overflowed();
+        if n > 0 {
+            self.stats.dropped.add("outbox_full", n);
+        }
+    }
+
+    /// A session, or the error a control operation on a missing one answers.
+    pub fn session_mut(&mut self, id: SessionId) -> Result<&mut Session, ControlError> {
+        self.sessions
+            .get_mut(&id)
+            .ok_or(ControlError::NoSuchSession(id))
+    }
+
+    /// Drops a stream's state and sends an RTCP BYE for it to the room's subscribers.
+    /// Returns whether the stream existed (the caller tells the aggregator).
+    pub fn end_stream(&mut self, room_name: &str, ssrc: u32) -> bool {
+        let Some(room) = self.rooms.get_mut(room_name) else {
+            return false;
+        };
+        let Some(stream) = room.streams.remove(&ssrc) else {
+            return false;
+        };
+        for (id, e) in stream.store.iter() {
+            if let Some(cell) = e.cell() {
+                room.objects.remove(cell, (ssrc, id));
+            }
+        }
+        self.stats.streams = self.stats.streams.saturating_sub(1);
+        self.stats.objects_changed(0, stream.store.len());
+        for &member in &room.members {
+            let Some(s) = self.sessions.get_mut(&member) else {
+                continue;
+            };
+            s.forget_stream(ssrc);
+            self.out.sent.forget_stream(member, ssrc);
+            if member == stream.owner || !s.subscribe {
+                continue;
+            }
+            let (buf, start) = self.out.begin();
+            if rtcp::write_bye(buf, &[ssrc]).is_ok() {
+                self.out.commit(member, PacketClass::Rtcp, start);
+            } else {
+                self.out.abandon(start);
+            }
+        }
+        true
+    }
+}
