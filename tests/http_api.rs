@@ -1,4 +1,4 @@
-//! The HTTP API of DESIGN §2, over real HTTP on loopback against `server::start`, every
+//! The HTTP API of `docs/api.md`, over real HTTP on loopback against `server::start`, every
 //! address on port 0 so the tests run in parallel.
 //!
 //! Every test starts a whole server, which spawns the UDP transport's relay task. Tests

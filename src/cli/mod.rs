@@ -26,8 +26,9 @@ enum Command {
     Decode(codec::DecodeArgs),
     /// Encode a JSON array of objects (as printed by `decode`) into a payload, as hex.
     Encode(codec::EncodeArgs),
-    /// Run the relay: HTTP API on 8080, RTP/UDP on 5004 (QUIC on 4433 is not implemented
-    /// yet). With no file and no flags it runs on embedded defaults and prints a dev
+    /// Run the relay: HTTP API on TCP 8080, RTP/UDP with SRTP on 5004 (one port per shard
+    /// from there), RTP over QUIC and WebTransport on UDP 4433, WebRTC data channels on UDP
+    /// 8445. With no file and no flags it runs on embedded defaults and prints a dev
     /// secret with a ready-to-use example token.
     Serve(Box<gsrelay::config::ServeArgs>),
     /// Print a signed access token (JWT, HS256) for one room.

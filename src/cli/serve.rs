@@ -30,7 +30,8 @@ pub struct TokenArgs {
     /// Grant the right to receive game state.
     #[arg(long)]
     subscribe: bool,
-    /// Grant the right to inspect the room (GET /v1/rooms/{room}).
+    /// Grant the room admin's rights: inspect the room (GET /v1/rooms/{room}) and change the
+    /// interest of, or remove, any session in it (PUT .../interest, DELETE /v1/sessions/{id}).
     #[arg(long)]
     admin: bool,
     /// Lifetime in seconds. Relays refuse tokens living longer than their

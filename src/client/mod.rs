@@ -181,7 +181,7 @@ struct JoinBody<'a> {
     sdp_offer: Option<String>,
 }
 
-/// The JSON answer to a join (DESIGN §2).
+/// The JSON answer to a join (`docs/api.md`).
 #[derive(Deserialize)]
 struct AnswerBody {
     session_id: String,

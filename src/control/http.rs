@@ -1,4 +1,4 @@
-//! The HTTP API (DESIGN §2): sessions under `/v1`, plus `/metrics`, `/healthz` and
+//! The HTTP API (`docs/api.md`): sessions under `/v1`, plus `/metrics`, `/healthz` and
 //! `/readyz`.
 //!
 //! Handlers never touch relay state: they check the bearer token, parse the body and
@@ -543,7 +543,7 @@ struct JoinAnswerBody {
     webrtc: Option<WebRtcAnswer>,
 }
 
-/// The `webtransport` object of a WebTransport join's answer (`docs/api.md`).
+/// The `webtransport` object of a WebTransport join's answer (`docs/transports.md`).
 #[derive(Serialize)]
 struct WebTransportBody {
     url: String,
@@ -564,7 +564,7 @@ impl WebTransportBody {
     }
 }
 
-/// The `quic` object of a QUIC join's answer (`docs/api.md`).
+/// The `quic` object of a QUIC join's answer (`docs/transports.md`).
 #[derive(Serialize)]
 struct QuicBody {
     addr: String,

@@ -2,7 +2,7 @@
 //!
 //! - [`token`] issues and verifies the room-scoped access tokens (JWT, HS256) that every
 //!   `/v1` request carries as a bearer token, and checks their rights.
-//! - [`http`] serves the API of DESIGN §2 (sessions, rooms, metrics, health, readiness)
+//! - [`http`] serves the API of `docs/api.md` (sessions, rooms, metrics, health, readiness)
 //!   and drives the relay task through its command channel.
 //! - [`conn`] accepts the TCP connections and closes those that stall (slowloris, idle).
 //! - [`limits`] holds the HTTP limits' configuration and the per-identity rate limit.

@@ -1,6 +1,6 @@
 //! The browser side of the relay, embedded in the binary so that nothing has to be
 //! deployed beside it: the JavaScript client at `/client/gsrelay.js` and the live room
-//! viewer at `/viewer` (sources in `web/`; `docs/api.md`, "JavaScript client").
+//! viewer at `/viewer` (sources in `web/`; `docs/js-client.md`).
 //!
 //! Every asset is answered with its content type, `X-Content-Type-Options: nosniff`,
 //! `Cache-Control: no-cache` and a strong `ETag` (SHA-256 of the content), so a browser

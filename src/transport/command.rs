@@ -33,7 +33,7 @@ pub struct JoinAnswer {
     pub webrtc: Option<WebRtcAnswer>,
 }
 
-/// A WebRTC join's offer (WHIP-style signalling, `docs/api.md`).
+/// A WebRTC join's offer (WHIP-style signalling, `docs/transports.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebRtcOffer {
     /// The client's SDP offer.
@@ -43,7 +43,7 @@ pub struct WebRtcOffer {
     pub host: Option<IpAddr>,
 }
 
-/// What a WebRTC join answers (see `docs/api.md`).
+/// What a WebRTC join answers (see `docs/transports.md`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WebRtcAnswer {
     /// The relay's SDP answer (ICE-lite, one host candidate).
@@ -60,7 +60,7 @@ pub struct WebRtcAnswer {
 }
 
 /// What a client needs to carry its session over QUIC, RoQ or WebTransport (see
-/// `docs/api.md`).
+/// `docs/transports.md`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct QuicAnswer {
     /// The relay's QUIC address (before any advertise address is applied).

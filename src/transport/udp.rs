@@ -9,7 +9,7 @@
 //! Datagrams are demultiplexed on the one port (rtcp-mux, RFC 5761) by [`classify`]; the
 //! SSRC in the clear header (RTP: the SSRC field; RTCP: the sender SSRC) names the session.
 //! The packet is unprotected with that session's keys, and the first packet that
-//! authenticates **latches** the session to its source address (DESIGN §2); after that,
+//! authenticates **latches** the session to its source address (`docs/security.md`); after that,
 //! packets for the session from any other address are dropped before decryption
 //! (`address_mismatch`). A failed packet never latches, so a forger cannot steal or block
 //! another session's address; nor can it poison the replay window, which SRTP moves only

@@ -1,10 +1,10 @@
 """An RTP-over-QUIC peer on aioquic, an independent QUIC stack, for tests/roq_interop.rs.
 
-It follows docs/api.md alone: joins over HTTP with {"transport":"quic"}, connects with
-ALPN "roq", checks the relay's certificate against the answer's cert_sha256, presents the
-session token on a bidirectional stream, and speaks RoQ framing it parses itself (QUIC
-varint flow identifier in DATAGRAM frames; flow identifier then (varint length, packet)
-frames on unidirectional streams).
+It follows docs/api.md and docs/transports.md alone: joins over HTTP with
+{"transport":"quic"}, connects with ALPN "roq", checks the relay's certificate against the
+answer's cert_sha256, presents the session token on a bidirectional stream, and speaks RoQ
+framing it parses itself (QUIC varint flow identifier in DATAGRAM frames; flow identifier
+then (varint length, packet) frames on unidirectional streams).
 
   roq_peer.py publish   HTTP_BASE TOKEN ROOM PAYLOAD_HEX COUNT
       sends COUNT RTP packets carrying PAYLOAD_HEX in datagrams; prints "ssrc N".
@@ -113,7 +113,7 @@ async def attach(answer):
         is_client=True,
         alpn_protocols=[quic["alpn"]],
         max_datagram_frame_size=65536,
-        verify_mode=ssl.CERT_NONE,  # pinned by fingerprint below, as docs/api.md says
+        verify_mode=ssl.CERT_NONE,  # pinned by fingerprint below, as docs/transports.md says
     )
     return connect(host.strip("[]"), int(port), configuration=config, create_protocol=RoqProtocol)
 

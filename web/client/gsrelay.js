@@ -4,8 +4,9 @@
 //   dialects of the relay ("draft01" and "gse", docs/wire-format.md), including the
 //   relay's aggregated container; unknown tags are kept as raw bytes and re-encoded as is;
 // - RTP header parse/build and the RTCP the client needs (FIR, PLI, BYE, RR);
-// - RoQ framing (RFC 9695): QUIC varint flow id + one RTP/RTCP packet per datagram, and
-//   flow id then (varint length, packet)* on a unidirectional stream;
+// - RoQ framing (draft-ietf-avtcore-rtp-over-quic): QUIC varint flow id + one RTP/RTCP
+//   packet per datagram, and flow id then (varint length, packet)* on a unidirectional
+//   stream;
 // - room state keyed by (SSRC, objectID), prediction (Loc2/Rot2 extrapolation);
 // - the HTTP join, and a WebTransport or a WebRTC data-channel connection.
 //
@@ -15,7 +16,7 @@
 // Integers beyond 2^53 − 1 (objectIDs, tags, VarInts) are BigInt. Float fields are numbers;
 // a NaN other than the default quiet one is the string "NaN:0x<f32 bits>" ("-NaN" for the
 // negative quiet one) so that decode → encode reproduces the bytes.
-// Reference: docs/api.md, "JavaScript client".
+// Reference: docs/js-client.md.
 
 /** Module version, shown by the viewer. */
 export const VERSION = "0.1.0";
@@ -1094,7 +1095,7 @@ function rtcpItem(count, pt, b) {
 }
 
 // ---------------------------------------------------------------------------------------
-// RoQ framing (RFC 9695): QUIC variable-length integers (RFC 9000 §16)
+// RoQ framing (draft-ietf-avtcore-rtp-over-quic): QUIC variable-length integers (RFC 9000 §16)
 
 /** Writes a QUIC varint (1, 2, 4 or 8 bytes). */
 export function encodeQuicVarint(value) {
@@ -1567,7 +1568,7 @@ async function handshake(wt, token) {
   return status;
 }
 
-/** The label of the data channel the relay expects (docs/api.md, "WebRTC"). */
+/** The label of the data channel the relay expects (docs/transports.md, "WebRTC data channels"). */
 export const WEBRTC_CHANNEL = "gsrelay";
 
 /**

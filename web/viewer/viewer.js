@@ -1,7 +1,7 @@
 // The live room viewer (served at /viewer): a top-down x/z map of a room's objects moving
 // with prediction between updates, and a table of its streams. Token and room come from
 // the form or the address (#token=...&room=...; a query works too, but a fragment never
-// reaches server logs). See docs/api.md, "The viewer".
+// reaches server logs). See docs/js-client.md, "The viewer".
 import * as gs from "/client/gsrelay.js";
 
 const $ = (id) => document.getElementById(id);

@@ -1,6 +1,6 @@
 //! SRTP and SRTCP protection for one relay session ([RFC 3711], [RFC 7714]).
 //!
-//! The join answer (DESIGN §2) hands each client two keys: `client_key` protects what the
+//! The join answer (`docs/api.md`) hands each client two keys: `client_key` protects what the
 //! client sends, `relay_key` what the relay sends back to it. Each is the base64 of master
 //! key ‖ master salt, the key part of the RFC 4568 `inline:` parameter.
 //!
@@ -62,7 +62,7 @@ const SRTCP_INDEX_LEN: usize = 4;
 /// RTP and RTCP version 2, in the top two bits of the first byte.
 const VERSION_2: u8 = 0x80;
 
-/// The SRTP protection profiles a session can use (DESIGN §2).
+/// The SRTP protection profiles a session can use (`docs/api.md`, the join's `srtp_profile`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum SrtpProfile {
     /// AES-128 counter mode with an 80-bit HMAC-SHA1 tag (RFC 3711); the default.
@@ -300,7 +300,7 @@ impl Direction {
 ///
 /// Per-SSRC state (rollover counter, replay window) is created only for packets that
 /// authenticated or that this side sealed, so made-up SSRCs cost nothing. The relay still
-/// drops packets whose SSRC is not the session's before unprotecting them (DESIGN §7).
+/// drops packets whose SSRC is not the session's before unprotecting them (`docs/security.md`).
 pub struct SrtpSession {
     profile: SrtpProfile,
     inbound: Direction,

@@ -21,7 +21,7 @@
 //! - [`offer`]: the check of a join's SDP offer.
 //!
 //! The signalling is one HTTP exchange in the style of WHIP (RFC 9725): the join carries
-//! the offer and its answer the relay's SDP answer (`docs/api.md`).
+//! the offer and its answer the relay's SDP answer (`docs/transports.md`).
 
 mod demux;
 mod meter;
@@ -45,7 +45,7 @@ use tokio::sync::mpsc;
 /// Datagrams a shard's WebRTC inbox may hold before more are dropped.
 const INBOX_DEPTH: usize = 4096;
 
-/// The label of the data channel a client opens (`docs/api.md`); the relay sends on the
+/// The label of the data channel a client opens (`docs/transports.md`); the relay sends on the
 /// first channel the peer opens whatever its label, and reads every channel.
 pub const CHANNEL_LABEL: &str = "gsrelay";
 
