@@ -2,12 +2,12 @@
 //! (UDP+SRTP always, QUIC and WebRTC when given), built and run here for every transport.
 //!
 //! The task waits on every input at once (control [`Command`]s, the core's next timeout,
-//! each port's next input and timer). A port's input starts a batch: the port reads up to
-//! [`super::port::RECV_BATCH`] inputs into the core ([`Port::receive`]), then the shard drains the
-//! core's output, hands each packet to the port of its session ([`Port::queue`]), sends
-//! ([`Port::send_queued`]), forgets the sessions the core removed, and records each
-//! packet's latency from the batch's arrival to the end of its sends. After each input the
-//! task exports the core's statistics ([`StatsExporter`]).
+//! each port's next input and timer). A port's input starts a batch: the port reads up
+//! to [`super::port::RECV_BATCH`] inputs into the core ([`Port::receive`]), then the
+//! shard drains the core's output, hands each packet to the port of its session
+//! ([`Port::queue`]), sends ([`Port::send_queued`]), forgets the sessions the core
+//! removed, and records each packet's latency from the batch's arrival to the end of its
+//! sends. After each input the task exports the core's statistics ([`StatsExporter`]).
 //!
 //! The core has exactly one owner, so it needs no lock, and every call into it is made
 //! from this module: the ports reach it through [`Core`], which [`Inner`] implements. The
@@ -94,22 +94,24 @@ pub struct ShardTask {
 
 /// Binds the UDP socket and spawns a shard that owns `relay`, UDP only, reporting to no
 /// one.
-pub async fn spawn(cfg: UdpConfig, relay: Relay, metrics: Metrics) -> io::Result<ShardTask> {
-    spawn_with(cfg, None, None, None, relay, metrics).await
+pub async fn spawn(udp: UdpConfig, relay: Relay, metrics: Metrics) -> io::Result<ShardTask> {
+    let setup = ShardSetup {
+        udp,
+        quic: None,
+        webrtc: None,
+        events: None,
+    };
+    spawn_with(setup, relay, metrics).await
 }
 
 /// Binds the UDP socket and spawns a shard that owns `relay` in the calling runtime,
-/// hosting its share of the QUIC endpoint when `quic` is given and of the WebRTC port when
-/// `webrtc` is, and reporting its sessions' joins and ends to `events` when given.
+/// with the ports and the event sink `setup` gives.
 pub async fn spawn_with(
-    udp: UdpConfig,
-    quic: Option<QuicShard>,
-    webrtc: Option<WebRtcShard>,
-    events: Option<EventSink>,
+    setup: ShardSetup,
     mut relay: Relay,
     metrics: Metrics,
 ) -> io::Result<ShardTask> {
-    let udp = UdpPort::bind(&udp, relay.config().max_packet_bytes, &metrics).await?;
+    let udp = UdpPort::bind(&setup.udp, relay.config().max_packet_bytes, &metrics).await?;
     let local_addr = udp.local_addr()?;
     // The core's NTP time (RTCP reports) from one reading of both clocks.
     let since_unix = SystemTime::now()
@@ -122,12 +124,12 @@ pub async fn spawn_with(
             exporter: StatsExporter::new(&metrics),
             metrics,
             sessions: HashMap::new(),
-            events,
+            events: setup.events,
         },
         ports: Ports {
             udp,
-            quic: quic.map(|q| q.port),
-            webrtc: webrtc.map(WebRtcShard::start),
+            quic: setup.quic.map(|q| q.port),
+            webrtc: setup.webrtc.map(WebRtcShard::start),
         },
     };
     let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
@@ -149,7 +151,8 @@ pub struct ShardThread {
     pub thread: std::thread::JoinHandle<()>,
 }
 
-/// What a shard thread is started with: its ports' shares and its event sink.
+/// What a shard is started with: its ports (a share of the QUIC endpoint and of the
+/// WebRTC port, when given) and where it reports its sessions' joins and ends.
 pub struct ShardSetup {
     /// Its UDP port.
     pub udp: UdpConfig,
@@ -201,14 +204,8 @@ fn run_thread(
             return;
         }
     };
-    let ShardSetup {
-        udp,
-        quic,
-        webrtc,
-        events,
-    } = setup;
     rt.block_on(async move {
-        match spawn_with(udp, quic, webrtc, events, relay, metrics).await {
+        match spawn_with(setup, relay, metrics).await {
             Ok(t) => {
                 let _ = ready.send(Ok((t.handle, t.local_addr)));
                 if let Err(e) = t.task.await {
