@@ -87,11 +87,6 @@ impl EventSink {
         }
     }
 
-    /// The shard this sink reports for.
-    pub fn shard(&self) -> usize {
-        self.shard
-    }
-
     /// Reports a session that joined `room`.
     pub fn joined(&self, room: Arc<str>, session: SessionId) {
         self.send(ShardEvent::SessionJoined {
@@ -125,9 +120,6 @@ pub fn event_channel() -> (EventSink, ShardEvents) {
 
 /// Where rooms and sessions are. Every method answers asynchronously and may fail.
 pub trait Directory: Debug + Send + Sync {
-    /// Number of shards.
-    fn shards(&self) -> usize;
-
     /// Counts one more session of `room` against the relay-wide caps and answers the
     /// shard it is to join: one the room is on, else one of those `usable` marks (by
     /// shard index) as able to take a new room. A join that then fails gives the place
@@ -268,10 +260,6 @@ fn ready<'a, T: Send + 'a>(answer: Result<T, DirectoryError>) -> Pending<'a, T> 
 }
 
 impl Directory for MemoryDirectory {
-    fn shards(&self) -> usize {
-        self.with(|s| s.load.len())
-    }
-
     fn place<'a>(&'a self, room: &'a str, usable: &'a [bool]) -> Pending<'a, usize> {
         ready(self.place_now(room, usable).map_err(DirectoryError::from))
     }
