@@ -208,3 +208,45 @@ impl Shards {
         Ok(left)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::relay::JoinRequest;
+    use crate::transport::command::TransportRequest;
+
+    fn join(room: &str) -> JoinCommand {
+        JoinCommand {
+            request: JoinRequest {
+                room: room.into(),
+                ..JoinRequest::default()
+            },
+            transport: TransportRequest::Rtp(None),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_join_that_fails_gives_its_place_back() {
+        let (dead, commands) = RelayHandle::channel(1);
+        drop(commands);
+        let directory = Arc::new(MemoryDirectory::new(1, 1, 1));
+        let shards = Shards::new(vec![dead], directory.clone());
+        for _ in 0..2 {
+            // Not `RelayFull` the second time: the first join's place was given back.
+            assert_eq!(shards.join(join("a")).await, Err(CommandError::Stopped));
+        }
+        assert_eq!(directory.load().await, Ok(vec![0]));
+        assert_eq!(directory.room("a").await, Ok(vec![]));
+    }
+
+    #[tokio::test]
+    async fn an_unknown_session_is_refused_without_asking_a_shard() {
+        let (handle, _commands) = RelayHandle::channel(1);
+        let shards = Shards::single(handle);
+        assert_eq!(
+            shards.leave(9).await,
+            Err(CommandError::Control(ControlError::NoSuchSession(9)))
+        );
+        assert_eq!(shards.session_owner(9).await, Ok(None));
+    }
+}
