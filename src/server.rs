@@ -12,8 +12,10 @@ use crate::control::token::{self, Tokens};
 use crate::metrics::Metrics;
 use crate::relay::Relay;
 use crate::transport::command::RelayHandle;
+use crate::transport::directory::{EventSink, MemoryDirectory, event_channel};
 use crate::transport::quic::{self, QuicConfig, QuicEndpoint, QuicInfo, QuicShard};
-use crate::transport::shards::{self, RoomDirectory, ShardThread, Shards};
+use crate::transport::shard::{self, ShardSetup, ShardThread};
+use crate::transport::shards::Shards;
 use crate::transport::udp::UdpConfig;
 use crate::transport::webrtc::{self, WebRtcConfig, WebRtcEndpoint, WebRtcShard};
 use anyhow::Context;
@@ -139,22 +141,24 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
     };
     let (webrtc_endpoint, webrtc_parts) = webrtc::bind(webrtc_cfg, &metrics, count)
         .with_context(|| format!("binding the WebRTC address {}", cfg.webrtc_addr))?;
-    let directory = Arc::new(RoomDirectory::new(
+    let directory = Arc::new(MemoryDirectory::new(
         count,
         cfg.relay.max_rooms,
         cfg.relay.max_sessions,
     ));
+    let (events, shard_events) = event_channel();
     let mut started: Vec<ShardThread> = Vec::with_capacity(count);
     let parts = quic_parts.into_iter().zip(webrtc_parts);
     for (k, (quic_part, webrtc_part)) in parts.enumerate() {
-        let shard = start_shard(k, &cfg, &directory, quic_part, webrtc_part, &metrics)
+        let parts = (quic_part, webrtc_part, events.for_shard(k));
+        let shard = start_shard(k, count, &cfg, parts, &metrics)
             .await
             .with_context(|| format!("starting shard {k} (RTP address {})", cfg.rtp_addr))?;
         started.push(shard);
     }
     let rtp_addrs: Vec<SocketAddr> = started.iter().map(|s| s.addr).collect();
     let handles: Vec<RelayHandle> = started.iter().map(|s| s.handle.clone()).collect();
-    let router = Shards::new(handles.clone(), directory);
+    let router = Shards::new(handles.clone(), directory).with_events(shard_events);
     let quic = quic_endpoint.info.clone();
 
     let api = ApiState::new(
@@ -229,17 +233,15 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
     })
 }
 
-/// Starts shard `k`: its core (the relay-wide caps are the directory's), and its UDP socket on
-/// the configured port plus `k` (a free one for port 0), advertised likewise.
+/// Starts shard `k` of `count`: its core (the relay-wide caps are the directory's), and its
+/// UDP socket on the configured port plus `k` (a free one for port 0), advertised likewise.
 async fn start_shard(
     k: usize,
+    count: usize,
     cfg: &ServeConfig,
-    directory: &Arc<RoomDirectory>,
-    quic: QuicShard,
-    webrtc: WebRtcShard,
+    (quic, webrtc, events): (QuicShard, WebRtcShard, EventSink),
     metrics: &Metrics,
 ) -> anyhow::Result<ShardThread> {
-    let count = directory.shards();
     let seed = getrandom::u64().context("seeding the relay")?;
     let relay = Relay::new(cfg.relay.clone(), seed).in_shard(k as u64, count as u64);
     let udp = UdpConfig {
@@ -250,11 +252,16 @@ async fn start_shard(
             .transpose()?,
         insecure_plain_rtp: cfg.insecure_plain_rtp,
         default_profile: cfg.srtp_profile,
-        directory: Some(directory.clone()),
         recv_buffer: (cfg.udp_recv_buffer_bytes > 0).then_some(cfg.udp_recv_buffer_bytes),
         send_buffer: (cfg.udp_send_buffer_bytes > 0).then_some(cfg.udp_send_buffer_bytes),
     };
-    shards::start(k, udp, Some(quic), Some(webrtc), relay, metrics).await
+    let setup = ShardSetup {
+        udp,
+        quic: Some(quic),
+        webrtc: Some(webrtc),
+        events: Some(events),
+    };
+    shard::start(k, setup, relay, metrics).await
 }
 
 /// `addr` with its port moved up by `k` (port 0 stays 0: each shard gets a free port).

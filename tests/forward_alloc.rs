@@ -9,7 +9,7 @@ use gsrelay::client::{Client, JoinOptions, Update};
 use gsrelay::control::token::Rights;
 use gsrelay::rtp::srtp::SrtpProfile;
 use gsrelay::server::Server;
-use gsrelay::transport::shards::SHARD_THREADS;
+use gsrelay::transport::shard::SHARD_THREADS;
 use gsrelay::wire::Object;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

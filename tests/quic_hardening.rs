@@ -90,7 +90,7 @@ async fn garbage_datagrams_and_unknown_flows_are_dropped_and_counted() {
     let h = relay().await;
     let (mut publisher, mut subscriber) = healthy_pair(&h, "room").await;
     let attacker = h.quic_answer("room", true).await;
-    let q = attacker.quic.clone().unwrap();
+    let q = attacker.quic().cloned().unwrap();
     let (_ep, conn) = h.connect().await;
     assert_attached(present(&conn, &q.session_token).await);
 
@@ -136,7 +136,7 @@ async fn wrong_reused_and_missing_tokens_close_the_connection_with_their_code() 
         ErrorCode::TokenInvalid.varint()
     );
 
-    let q = h.quic_answer("room", false).await.quic.unwrap();
+    let q = h.quic_answer("room", false).await.quic().cloned().unwrap();
     let (_ep3, first) = h.connect().await;
     assert_attached(present(&first, &q.session_token).await);
     let (_ep4, again) = h.connect().await;
@@ -159,7 +159,7 @@ async fn wrong_reused_and_missing_tokens_close_the_connection_with_their_code() 
 async fn an_oversized_stream_frame_stops_the_stream_and_is_counted() {
     let h = relay().await;
     let (mut publisher, mut subscriber) = healthy_pair(&h, "room").await;
-    let q = h.quic_answer("room", true).await.quic.unwrap();
+    let q = h.quic_answer("room", true).await.quic().cloned().unwrap();
     let (_ep, conn) = h.connect().await;
     assert_attached(present(&conn, &q.session_token).await);
 
@@ -224,7 +224,7 @@ async fn a_flood_of_connections_without_tokens_is_bounded_and_passes() {
 async fn a_peer_without_datagram_support_gets_everything_on_a_stream() {
     let h = relay().await;
     let mut publisher = h.quic_client("room", true).await;
-    let q = h.quic_answer("room", false).await.quic.unwrap();
+    let q = h.quic_answer("room", false).await.quic().cloned().unwrap();
     let info = h.quic.info.clone();
     let mut transport = gsrelay::transport::quic::transport_config();
     transport.datagram_receive_buffer_size(None);

@@ -16,7 +16,8 @@ use gsrelay::relay::{Delivery, Interest, JoinRequest, Relay, RelayConfig};
 use gsrelay::rtp::rtcp;
 use gsrelay::rtp::{PacketClass, RtpHeader, classify};
 use gsrelay::transport::command::{JoinAnswer, JoinCommand, TransportRequest};
-use gsrelay::transport::udp::{self, UdpConfig, UdpTransport};
+use gsrelay::transport::shard::{self, ShardTask};
+use gsrelay::transport::udp::UdpConfig;
 use gsrelay::wire::{self, Dialect, Head1, Loc2, Object};
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -33,7 +34,7 @@ const RTCP_MIN: Duration = Duration::from_secs(1);
 const TICK: f64 = 1.0 / 90_000.0;
 
 struct Harness {
-    t: UdpTransport,
+    t: ShardTask,
     metrics: Metrics,
 }
 
@@ -48,7 +49,7 @@ async fn relay() -> Harness {
         insecure_plain_rtp: true,
         ..UdpConfig::new("127.0.0.1:0".parse().unwrap())
     };
-    let t = udp::spawn(udp, relay, metrics.clone()).await.unwrap();
+    let t = shard::spawn(udp, relay, metrics.clone()).await.unwrap();
     Harness { t, metrics }
 }
 
@@ -154,7 +155,7 @@ async fn gstreamer_subscriber_sees_no_loss_sane_jitter_and_the_relays_srs() {
         .await
         .unwrap();
     let sub = h.join(false, true, Interest::default()).await;
-    let (ssrc, addr) = (sub.joined.ssrc, sub.rtp_addr);
+    let (ssrc, addr) = (sub.joined.ssrc, sub.rtp_addr().unwrap());
     let mut args = vec!["subscribe".to_owned()];
     args.extend(common(latched_port(ssrc, addr), addr, ssrc));
     args.extend(["--seconds".into(), "6".into()]);
@@ -210,7 +211,7 @@ async fn a_gstreamer_publisher_and_the_relays_view_of_it_agree() {
     let count = 150u64;
     let first_seq = 65_500u64; // wraps: the extended highest sequence number counts a cycle
     let mut args = vec!["publish".to_owned()];
-    args.extend(common(free_port(), publisher.rtp_addr, gst_ssrc));
+    args.extend(common(free_port(), publisher.rtp_addr().unwrap(), gst_ssrc));
     args.extend([
         "--payload".into(),
         payload.iter().map(|b| format!("{b:02x}")).collect(),
@@ -273,7 +274,7 @@ async fn raw_session(
 ) -> (UdpSocket, JoinAnswer) {
     let a = h.join(publish, subscribe, interest).await;
     let s = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    s.connect(a.rtp_addr).await.unwrap();
+    s.connect(a.rtp_addr().unwrap()).await.unwrap();
     let mut rr = Vec::new();
     rtcp::write_rr(&mut rr, a.joined.ssrc, &[]).unwrap();
     s.send(&rr).await.unwrap();

@@ -9,8 +9,10 @@ use gsrelay::metrics::Metrics;
 use gsrelay::relay::{Relay, RelayConfig};
 use gsrelay::server::{self, Server};
 use gsrelay::transport::command::RelayHandle;
-use gsrelay::transport::shards::{RoomDirectory, Shards};
-use gsrelay::transport::udp::{self, UdpConfig};
+use gsrelay::transport::directory::MemoryDirectory;
+use gsrelay::transport::shard;
+use gsrelay::transport::shards::Shards;
+use gsrelay::transport::udp::UdpConfig;
 use std::sync::Arc;
 use std::time::Duration;
 use support::head;
@@ -32,6 +34,17 @@ async fn join(base_url: &str, room: &str, sub: bool) -> Client {
         .unwrap();
     c.send_rr().await.unwrap();
     c
+}
+
+/// Sessions on each shard, as the directory counts them.
+async fn load(server: &Server) -> Vec<usize> {
+    server.handle.directory().await.load().await.unwrap()
+}
+
+/// The shards the directory has `room` on.
+async fn shards_of(server: &Server, room: &str) -> Vec<usize> {
+    let placed = server.handle.directory().await.room(room).await.unwrap();
+    placed.iter().map(|p| p.shard).collect()
 }
 
 /// A publisher and a subscriber in `room`; the subscriber gets what the publisher sends.
@@ -58,7 +71,7 @@ async fn rooms_spread_over_shards_each_with_its_own_port() {
     assert_eq!(sa.relay_addr().unwrap(), a);
     assert_eq!(sb.relay_addr().unwrap(), b);
     assert_ne!(a, b, "two rooms on one shard while the other idles");
-    assert_eq!(server.handle.directory().load(), vec![2, 2]);
+    assert_eq!(load(&server).await, vec![2, 2]);
 
     // Room info and session operations reach the owning shard.
     let info = server.handle.room_info("b".into()).await.unwrap().unwrap();
@@ -89,14 +102,14 @@ async fn a_room_whose_sessions_all_left_can_be_placed_again() {
     let (p, s) = room_flows(&url, "a", 1.0).await;
     p.leave().await.unwrap();
     s.leave().await.unwrap();
-    assert_eq!(server.handle.directory().shard_of_room("a"), None);
-    assert_eq!(server.handle.directory().load(), vec![0, 0]);
+    assert_eq!(shards_of(&server, "a").await, Vec::<usize>::new());
+    assert_eq!(load(&server).await, vec![0, 0]);
     room_flows(&url, "a", 3.0).await;
 }
 
 /// An API over two shards: shard 0 a running relay task, shard 1 stopped.
-async fn one_shard_stopped() -> (String, udp::UdpTransport) {
-    let live = udp::spawn(
+async fn one_shard_stopped() -> (String, shard::ShardTask) {
+    let live = shard::spawn(
         UdpConfig::new("127.0.0.1:0".parse().unwrap()),
         Relay::new(RelayConfig::default(), 3).in_shard(0, 2),
         Metrics::new(),
@@ -105,7 +118,7 @@ async fn one_shard_stopped() -> (String, udp::UdpTransport) {
     .unwrap();
     let (dead, commands) = RelayHandle::channel(1);
     drop(commands);
-    let directory = Arc::new(RoomDirectory::new(2, 100, 100));
+    let directory = Arc::new(MemoryDirectory::new(2, 100, 100));
     let url = serve_api(Shards::new(vec![live.handle.clone(), dead], directory)).await;
     (url, live)
 }
@@ -150,7 +163,7 @@ async fn quic_sessions_reach_the_shard_of_their_room() {
             }
         }
         assert_eq!(got.map(|(_, o)| o), Some(vec![head(1, x)]), "{room}");
-        shards_used.push(server.handle.directory().shard_of_room(room));
+        shards_used.push(shards_of(&server, room).await);
     }
     assert_ne!(shards_used[0], shards_used[1], "one room per shard");
 }

@@ -10,7 +10,8 @@ use gsrelay::rtp::{KeyMaterial, RtcpItem, SrtpProfile, SrtpSession};
 use gsrelay::transport::command::{
     CommandError, JoinAnswer, JoinCommand, SrtpKeys, TransportRequest,
 };
-use gsrelay::transport::udp::{self, UdpConfig, UdpTransport};
+use gsrelay::transport::shard::{self, ShardTask};
+use gsrelay::transport::udp::UdpConfig;
 use gsrelay::wire::{
     self, Dialect, GameControl1, Hand1, Head1, Loc2, Object, Object1, Rot1, Rot2, Scale1, Vec3,
 };
@@ -24,7 +25,7 @@ const WAIT: Duration = Duration::from_secs(5);
 const QUIET: Duration = Duration::from_millis(300);
 
 struct Harness {
-    t: UdpTransport,
+    t: ShardTask,
     metrics: Metrics,
 }
 
@@ -35,7 +36,7 @@ async fn relay(insecure_plain_rtp: bool) -> Harness {
         insecure_plain_rtp,
         ..UdpConfig::new("127.0.0.1:0".parse().unwrap())
     };
-    let t = udp::spawn(cfg, relay, metrics.clone()).await.unwrap();
+    let t = shard::spawn(cfg, relay, metrics.clone()).await.unwrap();
     Harness { t, metrics }
 }
 
@@ -450,8 +451,8 @@ async fn plain_rtp_only_when_allowed() {
 
     let h = relay(true).await;
     let answer = h.answer(true, false, None).await;
-    assert_eq!(answer.srtp, None);
-    assert_eq!(answer.rtp_addr, h.t.local_addr);
+    assert_eq!(answer.srtp(), None);
+    assert_eq!(answer.rtp_addr(), Some(h.t.local_addr));
     let mut publisher = Client::from_answer(answer, Dialect::Draft01).await.unwrap();
     let answer = h.answer(false, true, None).await;
     let mut sub = Client::from_answer(answer, Dialect::Draft01).await.unwrap();
@@ -471,7 +472,7 @@ async fn srtp_answer_matches_the_asked_profile() {
         profile,
         client_key,
         relay_key,
-    }) = answer.srtp
+    }) = answer.srtp().cloned()
     else {
         panic!("no keys");
     };

@@ -52,7 +52,7 @@ impl Harness {
         let answer = self
             .answer(room, publish, TransportRequest::WebTransport)
             .await;
-        answer.quic.unwrap()
+        answer.quic().cloned().unwrap()
     }
 
     async fn wt_client(&self, room: &str, publish: bool) -> Client {
@@ -142,7 +142,7 @@ async fn wrong_reused_missing_and_roq_tokens_are_refused_with_a_status_line_and_
     // A token issued for RoQ does not open a WebTransport session.
     let roq = h.answer("room", false, TransportRequest::Quic).await;
     let (_ep, wrong_protocol) = h.session().await;
-    let line = present(&wrong_protocol, &roq.quic.unwrap().session_token).await;
+    let line = present(&wrong_protocol, &roq.quic().cloned().unwrap().session_token).await;
     assert_eq!(
         line.as_deref(),
         Some("token_wrong_protocol: the session token was issued for another transport\n")
@@ -262,7 +262,7 @@ async fn the_generated_certificate_rotates_and_new_joins_carry_the_new_one() {
     })
     .await;
     let answer = h.answer("room", true, TransportRequest::WebTransport).await;
-    let after = answer.quic.clone().unwrap();
+    let after = answer.quic().cloned().unwrap();
     assert_ne!(after.cert_sha256, before.cert_sha256);
     assert_eq!(after.cert_sha256, h.quic.info.certs.sha256());
     assert!(after.self_signed);

@@ -996,7 +996,7 @@ async fn watch_window(
     // The relay's runtime (HTTP) and its shard threads (the data path).
     let cpu_threads = |name: Option<&str>| {
         name.map(|n| {
-            sys::threads_cpu_s(n) + sys::threads_cpu_s(crate::transport::shards::SHARD_THREADS)
+            sys::threads_cpu_s(n) + sys::threads_cpu_s(crate::transport::shard::SHARD_THREADS)
         })
     };
     tokio::time::sleep_until(t.clock.at(t.clock.w0).into()).await;

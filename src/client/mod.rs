@@ -39,7 +39,7 @@ use crate::rtp::{
     KeyMaterial, PacketClass, RtcpItem, RtpError, RtpHeader, RtpPacket, RtpWriteError, SrtpError,
     SrtpProfile, SrtpSession, classify, parse_compound,
 };
-use crate::transport::command::{JoinAnswer, QuicAnswer, SrtpKeys};
+use crate::transport::command::{JoinAnswer, QuicAnswer, SrtpKeys, TransportAnswer};
 use crate::wire::{self, DecodeError, Dialect, EncodeError, Object};
 use quic::QuicLink;
 use serde::{Deserialize, Serialize};
@@ -349,51 +349,44 @@ impl Client {
             (Some(_), None) => return Err(ClientError::BadAnswer("no webrtc answer".into())),
             (None, _) => None,
         };
-        let (rtp, quic) = match (answer.rtp, answer.quic, answer.webtransport) {
-            _ if link.is_some() => (None, None),
-            (Some(rtp), None, None) => (Some(rtp), None),
-            (None, Some(q), None) => {
-                let addr = resolve(&q.addr, "quic.addr").await?;
-                let quic = QuicAnswer {
-                    addr,
-                    alpn: crate::transport::quic::ALPN,
-                    cert_sha256: q.cert_sha256,
-                    self_signed: true,
-                    flow_id: q.flow_id,
-                    session_token: q.session_token,
-                };
-                (None, Some(quic))
-            }
-            (None, None, Some(w)) => (None, Some(webtransport_answer(w).await?)),
-            _ => {
-                return Err(ClientError::BadAnswer(
-                    "not exactly one of rtp, quic, webtransport, webrtc".into(),
-                ));
-            }
-        };
-        let rtp_addr = match &rtp {
-            Some(r) => resolve(&r.addr, "rtp.addr").await?,
-            None => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
-        };
-        let answer = JoinAnswer {
-            joined: Joined {
-                session,
-                ssrc: answer.ssrc,
-                relay_ssrc: answer.relay_ssrc,
-                streams: answer.streams,
-            },
-            rtp_addr,
-            srtp: rtp.and_then(|r| r.srtp).map(|s| SrtpKeys {
-                profile: s.profile,
-                client_key: s.client_key,
-                relay_key: s.relay_key,
-            }),
-            quic,
-            webrtc: None,
+        let joined = Joined {
+            session,
+            ssrc: answer.ssrc,
+            relay_ssrc: answer.relay_ssrc,
+            streams: answer.streams,
         };
         let mut client = match link {
-            Some(link) => Self::with_link(answer, http.opts.dialect, link)?,
-            None => Self::from_answer(answer, http.opts.dialect).await?,
+            Some(link) => Self::with_link(joined, http.opts.dialect, link)?,
+            None => {
+                let transport = match (answer.rtp, answer.quic, answer.webtransport) {
+                    (Some(rtp), None, None) => TransportAnswer::Rtp {
+                        addr: resolve(&rtp.addr, "rtp.addr").await?,
+                        srtp: rtp.srtp.map(|s| SrtpKeys {
+                            profile: s.profile,
+                            client_key: s.client_key,
+                            relay_key: s.relay_key,
+                        }),
+                    },
+                    (None, Some(q), None) => TransportAnswer::Quic(QuicAnswer {
+                        addr: resolve(&q.addr, "quic.addr").await?,
+                        alpn: crate::transport::quic::ALPN,
+                        cert_sha256: q.cert_sha256,
+                        self_signed: true,
+                        flow_id: q.flow_id,
+                        session_token: q.session_token,
+                    }),
+                    (None, None, Some(w)) => {
+                        TransportAnswer::WebTransport(webtransport_answer(w).await?)
+                    }
+                    _ => {
+                        return Err(ClientError::BadAnswer(
+                            "not exactly one of rtp, quic, webtransport, webrtc".into(),
+                        ));
+                    }
+                };
+                let answer = JoinAnswer { joined, transport };
+                Self::from_answer(answer, http.opts.dialect).await?
+            }
         };
         client.http = Some(http);
         Ok(client)
@@ -403,21 +396,21 @@ impl Client {
     /// [`RelayHandle`](crate::transport::command::RelayHandle) in tests). It cannot
     /// [`leave`](Self::leave).
     pub async fn from_answer(answer: JoinAnswer, dialect: Dialect) -> Result<Self, ClientError> {
-        let link = match &answer.quic {
+        let link = match answer.quic() {
             Some(q) => Link::Quic(Box::new(QuicLink::connect(q).await?)),
             None => udp_link(&answer).await?,
         };
-        Self::with_link(answer, dialect, link)
+        Self::with_link(answer.joined, dialect, link)
     }
 
     /// A client for a joined session reached over `link`.
-    fn with_link(answer: JoinAnswer, dialect: Dialect, link: Link) -> Result<Self, ClientError> {
+    fn with_link(joined: Joined, dialect: Dialect, link: Link) -> Result<Self, ClientError> {
         let mut random = [0u8; 7];
         getrandom::fill(&mut random)
             .map_err(|e| ClientError::Io(std::io::Error::other(e.to_string())))?;
         let [s0, s1, t0, t1, t2, t3, f] = random;
         Ok(Self {
-            joined: answer.joined,
+            joined,
             dialect,
             link,
             http: None,
@@ -750,7 +743,10 @@ impl Client {
 
 /// Opens a UDP socket towards the relay, with the session's SRTP context.
 async fn udp_link(answer: &JoinAnswer) -> Result<Link, ClientError> {
-    let srtp = match &answer.srtp {
+    let rtp_addr = answer
+        .rtp_addr()
+        .ok_or_else(|| ClientError::BadAnswer("no rtp address".into()))?;
+    let srtp = match answer.srtp() {
         Some(keys) => {
             let client_key = KeyMaterial::from_base64(keys.profile, &keys.client_key)?;
             let relay_key = KeyMaterial::from_base64(keys.profile, &keys.relay_key)?;
@@ -762,14 +758,14 @@ async fn udp_link(answer: &JoinAnswer) -> Result<Link, ClientError> {
         }
         None => None,
     };
-    let local: SocketAddr = if answer.rtp_addr.is_ipv4() {
+    let local: SocketAddr = if rtp_addr.is_ipv4() {
         (Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
         (Ipv6Addr::UNSPECIFIED, 0).into()
     };
     let socket = UdpSocket::bind(local).await?;
     // Connected: only the relay's datagrams are received.
-    socket.connect(answer.rtp_addr).await?;
+    socket.connect(rtp_addr).await?;
     Ok(Link::Udp { socket, srtp })
 }
 

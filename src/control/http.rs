@@ -17,7 +17,8 @@ use crate::metrics::Metrics;
 use crate::relay::{ControlError, Interest, JoinRequest, format_session_id, parse_session_id};
 use crate::rtp::SrtpProfile;
 use crate::transport::command::{
-    CommandError, JoinCommand, QuicAnswer, SrtpKeys, TransportRequest, WebRtcAnswer, WebRtcOffer,
+    CommandError, JoinCommand, QuicAnswer, SrtpKeys, TransportAnswer, TransportRequest,
+    WebRtcAnswer, WebRtcOffer,
 };
 use crate::transport::shards::Shards;
 use crate::transport::webrtc::{self, OfferError};
@@ -644,8 +645,6 @@ async fn join(
         return Err(draining());
     }
 
-    let rtp = quic.is_none() && webrtc.is_none();
-    let webtransport = quic == Some(TransportRequest::WebTransport);
     let answer = state
         .0
         .relay
@@ -678,32 +677,37 @@ async fn join(
     );
     let location = HeaderValue::from_str(&format!("/v1/sessions/{session_id}"))
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
-    let body = JoinAnswerBody {
+    let mut body = JoinAnswerBody {
         session_id,
         ssrc: answer.joined.ssrc,
         relay_ssrc: answer.joined.relay_ssrc,
         streams: answer.joined.streams,
-        rtp: rtp.then(|| RtpBody {
-            addr: advertised_addr(answer.rtp_addr, &headers),
-            srtp: answer.srtp,
-        }),
-        webtransport: answer
-            .quic
-            .as_ref()
-            .filter(|_| webtransport)
-            .map(|q| WebTransportBody::new(q, &headers)),
-        quic: answer
-            .quic
-            .filter(|_| !webtransport)
-            .map(|q: QuicAnswer| QuicBody {
+        rtp: None,
+        quic: None,
+        webtransport: None,
+        webrtc: None,
+    };
+    match answer.transport {
+        TransportAnswer::Rtp { addr, srtp } => {
+            body.rtp = Some(RtpBody {
+                addr: advertised_addr(addr, &headers),
+                srtp,
+            });
+        }
+        TransportAnswer::WebTransport(q) => {
+            body.webtransport = Some(WebTransportBody::new(&q, &headers));
+        }
+        TransportAnswer::Quic(q) => {
+            body.quic = Some(QuicBody {
                 addr: advertised_addr(q.addr, &headers),
                 alpn: q.alpn,
                 cert_sha256: q.cert_sha256,
                 flow_id: q.flow_id,
                 session_token: q.session_token,
-            }),
-        webrtc: answer.webrtc,
-    };
+            });
+        }
+        TransportAnswer::WebRtc(w) => body.webrtc = Some(w),
+    }
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],

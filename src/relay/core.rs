@@ -114,7 +114,9 @@ impl Relay {
         &self.st.cfg
     }
 
-    /// A session, by id.
+    /// A session's whole state, by id: for this crate's tests, which look inside (its
+    /// type is not part of the public API; [`Relay::room_info`] is).
+    #[doc(hidden)]
     pub fn session(&self, id: SessionId) -> Option<&Session> {
         self.st.sessions.get(&id)
     }

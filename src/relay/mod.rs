@@ -47,5 +47,4 @@ pub use core::Relay;
 pub use delivery::{Delivery, DeliveryMode};
 pub use interest::Interest;
 pub use outbox::{OutboxMark, Transmit};
-pub use session::Session;
 pub use stats::{RelayStats, RtcpStats, StatEvent};

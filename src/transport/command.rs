@@ -18,19 +18,57 @@ pub struct SrtpKeys {
     pub relay_key: String,
 }
 
-/// What a transport answers to a join.
+/// What a shard answers to a join.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JoinAnswer {
     /// The core's answer.
     pub joined: Joined,
-    /// Where the client sends RTP/RTCP.
-    pub rtp_addr: SocketAddr,
-    /// SRTP keys; `None` in insecure plain-RTP mode or over QUIC.
-    pub srtp: Option<SrtpKeys>,
-    /// How to reach the session over QUIC; `Some` exactly for QUIC and WebTransport joins.
-    pub quic: Option<QuicAnswer>,
-    /// The relay's SDP answer; `Some` exactly for WebRTC joins.
-    pub webrtc: Option<WebRtcAnswer>,
+    /// How the client reaches the session, by the transport it asked for.
+    pub transport: TransportAnswer,
+}
+
+/// The transport's part of a join answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportAnswer {
+    /// RTP/RTCP over UDP.
+    Rtp {
+        /// Where the client sends RTP/RTCP.
+        addr: SocketAddr,
+        /// SRTP keys; `None` in insecure plain-RTP mode.
+        srtp: Option<SrtpKeys>,
+    },
+    /// RTP over QUIC (RoQ).
+    Quic(QuicAnswer),
+    /// WebTransport on the QUIC endpoint.
+    WebTransport(QuicAnswer),
+    /// WebRTC data channels: the relay's SDP answer.
+    WebRtc(WebRtcAnswer),
+}
+
+impl JoinAnswer {
+    /// Where a UDP session sends RTP/RTCP; `None` over the other transports.
+    pub fn rtp_addr(&self) -> Option<SocketAddr> {
+        match &self.transport {
+            TransportAnswer::Rtp { addr, .. } => Some(*addr),
+            _ => None,
+        }
+    }
+
+    /// A UDP session's SRTP keys; `None` in plain-RTP mode and over the other transports.
+    pub fn srtp(&self) -> Option<&SrtpKeys> {
+        match &self.transport {
+            TransportAnswer::Rtp { srtp, .. } => srtp.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// How a QUIC or WebTransport session reaches the relay; `None` over the others.
+    pub fn quic(&self) -> Option<&QuicAnswer> {
+        match &self.transport {
+            TransportAnswer::Quic(q) | TransportAnswer::WebTransport(q) => Some(q),
+            _ => None,
+        }
+    }
 }
 
 /// A WebRTC join's offer (WHIP-style signalling, `docs/transports.md`).
@@ -128,7 +166,7 @@ pub enum CommandError {
     WebRtcDisabled,
     /// The WebRTC offer cannot be answered.
     #[error(transparent)]
-    WebRtcOffer(#[from] crate::transport::webrtc::OfferError),
+    WebRtcOffer(#[from] super::offer::OfferError),
     /// The relay task has stopped.
     #[error("the relay is not running")]
     Stopped,

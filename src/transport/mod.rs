@@ -1,25 +1,36 @@
 //! I/O shells around the sans-I/O core: they turn sockets into core inputs and core
 //! outputs into sends, and never decide what to forward.
 //!
-//! - [`command`]: the channel through which the control plane drives the relay task.
+//! - [`command`]: the channel through which the control plane drives a shard.
 //! - [`guard`]: fault isolation every shell puts around its inputs to the core.
 //! - [`batch`] and [`recv`]: datagrams sent with `sendmmsg` and read with `recvmmsg`
 //!   (`mmsg`: both calls without allocation).
-//! - [`shards`]: routing of control operations to the shard owning a room or session.
-//! - [`shard`]: the relay task, which owns the core and hosts the transports' ports.
+//! - [`directory`]: where rooms and sessions are, behind a trait the control plane calls,
+//!   and the events shards report to it.
+//! - [`shards`]: routing of control operations to the shard of a room or session.
+//! - [`shard`]: a relay task, which owns the core and hosts the transports' ports;
+//!   [`port`]: what a port is to it.
 //! - [`udp`]: RTP/RTCP over UDP (rtcp-mux) with SRTP.
 //! - [`quic`]: RTP over QUIC (RoQ) on quinn; [`roq`]: its framing.
-//! - [`webrtc`]: RTP over WebRTC data channels on `rtc`, ICE-lite, one UDP port.
+//! - [`webrtc`]: RTP over WebRTC data channels on `rtc`, ICE-lite, one UDP port;
+//!   [`offer`]: the check of a join's SDP offer.
 //! - [`webtransport`]: WebTransport for browsers, on the QUIC endpoint, in RoQ framing.
+//!
+//! Imports among these modules go one way: the ports (`udp`, `quic`, `webrtc`) import
+//! `port`, `command` and the leaves below them, never `shard`; `shard` imports the ports;
+//! `shards` imports `command` and `directory`, never a shard or a port.
 
 pub mod batch;
 pub mod command;
+pub mod directory;
 pub mod guard;
 mod mmsg;
+mod offer;
+mod port;
 pub mod quic;
 pub mod recv;
 pub mod roq;
-mod shard;
+pub mod shard;
 pub mod shards;
 pub mod udp;
 pub mod webrtc;

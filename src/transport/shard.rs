@@ -1,82 +1,231 @@
-//! The relay task, shared by every transport: one tokio task owns the [`Relay`] core and
-//! each session's link, and hosts the ports that feed it (UDP+SRTP always, QUIC when
-//! enabled). It waits on every input at once (UDP datagrams, QUIC events, control
-//! [`Command`]s, the core's next timeout); after each batch of inputs it drains the core's
-//! output and hands each packet to the port of its session's link.
+//! A shard: one tokio task that owns a [`Relay`] core and hosts the transports' ports
+//! (UDP+SRTP always, QUIC and WebRTC when given), built and run here for every transport.
 //!
-//! The core has exactly one owner, so it needs no lock. The relay runs one such task per
-//! shard ([`super::shards`]), rooms pinned to a task: nothing here is global, and the
-//! shared QUIC endpoint finds the owning task of a connection from its session token
-//! ([`super::quic::Token::shard`]). After each input the task exports the core's
-//! statistics ([`StatsExporter`]).
+//! The task waits on every input at once (control [`Command`]s, the core's next timeout,
+//! each port's next input and timer). A port's input starts a batch: the port reads up
+//! to [`super::port::RECV_BATCH`] inputs into the core ([`Port::receive`]), then the
+//! shard drains the core's output, hands each packet to the port of its session
+//! ([`Port::queue`]), sends ([`Port::send_queued`]), forgets the sessions the core
+//! removed, and records each packet's latency from the batch's arrival to the end of its
+//! sends. After each input the task exports the core's statistics ([`StatsExporter`]).
+//!
+//! The core has exactly one owner, so it needs no lock, and every call into it is made
+//! from this module: the ports reach it through [`Core`], which [`Inner`] implements. The
+//! relay runs one shard per thread ([`start`]), rooms placed on shards by the control
+//! plane ([`super::shards`]); the shard reports its sessions' joins and ends as
+//! [`super::directory::ShardEvent`]s and never calls the directory.
 
 use super::command::{
-    Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner, TransportRequest,
+    Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner, SrtpKeys,
+    TransportAnswer, TransportRequest, WebRtcAnswer,
 };
+use super::directory::EventSink;
 use super::guard::guarded;
-use super::quic::{self, QuicEvent, QuicPort};
-use super::shards::RoomDirectory;
-use super::udp::{self, UdpPort};
-use super::webrtc::{self, WebRtcPort};
+use super::port::{Core, Port};
+use super::quic::{self, QuicPort, QuicShard};
+use super::udp::{self, UdpConfig, UdpPort};
+use super::webrtc::{self, WebRtcPort, WebRtcShard};
 use crate::metrics::Metrics;
 use crate::metrics::export::StatsExporter;
-use crate::relay::{Event, Input, Relay, SessionId};
+use crate::relay::{ControlError, Event, Input, Relay, Reply, SessionId, Transmit};
 use crate::rtp::PacketClass;
+use anyhow::Context;
 use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
-use tokio::sync::mpsc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 
 /// Commands that may wait in the channel before senders block.
 const COMMAND_DEPTH: usize = 256;
 
-/// How a session's packets travel.
-pub(super) enum Link {
-    /// RTP/RTCP over UDP, with SRTP unless plain.
-    Udp(udp::Peer),
-    /// RTP over QUIC.
-    Quic(quic::Peer),
-    /// RTP over WebRTC data channels (boxed: a peer connection is large).
-    WebRtc(Box<webrtc::Peer>),
+/// Name prefix of the shard threads (`gsr-shard-0`, …): per-shard CPU is read by it.
+pub const SHARD_THREADS: &str = "gsr-shard-";
+
+/// Which port carries a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Carrier {
+    Udp,
+    Quic,
+    WebRtc,
+}
+
+/// A joined session, as the shard keeps it.
+struct Joined {
+    room: Arc<str>,
+    carrier: Carrier,
+}
+
+/// The core and what the shard keeps beside it: what the ports reach through [`Core`].
+struct Inner {
+    relay: Relay,
+    metrics: Metrics,
+    /// Exports the core's statistics after each input.
+    exporter: StatsExporter,
+    sessions: HashMap<SessionId, Joined>,
+    /// Where the shard reports its sessions' joins and ends, in a sharded relay.
+    events: Option<EventSink>,
+}
+
+/// The shard's ports.
+struct Ports {
+    udp: UdpPort,
+    quic: Option<QuicPort>,
+    webrtc: Option<WebRtcPort>,
 }
 
 /// Everything the relay task owns.
-pub(super) struct Shard {
-    pub(super) relay: Relay,
-    pub(super) metrics: Metrics,
-    /// Exports the core's statistics after each input.
-    pub(super) exporter: StatsExporter,
-    pub(super) links: HashMap<SessionId, Link>,
-    /// Each session's room, for the directory.
-    pub(super) rooms: HashMap<SessionId, Arc<str>>,
-    /// The room directory of a sharded relay: told of every session this task forgets.
-    pub(super) directory: Option<Arc<RoomDirectory>>,
-    pub(super) udp: UdpPort,
-    pub(super) quic: Option<QuicPort>,
-    pub(super) webrtc: Option<WebRtcPort>,
+struct Shard {
+    inner: Inner,
+    ports: Ports,
+}
+
+/// A running shard.
+pub struct ShardTask {
+    /// Handle for the control plane.
+    pub handle: RelayHandle,
+    /// The bound UDP address.
+    pub local_addr: SocketAddr,
+    /// The relay task; it ends when every handle is dropped.
+    pub task: JoinHandle<()>,
+}
+
+/// Binds the UDP socket and spawns a shard that owns `relay`, UDP only, reporting to no
+/// one.
+pub async fn spawn(udp: UdpConfig, relay: Relay, metrics: Metrics) -> io::Result<ShardTask> {
+    let setup = ShardSetup {
+        udp,
+        quic: None,
+        webrtc: None,
+        events: None,
+    };
+    spawn_with(setup, relay, metrics).await
+}
+
+/// Binds the UDP socket and spawns a shard that owns `relay` in the calling runtime,
+/// with the ports and the event sink `setup` gives.
+pub async fn spawn_with(
+    setup: ShardSetup,
+    mut relay: Relay,
+    metrics: Metrics,
+) -> io::Result<ShardTask> {
+    let udp = UdpPort::bind(&setup.udp, relay.config().max_packet_bytes, &metrics).await?;
+    let local_addr = udp.local_addr()?;
+    // The core's NTP time (RTCP reports) from one reading of both clocks.
+    let since_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let _ = relay.handle_input(Instant::now(), Input::SetWallclock { since_unix });
+    let shard = Shard {
+        inner: Inner {
+            relay,
+            exporter: StatsExporter::new(&metrics),
+            metrics,
+            sessions: HashMap::new(),
+            events: setup.events,
+        },
+        ports: Ports {
+            udp,
+            quic: setup.quic.map(|q| q.port),
+            webrtc: setup.webrtc.map(WebRtcShard::start),
+        },
+    };
+    let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
+    let task = tokio::spawn(shard.run(commands));
+    Ok(ShardTask {
+        handle,
+        local_addr,
+        task,
+    })
+}
+
+/// A shard running on its own thread.
+pub struct ShardThread {
+    /// Its control handle.
+    pub handle: RelayHandle,
+    /// Where its UDP socket is bound.
+    pub addr: SocketAddr,
+    /// The thread; it ends once every handle on the shard is dropped.
+    pub thread: std::thread::JoinHandle<()>,
+}
+
+/// What a shard is started with: its ports (a share of the QUIC endpoint and of the
+/// WebRTC port, when given) and where it reports its sessions' joins and ends.
+pub struct ShardSetup {
+    /// Its UDP port.
+    pub udp: UdpConfig,
+    /// Its share of the QUIC endpoint.
+    pub quic: Option<QuicShard>,
+    /// Its share of the WebRTC port.
+    pub webrtc: Option<WebRtcShard>,
+    /// Where it reports its sessions' joins and ends.
+    pub events: Option<EventSink>,
+}
+
+/// Starts shard `k` on its own thread with a single-threaded runtime: its core, its
+/// sockets and its sessions never leave that thread, and its CPU time is that thread's.
+pub async fn start(
+    k: usize,
+    setup: ShardSetup,
+    relay: Relay,
+    metrics: &Metrics,
+) -> anyhow::Result<ShardThread> {
+    let metrics = metrics.clone();
+    let (ready, started) = oneshot::channel();
+    let thread = std::thread::Builder::new()
+        .name(format!("{SHARD_THREADS}{k}"))
+        .spawn(move || run_thread(setup, relay, metrics, ready))
+        .context("spawning the shard thread")?;
+    let (handle, addr) = started.await.context("the shard thread ended at start")??;
+    Ok(ShardThread {
+        handle,
+        addr,
+        thread,
+    })
+}
+
+/// The body of a shard thread: binds, reports the handle, then runs the relay task until
+/// every handle is dropped.
+fn run_thread(
+    setup: ShardSetup,
+    relay: Relay,
+    metrics: Metrics,
+    ready: oneshot::Sender<anyhow::Result<(RelayHandle, SocketAddr)>>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(e.into()));
+            return;
+        }
+    };
+    rt.block_on(async move {
+        match spawn_with(setup, relay, metrics).await {
+            Ok(t) => {
+                let _ = ready.send(Ok((t.handle, t.local_addr)));
+                if let Err(e) = t.task.await {
+                    tracing::error!(error = %e, "relay shard stopped");
+                }
+            }
+            Err(e) => {
+                let _ = ready.send(Err(e.into()));
+            }
+        }
+    });
 }
 
 impl Shard {
-    /// Spawns the task; it ends when every [`RelayHandle`] is dropped.
-    pub(super) fn spawn(
-        self,
-        quic_events: Option<mpsc::Receiver<QuicEvent>>,
-        webrtc_inbox: Option<mpsc::Receiver<webrtc::Inbound>>,
-    ) -> (RelayHandle, tokio::task::JoinHandle<()>) {
-        let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
-        let task = self.run(commands, quic_events, webrtc_inbox);
-        (handle, tokio::spawn(task))
-    }
-
-    async fn run(
-        mut self,
-        mut commands: mpsc::Receiver<Command>,
-        mut quic_events: Option<mpsc::Receiver<QuicEvent>>,
-        mut webrtc_inbox: Option<mpsc::Receiver<webrtc::Inbound>>,
-    ) {
-        tracing::info!(addr = %self.udp.rtp_addr, "relay task running");
+    async fn run(mut self, mut commands: mpsc::Receiver<Command>) {
+        tracing::info!(addr = %self.ports.udp.rtp_addr, "relay task running");
         loop {
-            let deadline = self.relay.poll_timeout();
+            let deadline = self.inner.relay.poll_timeout();
+            let webrtc_deadline = self.ports.webrtc.as_ref().and_then(Port::next_timeout);
+            let Ports { udp, quic, webrtc } = &mut self.ports;
             // Biased, commands first: a join or an interest change waits behind at most
             // one input batch, however saturated the sockets; timers before the sockets
             // so pacing and deadlines are not starved by input.
@@ -87,113 +236,103 @@ impl Shard {
                     None => break,
                 },
                 () = sleep_until(deadline) => self.timeout().await,
-                ready = self.udp.socket.readable() => match ready {
-                    Ok(()) => self.receive_batch().await,
-                    Err(e) => tracing::warn!(error = %e, "UDP socket not readable"),
-                },
-                event = recv_some(&mut quic_events) => match (event, quic_events.as_mut()) {
-                    (Some(event), Some(rx)) => self.quic_batch(event, rx).await,
-                    _ => quic_events = None,
-                },
-                got = recv_some(&mut webrtc_inbox) => match (got, webrtc_inbox.as_mut()) {
-                    (Some(datagram), Some(rx)) => self.webrtc_batch(datagram, rx).await,
-                    _ => webrtc_inbox = None,
-                },
-                () = sleep_until(self.webrtc.as_ref().and_then(WebRtcPort::next_timeout)) => {
-                    self.webrtc_timeout().await;
-                }
+                ready = udp.next() => self.batch(|p| Some(&mut p.udp), ready).await,
+                event = next_of(quic) => self.batch(|p| p.quic.as_mut(), event).await,
+                got = next_of(webrtc) => self.batch(|p| p.webrtc.as_mut(), got).await,
+                () = sleep_until(webrtc_deadline) => self.port_timeout(|p| p.webrtc.as_mut()).await,
             }
-            self.exporter.export(&mut self.relay);
+            self.inner.exporter.export(&mut self.inner.relay);
         }
         tracing::info!("relay task stopped: every relay handle dropped");
     }
 
+    /// One batch of a port's inputs, from `first`: handled, answered, and timed.
+    async fn batch<P: Port>(&mut self, pick: fn(&mut Ports) -> Option<&mut P>, first: P::Input) {
+        let now = Instant::now();
+        if let Some(port) = pick(&mut self.ports) {
+            port.receive(now, first, &mut self.inner);
+        }
+        self.end_batch(now).await;
+        let latency = now.elapsed().as_secs_f64();
+        if let Some(port) = pick(&mut self.ports) {
+            port.observe_latency(latency);
+        }
+    }
+
+    /// Runs a port's timers that are due, then sends what they produced.
+    async fn port_timeout<P: Port>(&mut self, pick: fn(&mut Ports) -> Option<&mut P>) {
+        let now = Instant::now();
+        if let Some(port) = pick(&mut self.ports) {
+            port.handle_timeout(now, &mut self.inner);
+        }
+        self.end_batch(now).await;
+    }
+
     /// After a batch of inputs: sends the aggregated packets the batch completed
     /// (`max_delay_ms: 0`), everything queued, and forgets sessions the core removed.
-    pub(super) async fn end_batch(&mut self, now: Instant) {
-        guarded(&mut self.relay, &self.metrics, "aggregate", now, |r| {
-            let _ = r.handle_input(now, Input::BatchEnd);
-        });
+    async fn end_batch(&mut self, now: Instant) {
+        self.inner.input("aggregate", now, Input::BatchEnd);
         self.flush().await;
         self.forget_closed();
     }
 
-    /// Sends everything the core has queued, each packet by its session's link.
-    pub(super) async fn flush(&mut self) {
-        let Self {
-            relay,
-            links,
-            udp,
-            quic,
-            webrtc,
-            metrics,
-            exporter,
-            ..
-        } = self;
+    /// Sends everything the core has queued, each packet by its session's port.
+    async fn flush(&mut self) {
         let now = Instant::now();
-        while let Some(t) = relay.poll_transmit() {
-            match links.get_mut(&t.session) {
-                Some(Link::Udp(peer)) => udp.queue(peer, &t, exporter),
-                Some(Link::Quic(peer)) => {
-                    if let Some(port) = quic.as_mut() {
-                        port.send(peer, &t, metrics);
-                    }
-                }
-                Some(Link::WebRtc(peer)) => {
-                    if let Some(port) = webrtc.as_mut() {
-                        port.send(now, peer, &t, metrics);
-                    }
-                }
-                None => {}
-            }
+        let Self { inner, ports } = self;
+        while let Some(t) = inner.relay.poll_transmit() {
+            let carrier = inner.sessions.get(&t.session).map(|s| s.carrier);
+            ports.queue(now, carrier, &t, &mut inner.exporter);
         }
-        udp.send_queued().await;
-        if let Some(port) = webrtc.as_mut() {
-            port.send_queued(links);
+        ports.udp.send_queued().await;
+        if let Some(port) = &mut ports.quic {
+            port.send_queued().await;
+        }
+        if let Some(port) = &mut ports.webrtc {
+            port.send_queued().await;
         }
     }
 
     /// Runs the core's timers, sends what they produce and forgets removed sessions.
     async fn timeout(&mut self) {
         let now = Instant::now();
-        guarded(&mut self.relay, &self.metrics, "timeout", now, |r| {
-            let _ = r.handle_input(now, Input::Timeout);
-        });
+        self.inner.input("timeout", now, Input::Timeout);
         self.flush().await;
         self.forget_closed();
     }
 
-    /// Takes the core's events: forgets the links of sessions it removed by itself, and
-    /// hands its measurements to the exporter.
-    pub(super) fn forget_closed(&mut self) {
-        while let Some(e) = self.relay.poll_event() {
+    /// Takes the core's events: forgets the sessions it removed by itself, and hands its
+    /// measurements to the exporter.
+    fn forget_closed(&mut self) {
+        while let Some(e) = self.inner.relay.poll_event() {
             match e {
                 Event::SessionClosed(id) => self.unlink(id),
-                Event::Stat(s) => self.exporter.observe(s),
+                Event::Stat(s) => self.inner.exporter.observe(s),
             }
         }
     }
 
-    /// Drops a session's link (closing its QUIC or WebRTC connection, if any) and tells
-    /// the directory.
-    pub(super) fn unlink(&mut self, id: SessionId) {
-        match (
-            self.links.remove(&id),
-            self.quic.as_mut(),
-            self.webrtc.as_mut(),
-        ) {
-            (Some(Link::Quic(peer)), Some(port), _) => port.forget(peer),
-            (Some(Link::WebRtc(peer)), _, Some(port)) => port.forget(id, *peer),
-            _ => {}
-        }
-        if let (Some(room), Some(dir)) = (self.rooms.remove(&id), &self.directory) {
-            dir.release(&room);
+    /// Forgets a session: its port's state (closing its QUIC or WebRTC connection, if
+    /// any), and reports it gone.
+    fn unlink(&mut self, id: SessionId) {
+        match self.inner.forget(id) {
+            Some(Carrier::Udp) => self.ports.udp.forget(id),
+            Some(Carrier::Quic) => {
+                if let Some(port) = &mut self.ports.quic {
+                    port.forget(id);
+                }
+            }
+            Some(Carrier::WebRtc) => {
+                if let Some(port) = &mut self.ports.webrtc {
+                    port.forget(id);
+                }
+            }
+            None => {}
         }
     }
 
     async fn command(&mut self, cmd: Command) {
         let now = Instant::now();
-        let metrics = self.metrics.clone();
         let fault = || CommandError::Internal;
         match cmd {
             Command::Join(join, reply) => {
@@ -201,133 +340,222 @@ impl Shard {
                 let _ = reply.send(answer);
             }
             Command::Leave(id, reply) => {
-                let result = guarded(&mut self.relay, &metrics, "command", now, |r| {
-                    r.handle_input(now, Input::Leave(id)).map(|_| ())
-                })
-                .ok_or_else(fault)
-                .and_then(|r| r.map_err(CommandError::from));
+                let result = self
+                    .inner
+                    .input("command", now, Input::Leave(id))
+                    .ok_or_else(fault)
+                    .and_then(|r| r.map(|_| ()).map_err(CommandError::from));
                 self.unlink(id);
                 // The BYEs for its stream go to the others now, not at the next input.
                 self.flush().await;
                 let _ = reply.send(result);
             }
             Command::SetInterest(id, interest, reply) => {
-                let result = guarded(&mut self.relay, &metrics, "command", now, |r| {
-                    r.handle_input(
-                        now,
-                        Input::SetInterest {
-                            session: id,
-                            interest,
-                        },
-                    )
-                    .map(|_| ())
-                })
-                .ok_or_else(fault)
-                .and_then(|r| r.map_err(CommandError::from));
+                let input = Input::SetInterest {
+                    session: id,
+                    interest,
+                };
+                let result = self
+                    .inner
+                    .input("command", now, input)
+                    .ok_or_else(fault)
+                    .and_then(|r| r.map(|_| ()).map_err(CommandError::from));
                 self.flush().await;
                 let _ = reply.send(result);
             }
             Command::SessionOwner(id, reply) => {
-                let owner = self.relay.session(id).map(|s| SessionOwner {
+                let owner = self.inner.relay.session(id).map(|s| SessionOwner {
                     room: s.room.to_string(),
                     identity: s.identity.clone(),
                 });
                 let _ = reply.send(owner);
             }
             Command::RoomInfo(room, reply) => {
-                let _ = reply.send(self.relay.room_info(&room));
+                let _ = reply.send(self.inner.relay.room_info(&room));
             }
             Command::Drain(reply) => {
-                let _ = self.relay.handle_input(now, Input::SetDraining(true));
-                let _ = reply.send(self.relay.session_count());
+                self.inner.input("command", now, Input::SetDraining(true));
+                let _ = reply.send(self.inner.relay.session_count());
             }
         }
     }
 
-    /// Prepares the session's link (keys or token), then joins it to the core.
+    /// Prepares the session's link on its port (keys, token or peer connection), joins it
+    /// to the core, then hands the link to the port.
     fn join(&mut self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
-        let mut webrtc = None;
-        let (link, srtp) = match cmd.transport {
+        let Ports { udp, quic, webrtc } = &mut self.ports;
+        let link = match cmd.transport {
             TransportRequest::Rtp(profile) => {
-                let (peer, keys) = self.udp.new_link(profile)?;
-                (Link::Udp(peer), keys)
+                let (peer, srtp) = udp.new_link(profile)?;
+                Link::Udp(udp, peer, srtp)
             }
-            TransportRequest::Quic => (self.quic_link(quic::Protocol::Roq)?, None),
-            TransportRequest::WebTransport => (self.quic_link(quic::Protocol::WebTransport)?, None),
+            TransportRequest::Quic => quic_link(quic, quic::Protocol::Roq)?,
+            TransportRequest::WebTransport => quic_link(quic, quic::Protocol::WebTransport)?,
             TransportRequest::WebRtc(offer) => {
-                let port = self.webrtc.as_mut().ok_or(CommandError::WebRtcDisabled)?;
+                let port = webrtc.as_mut().ok_or(CommandError::WebRtcDisabled)?;
                 let (peer, answer) = port.new_link(&offer)?;
-                webrtc = Some(answer);
-                (Link::WebRtc(Box::new(peer)), None)
+                Link::WebRtc(port, Box::new(peer), answer)
             }
         };
         let now = Instant::now();
         let room: Arc<str> = Arc::from(cmd.request.room.as_str());
-        let joined = guarded(&mut self.relay, &self.metrics, "command", now, |r| {
-            r.handle_input(now, Input::Join(cmd.request))
-        })
-        .ok_or(CommandError::Internal)??
-        .joined()
-        .ok_or(CommandError::Internal)?;
-        self.rooms.insert(joined.session, room);
-        let mut link = link;
-        let quic = match (&mut link, self.quic.as_mut()) {
-            (Link::Quic(peer), Some(port)) => Some(port.register(joined.session, peer)),
-            _ => None,
-        };
-        if let (Link::WebRtc(peer), Some(port)) = (&mut link, self.webrtc.as_mut()) {
-            port.register(joined.session, peer);
-            guarded(&mut self.relay, &self.metrics, "path", now, |r| {
-                let path = Input::SetPath {
-                    session: joined.session,
-                    max_packet: webrtc::MAX_SEND_PACKET,
-                    send_bps: None,
+        let inner = &mut self.inner;
+        let joined = inner
+            .input("command", now, Input::Join(cmd.request))
+            .ok_or(CommandError::Internal)??
+            .joined()
+            .ok_or(CommandError::Internal)?;
+        let id = joined.session;
+        let (carrier, transport) = match link {
+            Link::Udp(port, peer, srtp) => {
+                port.register(id, peer);
+                let addr = port.rtp_addr;
+                (Carrier::Udp, TransportAnswer::Rtp { addr, srtp })
+            }
+            Link::Quic(port, peer, protocol) => {
+                let answer = port.register(id, peer);
+                let transport = match protocol {
+                    quic::Protocol::Roq => TransportAnswer::Quic(answer),
+                    quic::Protocol::WebTransport => TransportAnswer::WebTransport(answer),
                 };
-                let _ = r.handle_input(now, path);
-            });
+                (Carrier::Quic, transport)
+            }
+            Link::WebRtc(port, peer, answer) => {
+                port.register(id, *peer);
+                inner.set_path(now, id, webrtc::MAX_SEND_PACKET, None);
+                (Carrier::WebRtc, TransportAnswer::WebRtc(answer))
+            }
+        };
+        if let Some(events) = &inner.events {
+            events.joined(room.clone(), id);
         }
-        self.links.insert(joined.session, link);
-        Ok(JoinAnswer {
-            joined,
-            rtp_addr: self.udp.rtp_addr,
-            srtp,
-            quic,
-            webrtc,
-        })
+        inner.sessions.insert(id, Joined { room, carrier });
+        Ok(JoinAnswer { joined, transport })
     }
 }
 
-/// Hands one plaintext packet from session `id` to the core.
-pub(super) fn deliver(
-    relay: &mut Relay,
-    metrics: &Metrics,
-    now: Instant,
-    id: SessionId,
-    class: PacketClass,
-    plain: &[u8],
-) {
-    let rtp = class == PacketClass::Rtp;
-    let place = if rtp { "rtp" } else { "rtcp" };
-    guarded(relay, metrics, place, now, |r| {
-        let input = if rtp {
-            Input::Rtp {
-                from: id,
-                packet: plain,
-            }
-        } else {
-            Input::Rtcp {
-                from: id,
-                packet: plain,
-            }
-        };
-        let _ = r.handle_input(now, input);
-    });
+/// A session's link, made ready on its port before its join.
+enum Link<'a> {
+    Udp(&'a mut UdpPort, udp::Peer, Option<SrtpKeys>),
+    Quic(&'a mut QuicPort, quic::Peer, quic::Protocol),
+    /// Boxed: a peer connection is large beside the others.
+    WebRtc(&'a mut WebRtcPort, Box<webrtc::Peer>, WebRtcAnswer),
 }
 
-/// Receives from `rx` when there is one; otherwise never completes.
-async fn recv_some<T>(rx: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
-    match rx {
-        Some(rx) => rx.recv().await,
+/// A new session's link over `protocol`; refused when the relay runs no QUIC.
+fn quic_link(
+    port: &mut Option<QuicPort>,
+    protocol: quic::Protocol,
+) -> Result<Link<'_>, CommandError> {
+    let port = port.as_mut().ok_or(CommandError::QuicDisabled)?;
+    let peer = port.new_link(protocol)?;
+    Ok(Link::Quic(port, peer, protocol))
+}
+
+impl Ports {
+    /// Queues one of the core's packets on the port of its session.
+    fn queue(
+        &mut self,
+        now: Instant,
+        carrier: Option<Carrier>,
+        t: &Transmit<'_>,
+        stats: &mut StatsExporter,
+    ) {
+        match carrier {
+            Some(Carrier::Udp) => self.udp.queue(now, t, stats),
+            Some(Carrier::Quic) => {
+                if let Some(port) = &mut self.quic {
+                    port.queue(now, t, stats);
+                }
+            }
+            Some(Carrier::WebRtc) => {
+                if let Some(port) = &mut self.webrtc {
+                    port.queue(now, t, stats);
+                }
+            }
+            None => {}
+        }
+    }
+}
+
+impl Inner {
+    /// Hands the core one input through its one door, isolated: a defect quarantines
+    /// the room it concerned (`place` names where, for the metrics); `None` then.
+    fn input(
+        &mut self,
+        place: &'static str,
+        now: Instant,
+        input: Input<'_>,
+    ) -> Option<Result<Reply, ControlError>> {
+        guarded(&mut self.relay, &self.metrics, place, now, |r| {
+            r.handle_input(now, input)
+        })
+    }
+
+    /// Forgets a session the core no longer holds and reports it gone; which port
+    /// carried it, if it was joined here.
+    fn forget(&mut self, id: SessionId) -> Option<Carrier> {
+        let joined = self.sessions.remove(&id)?;
+        if let Some(events) = &self.events {
+            events.gone(joined.room, id);
+        }
+        Some(joined.carrier)
+    }
+}
+
+impl Core for Inner {
+    fn packet(&mut self, now: Instant, id: SessionId, class: PacketClass, plain: &[u8]) {
+        let (place, input) = match class {
+            PacketClass::Rtp => (
+                "rtp",
+                Input::Rtp {
+                    from: id,
+                    packet: plain,
+                },
+            ),
+            // The ports classify before they hand a packet over: what is not RTP is RTCP.
+            PacketClass::Rtcp | PacketClass::Other => (
+                "rtcp",
+                Input::Rtcp {
+                    from: id,
+                    packet: plain,
+                },
+            ),
+        };
+        self.input(place, now, input);
+    }
+
+    fn set_path(&mut self, now: Instant, id: SessionId, max_packet: usize, send_bps: Option<u64>) {
+        let path = Input::SetPath {
+            session: id,
+            max_packet,
+            send_bps,
+        };
+        self.input("path", now, path);
+    }
+
+    fn leave(&mut self, now: Instant, id: SessionId) {
+        self.input("command", now, Input::Leave(id));
+        self.forget(id);
+    }
+
+    fn session_by_ssrc(&self, ssrc: u32) -> Option<SessionId> {
+        self.relay.session_by_ssrc(ssrc)
+    }
+
+    fn max_packet(&self) -> usize {
+        self.relay.config().max_packet_bytes
+    }
+
+    fn drop_packet(&mut self, reason: &'static str) {
+        self.exporter.drop(reason);
+    }
+}
+
+/// The next input of `port` when there is one; otherwise never completes.
+async fn next_of<P: Port>(port: &mut Option<P>) -> P::Input {
+    match port {
+        Some(port) => port.next().await,
         None => std::future::pending().await,
     }
 }

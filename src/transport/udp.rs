@@ -1,15 +1,15 @@
-//! RTP/RTCP over UDP with SRTP: the UDP port of the relay task ([`super::shard`]).
+//! RTP/RTCP over UDP with SRTP: the UDP [`Port`] of a shard ([`super::shard`]).
 //!
-//! The relay task owns the socket and every UDP session's transport state (SRTP
-//! contexts, latched address); this module reads datagrams into core inputs and protects
-//! and sends the core's packets for UDP sessions.
+//! The port owns the shard's socket and every UDP session's transport state (SRTP
+//! contexts, latched address); it reads datagrams into core inputs and protects and sends
+//! the core's packets for UDP sessions.
 //!
 //! # Receive path
 //!
 //! Datagrams are demultiplexed on the one port (rtcp-mux, RFC 5761) by [`classify`]; the
 //! SSRC in the clear header (RTP: the SSRC field; RTCP: the sender SSRC) names the session.
 //! The packet is unprotected with that session's keys, and the first packet that
-//! authenticates **latches** the session to its source address (`docs/security.md`); after that,
+//! authenticates **latches** the session to its source address; after that,
 //! packets for the session from any other address are dropped before decryption
 //! (`address_mismatch`). A failed packet never latches, so a forger cannot steal or block
 //! another session's address; nor can it poison the replay window, which SRTP moves only
@@ -37,26 +37,18 @@
 //! [`SrtpError::IndexReuse`]) is dropped and counted by reason.
 
 use super::batch::SendBatch;
-use super::command::{CommandError, RelayHandle, SrtpKeys};
-use super::quic::QuicShard;
+use super::command::{CommandError, SrtpKeys};
+use super::port::{Core, Port, RECV_BATCH};
 use super::recv::{Datagram, RecvBatch};
-use super::shard::{Link, Shard, deliver};
-use super::shards::RoomDirectory;
-use super::webrtc::WebRtcShard;
 use crate::metrics::export::StatsExporter;
 use crate::metrics::{Metrics, TransportCounters};
-use crate::relay::{Input, Relay, Transmit};
+use crate::relay::{SessionId, Transmit};
 use crate::rtp::{KeyMaterial, PacketClass, SrtpError, SrtpProfile, SrtpSession, classify};
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 use tokio::net::UdpSocket;
-use tokio::task::JoinHandle;
-
-/// Datagrams read per wake-up before the task looks at its other inputs again.
-pub const RECV_BATCH: usize = 64;
 
 /// Room in a receive slot beyond the relay's packet limit: SRTP's tag and MKI, and
 /// enough that a datagram just over the limit is seen whole and refused by size.
@@ -78,8 +70,6 @@ pub struct UdpConfig {
     /// [`JoinCommand::profile`] (where `None` means plain RTP); the control plane applies
     /// this default before sending the command.
     pub default_profile: SrtpProfile,
-    /// The room directory of a sharded relay: told of every session this task forgets.
-    pub directory: Option<Arc<RoomDirectory>>,
     /// Socket receive buffer to ask for, bytes (`None`: the kernel's default).
     pub recv_buffer: Option<usize>,
     /// Socket send buffer to ask for, bytes (`None`: the kernel's default).
@@ -87,92 +77,18 @@ pub struct UdpConfig {
 }
 
 impl UdpConfig {
-    /// The defaults for `bind`: SRTP only, the default profile, no directory, the
-    /// kernel's socket buffers.
+    /// The defaults for `bind`: SRTP only, the default profile, the kernel's socket
+    /// buffers.
     pub fn new(bind: SocketAddr) -> Self {
         Self {
             bind,
             advertise: None,
             insecure_plain_rtp: false,
             default_profile: SrtpProfile::default(),
-            directory: None,
             recv_buffer: None,
             send_buffer: None,
         }
     }
-}
-
-/// A running relay task with its transports.
-pub struct UdpTransport {
-    /// Handle for the control plane.
-    pub handle: RelayHandle,
-    /// The bound UDP address.
-    pub local_addr: SocketAddr,
-    /// The relay task; it ends when every handle is dropped.
-    pub task: JoinHandle<()>,
-}
-
-/// Binds the UDP socket and spawns the relay task that owns `relay`, UDP only.
-pub async fn spawn(cfg: UdpConfig, relay: Relay, metrics: Metrics) -> io::Result<UdpTransport> {
-    spawn_with(cfg, None, None, relay, metrics).await
-}
-
-/// Binds the UDP socket and spawns the relay task that owns `relay`, hosting this shard's
-/// share of the QUIC endpoint when `quic` is given and of the WebRTC port when `webrtc`
-/// is.
-pub async fn spawn_with(
-    cfg: UdpConfig,
-    quic: Option<QuicShard>,
-    webrtc: Option<WebRtcShard>,
-    relay: Relay,
-    metrics: Metrics,
-) -> io::Result<UdpTransport> {
-    let socket = UdpSocket::bind(cfg.bind).await?;
-    size_buffers(&socket, cfg.recv_buffer, cfg.send_buffer)?;
-    let local_addr = socket.local_addr()?;
-    let slot = relay.config().max_packet_bytes + RECV_SLOT_SPARE;
-    let mut relay = relay;
-    // The core's NTP time (RTCP reports) from one reading of both clocks.
-    let since_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let _ = relay.handle_input(Instant::now(), Input::SetWallclock { since_unix });
-    let udp = UdpPort {
-        counters: metrics.transport(TRANSPORT),
-        socket,
-        rtp_addr: cfg.advertise.unwrap_or(local_addr),
-        insecure_plain_rtp: cfg.insecure_plain_rtp,
-        recv: RecvBatch::new(RECV_BATCH, slot),
-        batch: SendBatch::default(),
-    };
-    let (quic, events) = match quic {
-        Some(q) => (Some(q.port), Some(q.events)),
-        None => (None, None),
-    };
-    let (webrtc, inbox) = match webrtc {
-        Some(w) => {
-            let (port, inbox) = w.start();
-            (Some(port), Some(inbox))
-        }
-        None => (None, None),
-    };
-    let shard = Shard {
-        relay,
-        exporter: StatsExporter::new(&metrics),
-        metrics,
-        links: HashMap::new(),
-        rooms: HashMap::new(),
-        directory: cfg.directory,
-        udp,
-        quic,
-        webrtc,
-    };
-    let (handle, task) = shard.spawn(events, inbox);
-    Ok(UdpTransport {
-        handle,
-        local_addr,
-        task,
-    })
 }
 
 /// Asks for the configured socket buffers and logs what the kernel granted.
@@ -212,56 +128,49 @@ enum Security {
 /// [`SrtpSession::protect_rtp_slice`] or [`SrtpSession::protect_rtcp_slice`].
 type Protect = fn(&mut SrtpSession, &mut [u8], usize) -> Result<usize, SrtpError>;
 
-/// What the relay task owns for UDP.
+/// What a shard owns for UDP.
 pub(super) struct UdpPort {
-    pub(super) socket: UdpSocket,
+    socket: UdpSocket,
     counters: TransportCounters,
     /// What join answers advertise.
     pub(super) rtp_addr: SocketAddr,
     insecure_plain_rtp: bool,
+    /// Each UDP session's transport state.
+    peers: HashMap<SessionId, Peer>,
     /// Receive slots, reused for every batch.
     recv: RecvBatch,
     /// Outgoing datagrams, sent together.
     batch: SendBatch,
+    /// Datagrams the core took in the last batch.
+    accepted: u32,
 }
 
-impl Shard {
-    /// Reads up to [`RECV_BATCH`] datagrams and handles them, then sends everything they
-    /// produced together (one `sendmmsg` per [`super::batch::SEND_BATCH`] datagrams). Each accepted
-    /// datagram's latency runs from the batch's arrival to the end of that send.
-    pub(super) async fn receive_batch(&mut self) {
-        let now = Instant::now();
-        let mut accepted = 0u32;
-        let mut recv = std::mem::take(&mut self.udp.recv);
-        let n = match recv.recv(&self.udp.socket) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
-            Err(e) => {
-                // ICMP errors surfaced by some platforms; nothing to do for one datagram.
-                tracing::debug!(error = %e, "UDP receive error");
-                0
-            }
-        };
-        for i in 0..n {
-            self.udp.counters.packets_in.inc();
-            let verdict = match recv.datagram(i) {
-                Datagram::Whole(datagram, from) => {
-                    self.udp.counters.bytes_in.inc_by(datagram.len() as u64);
-                    self.ingest(now, datagram, from)
-                }
-                Datagram::Unusable => Err("oversized"),
-            };
-            match verdict {
-                Ok(()) => accepted += 1,
-                Err(reason) => self.exporter.drop(reason),
-            }
-        }
-        self.udp.recv = recv;
-        self.end_batch(now).await;
-        let latency = now.elapsed().as_secs_f64();
-        for _ in 0..accepted {
-            self.udp.counters.latency.observe(latency);
-        }
+impl UdpPort {
+    /// Binds the socket for `cfg`, with receive slots for packets up to `max_packet`
+    /// bytes.
+    pub(super) async fn bind(
+        cfg: &UdpConfig,
+        max_packet: usize,
+        metrics: &Metrics,
+    ) -> io::Result<Self> {
+        let socket = UdpSocket::bind(cfg.bind).await?;
+        size_buffers(&socket, cfg.recv_buffer, cfg.send_buffer)?;
+        let local_addr = socket.local_addr()?;
+        Ok(Self {
+            counters: metrics.transport(TRANSPORT),
+            socket,
+            rtp_addr: cfg.advertise.unwrap_or(local_addr),
+            insecure_plain_rtp: cfg.insecure_plain_rtp,
+            peers: HashMap::new(),
+            recv: RecvBatch::new(RECV_BATCH, max_packet + RECV_SLOT_SPARE),
+            batch: SendBatch::default(),
+            accepted: 0,
+        })
+    }
+
+    /// Where the socket is bound.
+    pub(super) fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
     }
 
     /// Authenticates one datagram, latches its session's address and hands the plaintext
@@ -271,6 +180,7 @@ impl Shard {
         now: Instant,
         datagram: &mut [u8],
         from: SocketAddr,
+        core: &mut impl Core,
     ) -> Result<(), &'static str> {
         let class = classify(datagram);
         let ssrc_at = match class {
@@ -279,8 +189,8 @@ impl Shard {
             PacketClass::Other => return Err("not_rtp"),
         };
         let ssrc = be32(datagram, ssrc_at).ok_or("too_short")?;
-        let id = self.relay.session_by_ssrc(ssrc).ok_or("unknown_ssrc")?;
-        let Some(Link::Udp(peer)) = self.links.get_mut(&id) else {
+        let id = core.session_by_ssrc(ssrc).ok_or("unknown_ssrc")?;
+        let Some(peer) = self.peers.get_mut(&id) else {
             return Err("not_udp_session");
         };
         if peer.addr.is_some_and(|a| a != from) {
@@ -299,15 +209,90 @@ impl Shard {
             tracing::debug!(session = id, addr = %from, "session latched");
             peer.addr = Some(from);
         }
-        deliver(&mut self.relay, &self.metrics, now, id, class, plain);
+        core.packet(now, id, class, plain);
         Ok(())
+    }
+
+    /// A new UDP session's link: its SRTP context and the keys its join answer carries.
+    pub(super) fn new_link(
+        &self,
+        profile: Option<SrtpProfile>,
+    ) -> Result<(Peer, Option<SrtpKeys>), CommandError> {
+        let (sec, keys) = match profile {
+            None if !self.insecure_plain_rtp => return Err(CommandError::PlainRtpDisabled),
+            None => (Security::Plain, None),
+            Some(profile) => {
+                let (srtp, keys) = new_session(profile).map_err(|e| {
+                    // The OS random source failing leaves the relay unable to key anyone.
+                    tracing::error!(error = %e, "cannot make SRTP keys");
+                    CommandError::Stopped
+                })?;
+                (Security::Keyed(Box::new(srtp)), Some(keys))
+            }
+        };
+        Ok((Peer { sec, addr: None }, keys))
+    }
+
+    /// Keeps a joined session's link until [`Port::forget`].
+    pub(super) fn register(&mut self, id: SessionId, peer: Peer) {
+        self.peers.insert(id, peer);
     }
 }
 
-impl UdpPort {
-    /// Protects one packet for a UDP session into the send batch; sent by
-    /// [`UdpPort::send_queued`].
-    pub(super) fn queue(&mut self, peer: &mut Peer, t: &Transmit<'_>, stats: &mut StatsExporter) {
+impl Port for UdpPort {
+    /// The socket is readable (or says why not).
+    type Input = io::Result<()>;
+
+    async fn next(&mut self) -> io::Result<()> {
+        self.socket.readable().await
+    }
+
+    /// Reads up to [`RECV_BATCH`] datagrams with one `recvmmsg` and handles them.
+    fn receive(&mut self, now: Instant, ready: io::Result<()>, core: &mut impl Core) {
+        if let Err(e) = ready {
+            return tracing::warn!(error = %e, "UDP socket not readable");
+        }
+        let mut accepted = 0u32;
+        let mut recv = std::mem::take(&mut self.recv);
+        let n = match recv.recv(&self.socket) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            Err(e) => {
+                // ICMP errors surfaced by some platforms; nothing to do for one datagram.
+                tracing::debug!(error = %e, "UDP receive error");
+                0
+            }
+        };
+        for i in 0..n {
+            self.counters.packets_in.inc();
+            let verdict = match recv.datagram(i) {
+                Datagram::Whole(datagram, from) => {
+                    self.counters.bytes_in.inc_by(datagram.len() as u64);
+                    self.ingest(now, datagram, from, core)
+                }
+                Datagram::Unusable => Err("oversized"),
+            };
+            match verdict {
+                Ok(()) => accepted += 1,
+                Err(reason) => core.drop_packet(reason),
+            }
+        }
+        self.recv = recv;
+        self.accepted = accepted;
+    }
+
+    fn observe_latency(&mut self, seconds: f64) {
+        for _ in 0..std::mem::take(&mut self.accepted) {
+            self.counters.latency.observe(seconds);
+        }
+    }
+
+    /// Protects one packet into the send batch (nothing for a session that has not
+    /// latched an address yet).
+    fn queue(&mut self, _now: Instant, t: &Transmit<'_>, stats: &mut StatsExporter) {
+        let Some(peer) = self.peers.get_mut(&t.session) else {
+            return;
+        };
         let Some(addr) = peer.addr else {
             return;
         };
@@ -334,7 +319,7 @@ impl UdpPort {
     }
 
     /// Sends the batch (one `sendmmsg` per [`super::batch::SEND_BATCH`] datagrams).
-    pub(super) async fn send_queued(&mut self) {
+    async fn send_queued(&mut self) {
         if !self.batch.is_empty() {
             let sent = self.batch.flush(&self.socket).await;
             self.counters.packets_out.inc_by(sent.packets);
@@ -342,24 +327,8 @@ impl UdpPort {
         }
     }
 
-    /// A new UDP session's link: its SRTP context and the keys its join answer carries.
-    pub(super) fn new_link(
-        &self,
-        profile: Option<SrtpProfile>,
-    ) -> Result<(Peer, Option<SrtpKeys>), CommandError> {
-        let (sec, keys) = match profile {
-            None if !self.insecure_plain_rtp => return Err(CommandError::PlainRtpDisabled),
-            None => (Security::Plain, None),
-            Some(profile) => {
-                let (srtp, keys) = new_session(profile).map_err(|e| {
-                    // The OS random source failing leaves the relay unable to key anyone.
-                    tracing::error!(error = %e, "cannot make SRTP keys");
-                    CommandError::Stopped
-                })?;
-                (Security::Keyed(Box::new(srtp)), Some(keys))
-            }
-        };
-        Ok((Peer { sec, addr: None }, keys))
+    fn forget(&mut self, id: SessionId) {
+        self.peers.remove(&id);
     }
 }
 

@@ -6,7 +6,8 @@ use gsrelay::metrics::Metrics;
 use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
 use gsrelay::transport::command::{JoinAnswer, JoinCommand, TransportRequest};
 use gsrelay::transport::quic::{self, QuicConfig, QuicEndpoint};
-use gsrelay::transport::udp::{self, UdpConfig, UdpTransport};
+use gsrelay::transport::shard::{self, ShardSetup, ShardTask};
+use gsrelay::transport::udp::UdpConfig;
 use gsrelay::wire::{Dialect, Object};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -21,7 +22,7 @@ pub fn loopback() -> SocketAddr {
 
 /// A running relay: its UDP transport, its QUIC endpoint, its metrics.
 pub struct Harness {
-    pub t: UdpTransport,
+    pub t: ShardTask,
     pub quic: QuicEndpoint,
     pub metrics: Metrics,
 }
@@ -33,9 +34,18 @@ impl Harness {
         let udp_cfg = UdpConfig::new(loopback());
         let (quic, mut shards) = quic::bind(quic, &metrics, 1).unwrap();
         let relay = Relay::new(relay, 7);
-        let t = udp::spawn_with(udp_cfg, shards.pop(), None, relay, metrics.clone())
-            .await
-            .unwrap();
+        let t = shard::spawn_with(
+            ShardSetup {
+                udp: udp_cfg,
+                quic: shards.pop(),
+                webrtc: None,
+                events: None,
+            },
+            relay,
+            metrics.clone(),
+        )
+        .await
+        .unwrap();
         Self { t, quic, metrics }
     }
 

@@ -244,7 +244,6 @@ pub struct Attached {
 /// One shard's share of the QUIC endpoint: its port and the inbox its connections feed.
 pub struct QuicShard {
     pub(super) port: QuicPort,
-    pub(super) events: mpsc::Receiver<QuicEvent>,
 }
 
 /// The bound endpoint; dropping it closes every connection ("relay stopped") and stops
@@ -292,8 +291,15 @@ pub fn bind(
         let (tx, events) = mpsc::channel(INBOX_DEPTH);
         inboxes.push(tx);
         let shard = u8::try_from(k).map_err(io::Error::other)?;
-        let port = QuicPort::new(shard, advertised, certs.clone(), cfg.token_ttl, metrics);
-        parts.push(QuicShard { port, events });
+        let port = QuicPort::new(
+            events,
+            shard,
+            advertised,
+            certs.clone(),
+            cfg.token_ttl,
+            metrics,
+        );
+        parts.push(QuicShard { port });
     }
     let limits = conn::Limits {
         token_timeout: cfg.token_timeout,

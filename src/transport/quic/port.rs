@@ -1,18 +1,17 @@
-//! The relay task's side of QUIC: session tokens, each QUIC session's connection, QUIC
-//! events as core inputs, and the core's packets as DATAGRAM frames or stream frames.
+//! A shard's QUIC [`Port`]: session tokens, each QUIC session's connection, QUIC events
+//! as core inputs, and the core's packets as DATAGRAM frames or stream frames.
 //! RoQ and WebTransport sessions differ here only in their datagrams' header and their
 //! metrics' `transport` label ([`Protocol`]).
 
 use super::conn::ErrorCode;
 use super::{Attached, Certificates, Protocol, QuicEvent, Token};
+use crate::metrics::export::StatsExporter;
 use crate::metrics::{Metrics, TransportCounters};
-use crate::relay::{Input, SessionId, Transmit};
+use crate::relay::{SessionId, Transmit};
 use crate::rtp::{PacketClass, classify};
 use crate::transport::command::{CommandError, QuicAnswer};
-use crate::transport::guard::guarded;
+use crate::transport::port::{Core, Inbox, Port, RECV_BATCH};
 use crate::transport::roq;
-use crate::transport::shard::{Link, Shard, deliver};
-use crate::transport::udp::RECV_BATCH;
 use bytes::{Bytes, BytesMut};
 use quinn::SendDatagramError;
 use std::collections::HashMap;
@@ -48,8 +47,15 @@ struct Live {
     max_datagram: Option<usize>,
 }
 
-/// What the relay task owns for QUIC.
+/// What a shard owns for QUIC.
 pub(in crate::transport) struct QuicPort {
+    /// Events from the shard's connections.
+    inbox: Inbox<QuicEvent>,
+    /// Each QUIC session's link.
+    peers: HashMap<SessionId, Peer>,
+    /// Packets the core took in the last batch, by [`Protocol::index`].
+    packets: [u32; 2],
+    metrics: Metrics,
     /// The shard this port belongs to: the first byte of its tokens.
     shard: u8,
     addr: SocketAddr,
@@ -66,6 +72,7 @@ pub(in crate::transport) struct QuicPort {
 
 impl QuicPort {
     pub(super) fn new(
+        inbox: mpsc::Receiver<QuicEvent>,
         shard: u8,
         addr: SocketAddr,
         certs: Arc<Certificates>,
@@ -73,6 +80,10 @@ impl QuicPort {
         m: &Metrics,
     ) -> Self {
         Self {
+            inbox: Inbox::new(inbox),
+            peers: HashMap::new(),
+            packets: [0; 2],
+            metrics: m.clone(),
             shard,
             addr,
             certs,
@@ -106,8 +117,9 @@ impl QuicPort {
         })
     }
 
-    /// Makes the joined session's token usable; answers what its join returns.
-    pub(in crate::transport) fn register(&mut self, id: SessionId, peer: &mut Peer) -> QuicAnswer {
+    /// Keeps a joined session's link and makes its token usable; answers what its join
+    /// returns.
+    pub(in crate::transport) fn register(&mut self, id: SessionId, mut peer: Peer) -> QuicAnswer {
         // The flow identifier only has to be the session's own: a two-byte varint
         // derived from the session id exercises a peer's varint parsing from the start.
         peer.flow_id = 0x40 | (id & 0x3fbf);
@@ -117,70 +129,53 @@ impl QuicPort {
             self.sweep_at = (self.tokens.len() * 2).max(64);
         }
         self.tokens.insert(peer.token, (id, peer.expires));
-        QuicAnswer {
+        let answer = QuicAnswer {
             addr: self.addr,
             alpn: peer.protocol.alpn(),
             cert_sha256: self.certs.sha256(),
             self_signed: self.certs.generated(),
             flow_id: peer.flow_id,
             session_token: peer.token.to_string(),
-        }
-    }
-
-    /// Forgets a removed session: its token, and its connection (closed).
-    pub(in crate::transport) fn forget(&mut self, peer: Peer) {
-        self.tokens.remove(&peer.token);
-        if let Some(live) = peer.live {
-            live.conn
-                .close(ErrorCode::SessionClosed.code(), b"session closed");
-        }
+        };
+        self.peers.insert(id, peer);
+        answer
     }
 
     /// Sends one packet to a QUIC session: a DATAGRAM frame when it fits the peer's
     /// current maximum, else a frame on the session's unidirectional stream.
-    pub(in crate::transport) fn send(
-        &mut self,
-        peer: &mut Peer,
-        t: &Transmit<'_>,
-        metrics: &Metrics,
-    ) {
-        let Some(live) = &peer.live else {
-            return;
-        };
+    fn send(&mut self, t: &Transmit<'_>) {
         if t.class == PacketClass::Other {
             return;
         }
-        let datagram_len = roq::varint_len(peer.flow_id) + t.bytes.len();
+        let Some(Peer {
+            protocol,
+            flow_id,
+            live: Some(live),
+            ..
+        }) = self.peers.get(&t.session)
+        else {
+            return;
+        };
+        let (protocol, flow_id) = (*protocol, *flow_id);
+        let datagram_len = roq::varint_len(flow_id) + t.bytes.len();
         if live.max_datagram.is_some_and(|max| datagram_len <= max) {
-            let header = peer.protocol.datagram_header();
-            let frame = self.frame(header, peer.flow_id, t.bytes);
+            let header = protocol.datagram_header();
+            let frame = frame(&mut self.arena, header, flow_id, t.bytes);
             // quinn's own send: the frame already holds the HTTP/3 header, so the
             // library's (which copies each datagram to prepend it) is not needed.
             match quinn::Connection::send_datagram(&live.conn, frame) {
-                Ok(()) => return self.count_out(peer.protocol, datagram_len),
+                Ok(()) => return self.count_out(protocol, datagram_len),
                 // The path shrank since the last look: the stream carries it.
                 Err(SendDatagramError::TooLarge) => {}
-                Err(_) => return metrics.drop("quic_send_failed"),
+                Err(_) => return self.metrics.drop("quic_send_failed"),
             }
         }
-        let frame = self.frame(&[], t.bytes.len() as u64, t.bytes);
+        let frame = frame(&mut self.arena, &[], t.bytes.len() as u64, t.bytes);
         let len = frame.len();
         match live.stream.try_send(frame) {
-            Ok(()) => self.count_out(peer.protocol, len),
-            Err(_) => metrics.drop("quic_stream_full"),
+            Ok(()) => self.count_out(protocol, len),
+            Err(_) => self.metrics.drop("quic_stream_full"),
         }
-    }
-
-    /// `header`, then `prefix` as a varint, then `packet`, carved from the arena.
-    fn frame(&mut self, header: &[u8], prefix: u64, packet: &[u8]) -> Bytes {
-        let len = header.len() + roq::varint_len(prefix) + packet.len();
-        if self.arena.capacity() - self.arena.len() < len {
-            self.arena.reserve(ARENA.max(len));
-        }
-        self.arena.extend_from_slice(header);
-        roq::write_varint(prefix, &mut self.arena);
-        self.arena.extend_from_slice(packet);
-        self.arena.split().freeze()
     }
 
     fn count_out(&self, protocol: Protocol, bytes: usize) {
@@ -190,51 +185,56 @@ impl QuicPort {
     }
 }
 
-impl Shard {
-    /// Handles `first` and whatever else the QUIC inbox holds, up to [`RECV_BATCH`]
-    /// events, then sends what they produced.
-    pub(in crate::transport) async fn quic_batch(
-        &mut self,
-        first: QuicEvent,
-        inbox: &mut mpsc::Receiver<QuicEvent>,
-    ) {
-        let now = Instant::now();
-        // Packets the core took, by `Protocol::index`.
-        let mut packets = [0u32; 2];
-        let mut take = |shard: &mut Self, event| {
-            if let Some(p) = shard.quic_event(now, event) {
-                packets[p.index()] += 1;
-            }
-        };
-        take(self, first);
+impl Port for QuicPort {
+    type Input = QuicEvent;
+
+    /// The next event from a connection; never, once every connection task is gone.
+    async fn next(&mut self) -> QuicEvent {
+        self.inbox.recv().await
+    }
+
+    /// Handles `first` and whatever else the inbox holds, up to [`RECV_BATCH`] events.
+    fn receive(&mut self, now: Instant, first: QuicEvent, core: &mut impl Core) {
+        self.event(now, first, core);
         for _ in 1..RECV_BATCH {
-            match inbox.try_recv() {
-                Ok(event) => take(self, event),
-                Err(_) => break,
-            }
+            let Some(event) = self.inbox.try_recv() else {
+                break;
+            };
+            self.event(now, event, core);
         }
-        self.end_batch(now).await;
-        if let Some(port) = &self.quic {
-            let latency = now.elapsed().as_secs_f64();
-            for (counters, n) in port.counters.iter().zip(packets) {
-                for _ in 0..n {
-                    counters.latency.observe(latency);
-                }
+    }
+
+    fn observe_latency(&mut self, seconds: f64) {
+        for (counters, n) in self.counters.iter().zip(std::mem::take(&mut self.packets)) {
+            for _ in 0..n {
+                counters.latency.observe(seconds);
             }
         }
     }
 
-    /// A new session's link over `protocol`; refused when the relay runs no QUIC.
-    pub(in crate::transport) fn quic_link(
-        &mut self,
-        protocol: Protocol,
-    ) -> Result<Link, CommandError> {
-        let port = self.quic.as_mut().ok_or(CommandError::QuicDisabled)?;
-        Ok(Link::Quic(port.new_link(protocol)?))
+    fn queue(&mut self, _now: Instant, t: &Transmit<'_>, _stats: &mut StatsExporter) {
+        self.send(t);
     }
 
-    /// Handles one event; the protocol of the session when it was a packet the core took.
-    fn quic_event(&mut self, now: Instant, event: QuicEvent) -> Option<Protocol> {
+    /// Nothing: QUIC sends as it queues.
+    async fn send_queued(&mut self) {}
+
+    /// Forgets a removed session: its token, and its connection (closed).
+    fn forget(&mut self, id: SessionId) {
+        let Some(peer) = self.peers.remove(&id) else {
+            return;
+        };
+        self.tokens.remove(&peer.token);
+        if let Some(live) = peer.live {
+            live.conn
+                .close(ErrorCode::SessionClosed.code(), b"session closed");
+        }
+    }
+}
+
+impl QuicPort {
+    /// Handles one event, counting a packet the core took by its session's protocol.
+    fn event(&mut self, now: Instant, event: QuicEvent, core: &mut impl Core) {
         match event {
             QuicEvent::Attach {
                 token,
@@ -243,19 +243,15 @@ impl Shard {
                 stream,
                 reply,
             } => {
-                let _ = reply.send(self.attach(now, token, protocol, conn, stream));
-                None
+                let _ = reply.send(self.attach(now, token, protocol, conn, stream, core));
             }
             QuicEvent::Packet {
                 session,
                 conn,
                 data,
-            } => match self.quic_packet(now, session, conn, &data) {
-                Ok(protocol) => Some(protocol),
-                Err(reason) => {
-                    self.exporter.drop(reason);
-                    None
-                }
+            } => match self.packet(now, session, conn, &data, core) {
+                Ok(protocol) => self.packets[protocol.index()] += 1,
+                Err(reason) => core.drop_packet(reason),
             },
             QuicEvent::Path {
                 session,
@@ -263,44 +259,32 @@ impl Shard {
                 max_datagram,
                 send_bps,
             } => {
-                let peer = self.live_peer(session, conn)?;
+                let Some(peer) = self.live_peer(session, conn) else {
+                    return;
+                };
                 let flow = roq::varint_len(peer.flow_id);
                 if let Some(live) = &mut peer.live {
                     live.max_datagram = max_datagram;
                 }
                 // Without datagrams everything goes on the stream: no packet size limit.
                 let max_packet = max_datagram.map_or(usize::MAX, |m| m.saturating_sub(flow));
-                guarded(&mut self.relay, &self.metrics, "path", now, |r| {
-                    let path = Input::SetPath {
-                        session,
-                        max_packet,
-                        send_bps,
-                    };
-                    let _ = r.handle_input(now, path);
-                });
-                None
+                core.set_path(now, session, max_packet, send_bps);
             }
             QuicEvent::Closed { session, conn } => {
                 if self.live_peer(session, conn).is_some() {
                     tracing::debug!(session, "QUIC connection closed: session leaves");
-                    guarded(&mut self.relay, &self.metrics, "command", now, |r| {
-                        r.handle_input(now, Input::Leave(session))
-                    });
-                    self.unlink(session);
+                    self.forget(session);
+                    core.leave(now, session);
                 }
-                None
             }
         }
     }
 
     /// The session's peer, if `conn` is its attached connection.
     fn live_peer(&mut self, session: SessionId, conn: usize) -> Option<&mut Peer> {
-        match self.links.get_mut(&session) {
-            Some(Link::Quic(peer)) if peer.live.as_ref().is_some_and(|l| l.id == conn) => {
-                Some(peer)
-            }
-            _ => None,
-        }
+        self.peers
+            .get_mut(&session)
+            .filter(|peer| peer.live.as_ref().is_some_and(|l| l.id == conn))
     }
 
     /// Ties a connection to the session its token names, once.
@@ -311,15 +295,13 @@ impl Shard {
         protocol: Protocol,
         conn: Box<Session>,
         stream: mpsc::Sender<Bytes>,
+        core: &mut impl Core,
     ) -> Result<Attached, &'static str> {
-        let port = self.quic.as_mut().ok_or("token_invalid")?;
-        let (session, expires) = port.tokens.remove(&token).ok_or("token_invalid")?;
+        let (session, expires) = self.tokens.remove(&token).ok_or("token_invalid")?;
         if now >= expires {
             return Err("token_expired");
         }
-        let Some(Link::Quic(peer)) = self.links.get_mut(&session) else {
-            return Err("token_invalid");
-        };
+        let peer = self.peers.get_mut(&session).ok_or("token_invalid")?;
         if peer.protocol != protocol {
             return Err("token_wrong_protocol");
         }
@@ -333,43 +315,47 @@ impl Shard {
         let flow_id = peer.flow_id;
         let max_packet =
             max_datagram.map_or(usize::MAX, |m| m.saturating_sub(roq::varint_len(flow_id)));
-        guarded(&mut self.relay, &self.metrics, "path", now, |r| {
-            let path = Input::SetPath {
-                session,
-                max_packet,
-                send_bps: None,
-            };
-            let _ = r.handle_input(now, path);
-        });
+        core.set_path(now, session, max_packet, None);
         Ok(Attached {
             session,
             flow_id,
-            max_packet: self.relay.config().max_packet_bytes,
+            max_packet: core.max_packet(),
         })
     }
 
     /// One packet from a QUIC session's connection, to the core.
-    fn quic_packet(
+    fn packet(
         &mut self,
         now: Instant,
         session: SessionId,
         conn: usize,
         data: &[u8],
+        core: &mut impl Core,
     ) -> Result<Protocol, &'static str> {
         let protocol = self
             .live_peer(session, conn)
             .ok_or("quic_stale_connection")?
             .protocol;
-        if let Some(port) = &self.quic {
-            let c = port.counters(protocol);
-            c.packets_in.inc();
-            c.bytes_in.inc_by(data.len() as u64);
-        }
+        let c = self.counters(protocol);
+        c.packets_in.inc();
+        c.bytes_in.inc_by(data.len() as u64);
         let class = classify(data);
         if class == PacketClass::Other {
             return Err("not_rtp");
         }
-        deliver(&mut self.relay, &self.metrics, now, session, class, data);
+        core.packet(now, session, class, data);
         Ok(protocol)
     }
+}
+
+/// `header`, then `prefix` as a varint, then `packet`, carved from `arena`.
+fn frame(arena: &mut BytesMut, header: &[u8], prefix: u64, packet: &[u8]) -> Bytes {
+    let len = header.len() + roq::varint_len(prefix) + packet.len();
+    if arena.capacity() - arena.len() < len {
+        arena.reserve(ARENA.max(len));
+    }
+    arena.extend_from_slice(header);
+    roq::write_varint(prefix, arena);
+    arena.extend_from_slice(packet);
+    arena.split().freeze()
 }

@@ -11,26 +11,25 @@
 //!   a connectivity check from it passed. Each datagram goes to the owning shard's relay
 //!   task over a bounded channel; when that is full the datagram is dropped and counted
 //!   (`webrtc_inbound_full`), never queued.
-//! - [`port`], [`shell`] and [`peer`]: the relay task's side. Each shard owns the peer
+//! - [`port`], [`shell`] and [`peer`]: the shard's side. Each shard owns the peer
 //!   connections of its sessions ([`peer`]) and drives them (DTLS, SCTP, data channels) on
-//!   its own thread: [`shell`] takes the datagrams and deadlines, [`port`] routes, sends
-//!   and meters. A data-channel message in is one RTP or RTCP packet for the core, and
+//!   its own thread: [`shell`] is the port as the shard sees it (datagrams, deadlines,
+//!   sends), [`port`] routes, sends and meters. A data-channel message in is one RTP or RTCP packet for the core, and
 //!   each packet the core sends a WebRTC session is one message out. DTLS protects them:
 //!   no SRTP.
 //! - [`meter`]: a session's send budget from its SCTP send queue.
-//! - [`offer`]: the check of a join's SDP offer.
+//! - [`super::offer`]: the check of a join's SDP offer.
 //!
 //! The signalling is one HTTP exchange in the style of WHIP (RFC 9725): the join carries
 //! the offer and its answer the relay's SDP answer (`docs/transports.md`).
 
 mod demux;
 mod meter;
-mod offer;
 mod peer;
 mod port;
 mod shell;
 
-pub use offer::{OfferError, check_offer};
+pub use super::offer::{OfferError, check_offer};
 pub(super) use peer::Peer;
 pub(super) use port::WebRtcPort;
 
@@ -112,17 +111,17 @@ pub struct WebRtcShard {
 }
 
 impl WebRtcShard {
-    /// Its port, and the inbox the reader feeds.
-    pub(super) fn start(self) -> (WebRtcPort, mpsc::Receiver<Inbound>) {
-        let port = WebRtcPort::new(
+    /// Its port, fed by the reader.
+    pub(super) fn start(self) -> WebRtcPort {
+        WebRtcPort::new(
+            self.inbox,
             self.shard,
             self.socket,
             self.routes,
             &self.cfg,
             self.local_addr,
             &self.metrics,
-        );
-        (port, self.inbox)
+        )
     }
 }
 

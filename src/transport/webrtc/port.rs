@@ -1,22 +1,23 @@
-//! The relay task's WebRTC port: routes to each session's peer connection (by ufrag and by
+//! A shard's WebRTC port: each session's peer connection, routes to it (by ufrag and by
 //! checked address), data-channel messages as core inputs, the core's packets as
-//! data-channel messages, the datagrams they make, and each session's send cap.
+//! data-channel messages, the datagrams they make, and each session's send cap. Its
+//! inputs and timers, as a [`crate::transport::port::Port`], are in [`super::shell`].
 //!
 //! `rtc` takes and gives owned buffers: datagrams arrive split off the reader's arena and
 //! outgoing messages are carved from this port's, so the relay itself allocates once per
 //! arena, not per packet (the stack's DTLS and SCTP layers allocate inside `rtc`).
 
+use super::Inbound;
 use super::peer::Peer;
 use super::{
     CHANNEL_LABEL, MAX_SEND_PACKET, Routes, WebRtcConfig, candidate_addr, check_offer,
     new_password, new_ufrag,
 };
 use crate::metrics::{Metrics, TransportCounters};
-use crate::relay::{Input, Relay, SessionId, Transmit};
+use crate::relay::{SessionId, Transmit};
 use crate::rtp::{PacketClass, classify as classify_rtp};
 use crate::transport::command::{CommandError, WebRtcAnswer, WebRtcOffer};
-use crate::transport::guard::guarded;
-use crate::transport::shard::{Link, deliver};
+use crate::transport::port::{Core, Inbox};
 use bytes::BytesMut;
 use prometheus::{IntCounter, IntCounterVec};
 use rtc::peer_connection::message::RTCMessage;
@@ -26,6 +27,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::net::SocketAddr;
 use std::net::UdpSocket;
 use std::time::Instant;
+use tokio::sync::mpsc;
 
 /// Transport label in metrics.
 const TRANSPORT: &str = "webrtc";
@@ -37,8 +39,15 @@ const ARENA: usize = 256 * 1024;
 /// each of its interfaces); more are not routed.
 const MAX_ADDRS: usize = 8;
 
-/// What the relay task owns for WebRTC.
+/// What a shard owns for WebRTC.
 pub(in crate::transport) struct WebRtcPort {
+    /// Datagrams from the port's reader.
+    pub(super) inbox: Inbox<Inbound>,
+    /// Each WebRTC session's peer connection.
+    pub(super) peers: HashMap<SessionId, Peer>,
+    /// Packets the core took in the last batch.
+    pub(super) packets: u32,
+    pub(super) metrics: Metrics,
     shard: u8,
     socket: UdpSocket,
     bound: SocketAddr,
@@ -72,6 +81,7 @@ pub(super) struct Driven {
 
 impl WebRtcPort {
     pub(super) fn new(
+        inbox: mpsc::Receiver<Inbound>,
         shard: u8,
         socket: UdpSocket,
         routes: Routes,
@@ -80,6 +90,10 @@ impl WebRtcPort {
         m: &Metrics,
     ) -> Self {
         Self {
+            inbox: Inbox::new(inbox),
+            peers: HashMap::new(),
+            packets: 0,
+            metrics: m.clone(),
             shard,
             socket,
             bound,
@@ -122,15 +136,19 @@ impl WebRtcPort {
         Ok((peer, answer))
     }
 
-    /// Makes a joined session's peer reachable: its STUN checks route to it.
-    pub(in crate::transport) fn register(&mut self, id: SessionId, peer: &mut Peer) {
+    /// Keeps a joined session's peer and makes it reachable: its STUN checks route to it.
+    pub(in crate::transport) fn register(&mut self, id: SessionId, mut peer: Peer) {
         self.by_ufrag.insert(peer.ufrag.clone(), id);
-        self.schedule(id, peer);
+        self.schedule(id, &mut peer);
+        self.peers.insert(id, peer);
     }
 
     /// Forgets a removed session: its routes (those no other session has taken over since),
     /// and its peer connection (closed, its last datagrams sent with the next flush).
-    pub(in crate::transport) fn forget(&mut self, id: SessionId, mut peer: Peer) {
+    pub(super) fn forget_peer(&mut self, id: SessionId) {
+        let Some(mut peer) = self.peers.remove(&id) else {
+            return;
+        };
         self.by_ufrag.remove(&peer.ufrag);
         for addr in &peer.addrs {
             if self.by_addr.get(addr) == Some(&id) {
@@ -147,11 +165,6 @@ impl WebRtcPort {
         while let Some(w) = peer.pc.poll_write() {
             self.transmit(w.transport.peer_addr, &w.message);
         }
-    }
-
-    /// The earliest peer-connection deadline (possibly a stale one: an early wake-up).
-    pub(in crate::transport) fn next_timeout(&self) -> Option<Instant> {
-        self.timers.peek().map(|Reverse((t, _))| *t)
     }
 
     /// Schedules the peer's next deadline when it changed.
@@ -190,8 +203,7 @@ impl WebRtcPort {
         id: SessionId,
         peer: &mut Peer,
         checked: Option<SocketAddr>,
-        relay: &mut Relay,
-        metrics: &Metrics,
+        core: &mut impl Core,
     ) -> Driven {
         let mut out = Driven::default();
         self.take_datagrams(id, peer, checked);
@@ -204,39 +216,25 @@ impl WebRtcPort {
             self.counters.bytes_in.inc_by(msg.data.len() as u64);
             match self.packet_class(&msg.data) {
                 Ok(class) => {
-                    deliver(relay, metrics, now, id, class, &msg.data);
+                    core.packet(now, id, class, &msg.data);
                     out.packets += 1;
                 }
-                Err(reason) => metrics.drop(reason),
+                Err(reason) => self.metrics.drop(reason),
             }
         }
-        self.meter(now, id, peer, relay, metrics);
+        self.meter(now, id, peer, core);
         self.schedule(id, peer);
         out
     }
 
     /// Gives the core the session's cap when its send queue's state changed it.
-    fn meter(
-        &self,
-        now: Instant,
-        id: SessionId,
-        peer: &mut Peer,
-        relay: &mut Relay,
-        metrics: &Metrics,
-    ) {
+    fn meter(&self, now: Instant, id: SessionId, peer: &mut Peer, core: &mut impl Core) {
         let Some(queued) = peer.queued() else {
             return;
         };
         if let Some(cap) = peer.meter.update(now, peer.sent, queued, self.max_buffered) {
             tracing::debug!(session = id, cap_bps = ?cap, queued, "WebRTC send cap");
-            guarded(relay, metrics, "path", now, |r| {
-                let path = Input::SetPath {
-                    session: id,
-                    max_packet: MAX_SEND_PACKET,
-                    send_bps: cap,
-                };
-                let _ = r.handle_input(now, path);
-            });
+            core.set_path(now, id, MAX_SEND_PACKET, cap);
         }
     }
 
@@ -278,13 +276,19 @@ impl WebRtcPort {
 
     /// Sends one packet to a WebRTC session as one message on its channel; dropped and
     /// counted when the session's send queue is full.
-    pub(in crate::transport) fn send(
-        &mut self,
-        now: Instant,
-        peer: &mut Peer,
-        t: &Transmit<'_>,
-        metrics: &Metrics,
-    ) {
+    pub(super) fn send(&mut self, now: Instant, t: &Transmit<'_>) {
+        let Self {
+            peers,
+            arena,
+            dirty,
+            counters,
+            metrics,
+            max_buffered,
+            ..
+        } = self;
+        let Some(peer) = peers.get_mut(&t.session) else {
+            return;
+        };
         let Some(ch) = peer.channel else {
             return;
         };
@@ -295,36 +299,38 @@ impl WebRtcPort {
             peer.channel = None;
             return;
         };
-        if dc.outstanding_bytes() + t.bytes.len() > self.max_buffered {
+        if dc.outstanding_bytes() + t.bytes.len() > *max_buffered {
             return metrics.drop("webrtc_send_buffer_full");
         }
-        if self.arena.capacity() < t.bytes.len() {
-            self.arena.reserve(ARENA.max(t.bytes.len()));
+        if arena.capacity() < t.bytes.len() {
+            arena.reserve(ARENA.max(t.bytes.len()));
         }
-        self.arena.extend_from_slice(t.bytes);
-        let message = self.arena.split();
+        arena.extend_from_slice(t.bytes);
+        let message = arena.split();
         match dc.send(now, message) {
             Ok(()) => {
                 peer.sent += t.bytes.len() as u64;
-                self.counters.packets_out.inc();
-                self.counters.bytes_out.inc_by(t.bytes.len() as u64);
+                counters.packets_out.inc();
+                counters.bytes_out.inc_by(t.bytes.len() as u64);
             }
             Err(_) => return metrics.drop("webrtc_send_failed"),
         }
         if !peer.dirty {
             peer.dirty = true;
-            self.dirty.push(t.session);
+            dirty.push(t.session);
         }
     }
 
     /// Sends the datagrams of every session sent to since the last call.
-    pub(in crate::transport) fn send_queued(&mut self, links: &mut HashMap<SessionId, Link>) {
+    pub(super) fn send_dirty(&mut self) {
         let mut dirty = std::mem::take(&mut self.dirty);
         for id in dirty.drain(..) {
-            if let Some(Link::WebRtc(peer)) = links.get_mut(&id) {
+            // Out of the map while the port drives it (put back unchanged in place).
+            if let Some(mut peer) = self.peers.remove(&id) {
                 peer.dirty = false;
-                self.take_datagrams(id, peer, None);
-                self.schedule(id, peer);
+                self.take_datagrams(id, &mut peer, None);
+                self.schedule(id, &mut peer);
+                self.peers.insert(id, peer);
             }
         }
         self.dirty = dirty;

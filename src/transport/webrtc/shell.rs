@@ -1,84 +1,117 @@
-//! The relay task's WebRTC inputs: datagrams from the port's reader, each handed to its
-//! session's peer connection, and the peer connections' deadlines.
+//! The WebRTC port as a shard's [`Port`]: datagrams from the port's reader, each handed to
+//! its session's peer connection, the peer connections' deadlines, and the core's packets
+//! as data-channel messages.
 
 use super::demux::{Kind, classify};
 use super::{Inbound, WebRtcPort};
-use crate::metrics::Metrics;
-use crate::relay::{Input, Relay, SessionId};
-use crate::transport::guard::guarded;
-use crate::transport::shard::{Link, Shard};
-use crate::transport::udp::RECV_BATCH;
+use crate::metrics::export::StatsExporter;
+use crate::relay::{SessionId, Transmit};
+use crate::transport::port::{Core, Port, RECV_BATCH};
 use rtc::sansio::Protocol;
 use rtc::shared::TaggedBytesMut;
 use std::cmp::Reverse;
-use std::collections::HashMap;
 use std::time::Instant;
-use tokio::sync::mpsc;
 
 /// Peer-connection deadlines handled per wake-up, so a stack that keeps asking for the
-/// past cannot hold the relay task.
+/// past cannot hold the shard.
 const TIMERS_PER_WAKE: usize = 1024;
 
-/// A shard's WebRTC port and the other fields of the shard that drive its peer
-/// connections, borrowed apart.
-struct Parts<'a> {
-    port: &'a mut WebRtcPort,
-    links: &'a mut HashMap<SessionId, Link>,
-    relay: &'a mut Relay,
-    metrics: &'a Metrics,
-}
+impl Port for WebRtcPort {
+    type Input = Inbound;
 
-impl Shard {
-    /// Handles `first` and whatever else the WebRTC inbox holds, up to [`RECV_BATCH`]
-    /// datagrams, then sends what they produced.
-    pub(in crate::transport) async fn webrtc_batch(
-        &mut self,
-        first: Inbound,
-        inbox: &mut mpsc::Receiver<Inbound>,
-    ) {
-        let now = Instant::now();
-        let mut packets = self.webrtc_datagram(now, first);
+    /// The next datagram; never, once the reader is gone.
+    async fn next(&mut self) -> Inbound {
+        self.inbox.recv().await
+    }
+
+    /// Handles `first` and whatever else the inbox holds, up to [`RECV_BATCH`] datagrams.
+    fn receive(&mut self, now: Instant, first: Inbound, core: &mut impl Core) {
+        self.packets += self.datagram(now, first, core);
         for _ in 1..RECV_BATCH {
-            match inbox.try_recv() {
-                Ok(d) => packets += self.webrtc_datagram(now, d),
-                Err(_) => break,
-            }
-        }
-        self.end_batch(now).await;
-        if let Some(port) = &self.webrtc {
-            let latency = now.elapsed().as_secs_f64();
-            for _ in 0..packets {
-                port.counters.latency.observe(latency);
-            }
+            let Some(d) = self.inbox.try_recv() else {
+                break;
+            };
+            self.packets += self.datagram(now, d, core);
         }
     }
 
+    fn observe_latency(&mut self, seconds: f64) {
+        for _ in 0..std::mem::take(&mut self.packets) {
+            self.counters.latency.observe(seconds);
+        }
+    }
+
+    fn queue(&mut self, now: Instant, t: &Transmit<'_>, _stats: &mut StatsExporter) {
+        self.send(now, t);
+    }
+
+    /// Sends the datagrams of every session sent to since the last call.
+    async fn send_queued(&mut self) {
+        self.send_dirty();
+    }
+
+    fn forget(&mut self, id: SessionId) {
+        self.forget_peer(id);
+    }
+
+    /// The earliest peer-connection deadline (possibly a stale one: an early wake-up).
+    fn next_timeout(&self) -> Option<Instant> {
+        self.timers.peek().map(|Reverse((t, _))| *t)
+    }
+
+    /// Runs the peer connections whose deadline has come.
+    fn handle_timeout(&mut self, now: Instant, core: &mut impl Core) {
+        for _ in 0..TIMERS_PER_WAKE {
+            let Some(&Reverse((t, id))) = self.timers.peek() else {
+                break;
+            };
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            // Out of the map while the port drives it (put back unless it closed).
+            let Some(mut peer) = self.peers.remove(&id) else {
+                continue;
+            };
+            if peer.deadline != Some(t) {
+                self.peers.insert(id, peer);
+                continue;
+            }
+            peer.deadline = None;
+            let _ = peer.pc.handle_timeout(now);
+            let closed = self.drive(now, id, &mut peer, None, core).closed;
+            self.peers.insert(id, peer);
+            if closed {
+                self.leave(now, id, core);
+            }
+        }
+    }
+}
+
+impl WebRtcPort {
     /// One datagram to its session's peer connection; the packets it gave the core.
-    fn webrtc_datagram(&mut self, now: Instant, (from, data): Inbound) -> u32 {
-        let Some(parts) = self.webrtc_parts() else {
-            return 0;
-        };
+    fn datagram(&mut self, now: Instant, (from, data): Inbound, core: &mut impl Core) -> u32 {
         let (id, checked) = match classify(&data) {
             Ok(Kind::Stun(ufrag)) => {
                 let id = std::str::from_utf8(ufrag)
                     .ok()
-                    .and_then(|u| parts.port.by_ufrag.get(u));
+                    .and_then(|u| self.by_ufrag.get(u));
                 (id.copied(), Some(from))
             }
-            Ok(_) => (parts.port.by_addr.get(&from).copied(), None),
+            Ok(_) => (self.by_addr.get(&from).copied(), None),
             Err(reason) => {
-                parts.metrics.drop(reason);
+                self.metrics.drop(reason);
                 return 0;
             }
         };
-        let peer = id.and_then(|id| parts.links.get_mut(&id).map(|l| (id, l)));
-        let Some((id, Link::WebRtc(peer))) = peer else {
+        // Out of the map while the port drives it (put back before it may be forgotten).
+        let Some((id, mut peer)) = id.and_then(|id| self.peers.remove(&id).map(|p| (id, p))) else {
             let reason = if checked.is_some() {
                 "webrtc_unknown_username"
             } else {
                 "webrtc_unknown_address"
             };
-            parts.metrics.drop(reason);
+            self.metrics.drop(reason);
             return 0;
         };
         let context = peer.context(from);
@@ -87,80 +120,18 @@ impl Shard {
             transport: context,
             message: data,
         });
-        let driven = parts
-            .port
-            .drive(now, id, peer, checked, parts.relay, parts.metrics);
+        let driven = self.drive(now, id, &mut peer, checked, core);
+        self.peers.insert(id, peer);
         if driven.closed {
-            self.webrtc_leave(now, id);
+            self.leave(now, id, core);
         }
         driven.packets
     }
 
-    /// Runs the peer connections whose deadline has come, then sends what they produced.
-    pub(in crate::transport) async fn webrtc_timeout(&mut self) {
-        let now = Instant::now();
-        let mut closed = Vec::new();
-        {
-            let Some(parts) = self.webrtc_parts() else {
-                return;
-            };
-            let Parts {
-                port,
-                links,
-                relay,
-                metrics,
-            } = parts;
-            for _ in 0..TIMERS_PER_WAKE {
-                let Some(&Reverse((t, id))) = port.timers.peek() else {
-                    break;
-                };
-                if t > now {
-                    break;
-                }
-                port.timers.pop();
-                let Some(Link::WebRtc(peer)) = links.get_mut(&id) else {
-                    continue;
-                };
-                if peer.deadline != Some(t) {
-                    continue;
-                }
-                peer.deadline = None;
-                let _ = peer.pc.handle_timeout(now);
-                if port.drive(now, id, peer, None, relay, metrics).closed {
-                    closed.push(id);
-                }
-            }
-        }
-        for id in closed {
-            self.webrtc_leave(now, id);
-        }
-        self.end_batch(now).await;
-    }
-
-    /// The port and what its peer connections are driven with, borrowed apart; `None`
-    /// when the shard runs no WebRTC port.
-    fn webrtc_parts(&mut self) -> Option<Parts<'_>> {
-        let Self {
-            relay,
-            links,
-            webrtc,
-            metrics,
-            ..
-        } = self;
-        Some(Parts {
-            port: webrtc.as_mut()?,
-            links,
-            relay,
-            metrics,
-        })
-    }
-
     /// A session whose peer connection failed or closed leaves the room.
-    fn webrtc_leave(&mut self, now: Instant, id: SessionId) {
+    fn leave(&mut self, now: Instant, id: SessionId, core: &mut impl Core) {
         tracing::debug!(session = id, "WebRTC connection gone: session leaves");
-        guarded(&mut self.relay, &self.metrics, "command", now, |r| {
-            r.handle_input(now, Input::Leave(id))
-        });
-        self.unlink(id);
+        self.forget_peer(id);
+        core.leave(now, id);
     }
 }

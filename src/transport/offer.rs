@@ -1,4 +1,4 @@
-//! The WHIP-style signalling of a WebRTC join: the client's SDP offer is checked before
+//! The WHIP-style signalling of a WebRTC join ([`super::webrtc`]): the client's SDP offer is checked before
 //! any relay state is touched, so a malformed offer or one without a data channel is
 //! refused with a clear 422 (`docs/api.md`, "Errors").
 

@@ -1,0 +1,375 @@
+//! The room directory: which shards each room is on, with how many sessions on each, which
+//! shard each session is on, and the relay-wide caps on rooms and sessions, which no one
+//! shard can see.
+//!
+//! The control plane ([`super::shards::Shards`]) owns it and is its only caller, through
+//! the [`Directory`] trait, whose look-ups are asynchronous and may fail (a directory in a
+//! shared store is one network round trip away). Shards never call it: they report what
+//! changes on them as [`ShardEvent`]s into an [`EventSink`], and the control plane applies
+//! those to the directory in the order each shard sent them.
+//!
+//! A room may be on several shards (a [`RoomPlacement`] per shard); [`MemoryDirectory`],
+//! the in-process directory, places each room on exactly one, the least-loaded running
+//! shard when its first session joins.
+
+use crate::relay::{ControlError, SessionId};
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::mpsc;
+
+/// A directory's answer, to be awaited.
+pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, DirectoryError>> + Send + 'a>>;
+
+/// Why the directory did not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DirectoryError {
+    /// A relay-wide cap refuses the session ([`ControlError::RelayFull`],
+    /// [`ControlError::TooManyRooms`]).
+    #[error(transparent)]
+    Refused(#[from] ControlError),
+    /// The directory cannot be reached or failed.
+    #[error("the room directory is unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// One shard a room is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoomPlacement {
+    /// The shard.
+    pub shard: usize,
+    /// The room's sessions on it, joined or joining.
+    pub sessions: usize,
+}
+
+/// What a shard reports to the control plane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShardEvent {
+    /// A session joined `room` on `shard` (reported before its join is answered).
+    SessionJoined {
+        /// Its room.
+        room: Arc<str>,
+        /// The session.
+        session: SessionId,
+        /// The shard it is on.
+        shard: usize,
+    },
+    /// A session is gone from `shard`: it left, timed out, lost its connection or went
+    /// with a failed room.
+    SessionGone {
+        /// Its room.
+        room: Arc<str>,
+        /// The session.
+        session: SessionId,
+        /// The shard it was on.
+        shard: usize,
+    },
+}
+
+/// Where a shard reports its [`ShardEvent`]s; sending never blocks the shard.
+#[derive(Debug, Clone)]
+pub struct EventSink {
+    shard: usize,
+    tx: mpsc::UnboundedSender<ShardEvent>,
+}
+
+/// The control plane's end of the shards' [`EventSink`]s.
+pub type ShardEvents = mpsc::UnboundedReceiver<ShardEvent>;
+
+impl EventSink {
+    /// The same channel, for shard `shard`.
+    pub fn for_shard(&self, shard: usize) -> Self {
+        Self {
+            shard,
+            tx: self.tx.clone(),
+        }
+    }
+
+    /// Reports a session that joined `room`.
+    pub fn joined(&self, room: Arc<str>, session: SessionId) {
+        self.send(ShardEvent::SessionJoined {
+            room,
+            session,
+            shard: self.shard,
+        });
+    }
+
+    /// Reports a session gone from `room`.
+    pub fn gone(&self, room: Arc<str>, session: SessionId) {
+        self.send(ShardEvent::SessionGone {
+            room,
+            session,
+            shard: self.shard,
+        });
+    }
+
+    fn send(&self, event: ShardEvent) {
+        // The control plane gone, the relay is stopping: nobody needs the event.
+        let _ = self.tx.send(event);
+    }
+}
+
+/// A channel for shard events: a sink for shard 0 ([`EventSink::for_shard`] for the
+/// others) and the control plane's end.
+pub fn event_channel() -> (EventSink, ShardEvents) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (EventSink { shard: 0, tx }, rx)
+}
+
+/// Where rooms and sessions are. Every method answers asynchronously and may fail.
+pub trait Directory: Debug + Send + Sync {
+    /// Counts one more session of `room` against the relay-wide caps and answers the
+    /// shard it is to join: one the room is on, else one of those `usable` marks (by
+    /// shard index) as able to take a new room. A join that then fails gives the place
+    /// back with [`Directory::unplace`].
+    fn place<'a>(&'a self, room: &'a str, usable: &'a [bool]) -> Pending<'a, usize>;
+
+    /// Gives back a place whose join failed.
+    fn unplace<'a>(&'a self, room: &'a str, shard: usize) -> Pending<'a, ()>;
+
+    /// Applies what a shard reported: a session joined (it is now routed to its shard) or
+    /// is gone (its place is given back; a room with no sessions left is forgotten, so
+    /// its next join is placed anew).
+    fn apply(&self, event: ShardEvent) -> Pending<'_, ()>;
+
+    /// The shard a session is on; `None` for a session the directory does not know.
+    fn session_shard(&self, session: SessionId) -> Pending<'_, Option<usize>>;
+
+    /// The shards `room` is on; empty when it has no sessions.
+    fn room<'a>(&'a self, room: &'a str) -> Pending<'a, Vec<RoomPlacement>>;
+
+    /// Sessions on each shard, joined or joining.
+    fn load(&self) -> Pending<'_, Vec<usize>>;
+}
+
+/// The in-process directory: one map behind a lock, held only for a look-up.
+#[derive(Debug)]
+pub struct MemoryDirectory {
+    state: Mutex<State>,
+    max_rooms: usize,
+    max_sessions: usize,
+}
+
+#[derive(Debug)]
+struct State {
+    rooms: HashMap<Arc<str>, Vec<RoomPlacement>>,
+    sessions: HashMap<SessionId, usize>,
+    /// Sessions on each shard.
+    load: Vec<usize>,
+    /// Sessions on all shards.
+    total: usize,
+}
+
+impl MemoryDirectory {
+    /// A directory for `shards` shards, with no rooms, admitting at most `max_rooms`
+    /// rooms and `max_sessions` sessions over all shards.
+    pub fn new(shards: usize, max_rooms: usize, max_sessions: usize) -> Self {
+        Self {
+            state: Mutex::new(State {
+                rooms: HashMap::new(),
+                sessions: HashMap::new(),
+                load: vec![0; shards.max(1)],
+                total: 0,
+            }),
+            max_rooms,
+            max_sessions,
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        // The state stays consistent at every step a panic could interrupt.
+        f(&mut self.state.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn place_now(&self, room: &str, usable: &[bool]) -> Result<usize, ControlError> {
+        self.with(|s| {
+            if s.total >= self.max_sessions {
+                return Err(ControlError::RelayFull(self.max_sessions));
+            }
+            let open = s.rooms.len();
+            // Today's policy: a room stays on the one shard it was placed on.
+            let shard = match s.rooms.get_mut(room).and_then(|p| p.first_mut()) {
+                Some(p) => {
+                    p.sessions += 1;
+                    p.shard
+                }
+                None if open >= self.max_rooms => {
+                    return Err(ControlError::TooManyRooms(self.max_rooms));
+                }
+                None => {
+                    let shard = (0..s.load.len())
+                        .filter(|&k| usable.get(k).copied().unwrap_or(false))
+                        .min_by_key(|&k| s.load[k])
+                        .unwrap_or(0);
+                    let placed = RoomPlacement { shard, sessions: 1 };
+                    s.rooms.insert(Arc::from(room), vec![placed]);
+                    shard
+                }
+            };
+            s.load[shard] += 1;
+            s.total += 1;
+            Ok(shard)
+        })
+    }
+
+    fn apply_now(&self, event: ShardEvent) {
+        self.with(|s| match event {
+            ShardEvent::SessionJoined { session, shard, .. } => {
+                s.sessions.insert(session, shard);
+            }
+            ShardEvent::SessionGone {
+                room,
+                session,
+                shard,
+            } => {
+                s.sessions.remove(&session);
+                s.release(&room, shard);
+            }
+        });
+    }
+}
+
+impl State {
+    /// Counts one session of `room` on `shard` gone.
+    fn release(&mut self, room: &str, shard: usize) {
+        let Some(placed) = self.rooms.get_mut(room) else {
+            return;
+        };
+        let Some(i) = placed.iter().position(|p| p.shard == shard) else {
+            return;
+        };
+        placed[i].sessions = placed[i].sessions.saturating_sub(1);
+        if placed[i].sessions == 0 {
+            placed.remove(i);
+        }
+        if placed.is_empty() {
+            self.rooms.remove(room);
+        }
+        if let Some(load) = self.load.get_mut(shard) {
+            *load = load.saturating_sub(1);
+        }
+        self.total = self.total.saturating_sub(1);
+    }
+}
+
+/// An answer that is ready now.
+fn ready<'a, T: Send + 'a>(answer: Result<T, DirectoryError>) -> Pending<'a, T> {
+    Box::pin(std::future::ready(answer))
+}
+
+impl Directory for MemoryDirectory {
+    fn place<'a>(&'a self, room: &'a str, usable: &'a [bool]) -> Pending<'a, usize> {
+        ready(self.place_now(room, usable).map_err(DirectoryError::from))
+    }
+
+    fn unplace<'a>(&'a self, room: &'a str, shard: usize) -> Pending<'a, ()> {
+        self.with(|s| s.release(room, shard));
+        ready(Ok(()))
+    }
+
+    fn apply(&self, event: ShardEvent) -> Pending<'_, ()> {
+        self.apply_now(event);
+        ready(Ok(()))
+    }
+
+    fn session_shard(&self, session: SessionId) -> Pending<'_, Option<usize>> {
+        ready(Ok(self.with(|s| s.sessions.get(&session).copied())))
+    }
+
+    fn room<'a>(&'a self, room: &'a str) -> Pending<'a, Vec<RoomPlacement>> {
+        ready(Ok(
+            self.with(|s| s.rooms.get(room).cloned().unwrap_or_default())
+        ))
+    }
+
+    fn load(&self) -> Pending<'_, Vec<usize>> {
+        ready(Ok(self.with(|s| s.load.clone())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [bool; 3] = [true; 3];
+
+    fn gone(room: &str, session: SessionId, shard: usize) -> ShardEvent {
+        ShardEvent::SessionGone {
+            room: Arc::from(room),
+            session,
+            shard,
+        }
+    }
+
+    fn shards_of(d: &MemoryDirectory, room: &str) -> Vec<usize> {
+        d.with(|s| {
+            s.rooms
+                .get(room)
+                .map(|p| p.iter().map(|p| p.shard).collect())
+        })
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_room_stays_on_its_shard_until_its_last_session_goes() {
+        let d = MemoryDirectory::new(2, 10, 10);
+        let a = d.place_now("a", &ALL).unwrap();
+        let b = d.place_now("b", &ALL).unwrap();
+        assert_ne!(a, b, "the second room goes to the idle shard");
+        assert_eq!(d.place_now("a", &ALL).unwrap(), a);
+        let load = d.with(|s| s.load.clone());
+        assert_eq!(load, if a == 0 { vec![2, 1] } else { vec![1, 2] });
+        d.apply_now(gone("a", 1, a));
+        assert_eq!(shards_of(&d, "a"), vec![a]);
+        d.apply_now(gone("a", 2, a));
+        assert!(
+            shards_of(&d, "a").is_empty(),
+            "forgotten with its last session"
+        );
+        assert_eq!(d.with(|s| s.load.iter().sum::<usize>()), 1);
+    }
+
+    #[test]
+    fn new_rooms_avoid_stopped_shards() {
+        let d = MemoryDirectory::new(3, 10, 10);
+        for name in ["a", "b", "c", "d"] {
+            assert_ne!(d.place_now(name, &[true, false, true]).unwrap(), 1);
+        }
+    }
+
+    #[test]
+    fn the_caps_hold_over_all_shards() {
+        let d = MemoryDirectory::new(2, 1, 2);
+        d.place_now("a", &ALL).unwrap();
+        assert_eq!(d.place_now("b", &ALL), Err(ControlError::TooManyRooms(1)));
+        let shard = d.place_now("a", &ALL).unwrap();
+        assert_eq!(d.place_now("a", &ALL), Err(ControlError::RelayFull(2)));
+        d.with(|s| s.release("a", shard));
+        d.apply_now(gone("a", 7, shard));
+        d.place_now("b", &ALL).expect("room and sessions freed");
+    }
+
+    #[test]
+    fn releasing_an_unknown_room_changes_nothing() {
+        let d = MemoryDirectory::new(2, 10, 10);
+        d.apply_now(gone("nobody", 1, 0));
+        assert_eq!(d.with(|s| s.load.clone()), vec![0, 0]);
+    }
+
+    #[test]
+    fn sessions_are_routed_from_their_join_to_their_end() {
+        let d = MemoryDirectory::new(2, 10, 10);
+        let shard = d.place_now("a", &ALL).unwrap();
+        let joined = ShardEvent::SessionJoined {
+            room: Arc::from("a"),
+            session: 5,
+            shard,
+        };
+        d.apply_now(joined);
+        assert_eq!(d.with(|s| s.sessions.get(&5).copied()), Some(shard));
+        d.apply_now(gone("a", 5, shard));
+        assert_eq!(d.with(|s| s.sessions.get(&5).copied()), None);
+    }
+}
