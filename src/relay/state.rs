@@ -16,6 +16,7 @@ use super::stats::{RelayStats, StatEvent};
 use crate::rtp::PacketClass;
 use crate::rtp::ntp::Wallclock;
 use crate::rtp::rtcp;
+use crate::wire::Dialect;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -98,6 +99,14 @@ impl State {
     /// The session that owns an SSRC.
     pub fn owner_of(&self, ssrc: u32) -> Option<SessionId> {
         self.by_ssrc.get(&ssrc).copied()
+    }
+
+    /// The wire dialect a session speaks (the default for one that left).
+    pub fn dialect_of(&self, id: SessionId) -> Dialect {
+        self.sessions
+            .get(&id)
+            .map(|s| s.dialect)
+            .unwrap_or_default()
     }
 
     /// A session's room name.

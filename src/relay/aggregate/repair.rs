@@ -78,10 +78,7 @@ impl Aggregator {
         let owners: Vec<(u32, Dialect)> = room
             .streams
             .iter()
-            .map(|(ssrc, stream)| {
-                let d = st.sessions.get(&stream.owner).map(|o| o.dialect);
-                (*ssrc, d.unwrap_or_default())
-            })
+            .map(|(ssrc, stream)| (*ssrc, st.dialect_of(stream.owner)))
             .collect();
         let Some(sub) = st.sessions.get_mut(&to) else {
             return;
