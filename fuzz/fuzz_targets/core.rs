@@ -1,5 +1,6 @@
 //! The relay core (`relay::Relay`) driven with simulated time by an arbitrary sequence of
-//! inputs: joins, leaves and interest changes with arbitrary interests; RTP packets, mostly
+//! inputs: joins, leaves and interest changes with arbitrary interests (either delivery
+//! mode); RTP packets, mostly
 //! well-formed game-state payloads built from the input (so the fuzzer reaches the store,
 //! areas, pacing and prediction) and some raw bytes; RTCP feedback (FIR, PLI, NACK, TMMBR,
 //! BYE, reports) built from the input's fields, and raw RTCP; time steps and timeouts.
@@ -9,6 +10,9 @@
 //! [`max_bytes_per_subscriber_per_step`]; no stream stores more than
 //! `max_objects_per_stream` objects; the session, room, stream and cached-object gauges
 //! match the relay's state.
+//!
+//! Every input reaches the core through [`World::drive`], so a change of the core's input
+//! API is adapted there alone.
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -17,7 +21,7 @@ use gsrelay::metrics::export::StatsExporter;
 use gsrelay::relay::area::Area;
 use gsrelay::relay::interest::{Filter, TypeSel};
 use gsrelay::relay::pacing::{PredictionGate, RateTier};
-use gsrelay::relay::{Interest, JoinRequest, Relay, RelayConfig, SessionId};
+use gsrelay::relay::{Delivery, Interest, JoinRequest, Relay, RelayConfig, SessionId};
 use gsrelay::rtp::rtcp::{self, FirEntry, SenderInfo, TmmbEntry};
 use gsrelay::rtp::{PacketClass, RtpHeader, RtpPacket};
 use gsrelay::wire::json::Hex;
@@ -161,6 +165,9 @@ struct FuzzInterest {
     rates: Vec<(Option<F>, Option<F>)>,
     max_bitrate_bps: Option<u32>,
     prediction: Option<[F; 4]>,
+    /// Aggregated delivery with this `max_delay_ms` (the default when `None`); per-stream
+    /// when absent.
+    aggregated: Option<Option<u16>>,
 }
 
 /// One object of a published payload.
@@ -276,6 +283,17 @@ struct Input {
     ops: Vec<Op>,
 }
 
+/// One input to the core.
+enum Call<'a> {
+    Join(JoinRequest),
+    Leave(SessionId),
+    SetInterest(SessionId, Interest),
+    Rtp(SessionId, &'a [u8]),
+    Rtcp(SessionId, &'a [u8]),
+    /// Time has come to `World::now`.
+    Timeout,
+}
+
 /// A session the run joined (kept after it leaves: later ops on it are refused).
 struct Member {
     id: SessionId,
@@ -333,6 +351,21 @@ impl World {
         }
     }
 
+    /// Gives the core one input at `now`: the run's only way in. A join answers the new
+    /// session and its SSRC; the other inputs' outcomes show in what the core sends.
+    fn drive(&mut self, call: Call<'_>) -> Option<(SessionId, u32)> {
+        let (relay, now) = (&mut self.relay, self.now);
+        match call {
+            Call::Join(req) => return relay.join(now, req).ok().map(|j| (j.session, j.ssrc)),
+            Call::Leave(id) => drop(relay.leave(id)),
+            Call::SetInterest(id, interest) => drop(relay.set_interest(now, id, interest)),
+            Call::Rtp(id, packet) => relay.handle_rtp(now, id, packet),
+            Call::Rtcp(id, packet) => relay.handle_rtcp(now, id, packet),
+            Call::Timeout => relay.handle_timeout(now),
+        }
+        None
+    }
+
     fn step(&mut self, op: Op) {
         match op {
             Op::Join {
@@ -354,11 +387,12 @@ impl World {
                     require_ssrc,
                     dialect,
                     interest: self.interest(interest),
+                    ..Default::default()
                 };
-                if let Ok(j) = self.relay.join(self.now, req) {
+                if let Some((id, ssrc)) = self.drive(Call::Join(req)) {
                     self.members.push(Member {
-                        id: j.session,
-                        ssrc: j.ssrc,
+                        id,
+                        ssrc,
                         dialect,
                         seq: 0,
                         ts: 0,
@@ -367,13 +401,13 @@ impl World {
             }
             Op::Leave(who) => {
                 if let Some(id) = self.member(who).map(|m| m.id) {
-                    let _ = self.relay.leave(id);
+                    self.drive(Call::Leave(id));
                 }
             }
             Op::SetInterest(who, interest) => {
                 let interest = self.interest(interest);
                 if let Some(id) = self.member(who).map(|m| m.id) {
-                    let _ = self.relay.set_interest(self.now, id, interest);
+                    self.drive(Call::SetInterest(id, interest));
                 }
             }
             Op::Publish {
@@ -393,7 +427,7 @@ impl World {
             Op::PublishRaw { who, seq, payload } => self.publish(who, seq, false, None, &payload),
             Op::RtpBytes(who, bytes) => {
                 if let Some(id) = self.member(who).map(|m| m.id) {
-                    self.relay.handle_rtp(self.now, id, &bytes);
+                    self.drive(Call::Rtp(id, &bytes));
                 }
             }
             Op::Rtcp {
@@ -403,17 +437,17 @@ impl World {
             } => self.feedback(who, foreign_sender, &feedback),
             Op::RtcpBytes(who, bytes) => {
                 if let Some(id) = self.member(who).map(|m| m.id) {
-                    self.relay.handle_rtcp(self.now, id, &bytes);
+                    self.drive(Call::Rtcp(id, &bytes));
                 }
             }
             Op::Advance(ms) => {
                 self.now += Duration::from_millis(u64::from(ms));
-                self.relay.handle_timeout(self.now);
+                self.drive(Call::Timeout);
             }
             Op::Timeout => {
                 if let Some(at) = self.relay.poll_timeout() {
                     self.now = self.now.max(at);
-                    self.relay.handle_timeout(self.now);
+                    self.drive(Call::Timeout);
                 }
             }
         }
@@ -446,7 +480,7 @@ impl World {
             .expect("a plain header writes");
         packet.extend_from_slice(payload);
         let id = m.id;
-        self.relay.handle_rtp(self.now, id, &packet);
+        self.drive(Call::Rtp(id, &packet));
     }
 
     fn feedback(&mut self, who: u8, foreign_sender: Option<Ssrc>, feedback: &[Fb]) {
@@ -510,7 +544,7 @@ impl World {
             };
         }
         if !packet.is_empty() {
-            self.relay.handle_rtcp(self.now, id, &packet);
+            self.drive(Call::Rtcp(id, &packet));
         }
     }
 
@@ -536,6 +570,7 @@ impl World {
                 exit_radius: a.exit_radius.map(|f| f.0),
                 half_extents: a.half_extents.map(xyz),
                 exit_half_extents: a.exit_half_extents.map(xyz),
+                ..Default::default()
             }),
             rates: i
                 .rates
@@ -551,7 +586,13 @@ impl World {
                 tolerance_per_meter: b.0,
                 rotation_tolerance_deg: c.0,
                 heartbeat_hz: d.0,
+                ..Default::default()
             }),
+            delivery: i.aggregated.map_or_else(Delivery::default, |ms| {
+                Delivery::aggregated(ms.map(u32::from))
+            }),
+            // A field added to the library's types keeps its default here.
+            ..Default::default()
         }
     }
 

@@ -1,13 +1,16 @@
 //! A subscriber's interest as the HTTP API receives it: `serde_json::from_slice` into
 //! `relay::Interest`, then `validate()`; a valid interest then answers the questions the
-//! relay asks of it (streams, object types, rate tiers at sampled distances).
+//! relay asks of it (streams, object types, rate tiers at sampled distances, delivery
+//! mode and delay).
 //!
-//! Checks: no panic; a valid interest survives a JSON round trip unchanged.
+//! Checks: no panic; a valid interest survives a JSON round trip unchanged; its delivery
+//! names a delay only in aggregated mode, and one within `limits::MAX_DELAY_MS`.
 #![no_main]
 
-use gsrelay::relay::{Interest, pacing};
+use gsrelay::relay::{Interest, limits, pacing};
 use gsrelay::wire::ObjectKind;
 use libfuzzer_sys::fuzz_target;
+use std::time::Duration;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(interest) = serde_json::from_slice::<Interest>(data) else {
@@ -24,6 +27,15 @@ fuzz_target!(|data: &[u8]| {
     }
     interest.admits_stream(1, false);
     interest.admits_all_objects();
+    let delivery = interest.delivery;
+    assert!(
+        delivery.is_aggregated() || delivery.max_delay_ms.is_none(),
+        "a per-stream delivery with a delay: {text}"
+    );
+    assert!(
+        delivery.max_delay() <= Duration::from_millis(u64::from(limits::MAX_DELAY_MS)),
+        "delivery delay beyond the limit: {text}"
+    );
     for distance in [0.0, 1.0, 1e3, 1e30, f32::MAX, f32::INFINITY] {
         pacing::min_interval(&interest.rates, distance);
     }

@@ -2,9 +2,11 @@
 //!
 //! Checks: no panic; every item the relay's writers can express re-writes and parses
 //! back to the same item (a NACK to the same set of lost packets; a TMMB rate that
-//! saturated on parsing is skipped, since the wire cannot say "more than u64").
+//! saturated on parsing is skipped, since the wire cannot say "more than u64"; a CCFB
+//! when it reports one run of one stream's packets without ECN marks).
 #![no_main]
 
+use gsrelay::rtp::ccfb::{self, Ccfb};
 use gsrelay::rtp::rtcp::{self, RtcpItem, SdesChunk};
 use libfuzzer_sys::fuzz_target;
 
@@ -73,12 +75,37 @@ fn rewrite(item: &RtcpItem) -> Option<Vec<u8>> {
         } if entries.iter().all(|e| e.bitrate_bps != u64::MAX) => {
             rtcp::write_tmmbn(&mut out, *sender_ssrc, entries)
         }
+        RtcpItem::Ccfb(ccfb) => return rewrite_ccfb(ccfb),
         RtcpItem::Tmmbr { .. } | RtcpItem::Tmmbn { .. } | RtcpItem::Other { .. } => {
             return None;
         }
     };
     // Parsed items can lack what a writer requires (a FIR without entries).
     written.ok().map(|_| out)
+}
+
+/// A CCFB written with `ccfb::write`, which expresses one stream's consecutive packets
+/// without ECN marks: so only a report of that shape (its blocks may split the run).
+fn rewrite_ccfb(ccfb: &Ccfb) -> Option<Vec<u8>> {
+    let first = ccfb.reports.first()?;
+    let one_run = ccfb.reports.iter().enumerate().all(|(i, r)| {
+        r.ssrc == first.ssrc && r.seq == first.seq.wrapping_add(i as u16) && r.ecn == 0
+    });
+    if !one_run {
+        return None;
+    }
+    let metrics: Vec<(bool, u16)> = ccfb.reports.iter().map(|r| (r.received, r.ato)).collect();
+    let mut out = Vec::new();
+    ccfb::write(
+        &mut out,
+        ccfb.sender_ssrc,
+        first.ssrc,
+        first.seq,
+        &metrics,
+        ccfb.report_timestamp,
+    )
+    .ok()
+    .map(|_| out)
 }
 
 /// The item with a NACK's losses as a sorted set: the writer packs them into PID+BLP

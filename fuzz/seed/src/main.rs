@@ -12,6 +12,7 @@
 //! - interest: the JSON examples of docs/interest.md and a few edge cases;
 //! - core: none; its input is a structure `arbitrary` reads, which the fuzzer builds up.
 
+use gsrelay::rtp::ccfb;
 use gsrelay::rtp::packet::append_padding;
 use gsrelay::rtp::rtcp::{self, FirEntry, ReceptionReport, SenderInfo, TmmbEntry};
 use gsrelay::rtp::{ExtensionElement, ExtensionForm, RtpHeader, SrtpProfile, WriteExtension};
@@ -286,6 +287,7 @@ fn rtcp_packets() -> Vec<Vec<u8>> {
         ssrc: 9,
         sequence_number: 4,
     }];
+    let ccfb_metrics = [(true, 10), (false, 0), (true, ccfb::ATO_OVERRANGE)];
     let writers: Vec<Writer> = vec![
         Box::new(|o| rtcp::write_sr(o, 1, info, &reports)),
         Box::new(|o| rtcp::write_rr(o, 1, &reports)),
@@ -296,6 +298,7 @@ fn rtcp_packets() -> Vec<Vec<u8>> {
         Box::new(|o| rtcp::write_nack(o, 1, 9, &[100, 101, 117, 300])),
         Box::new(|o| rtcp::write_tmmbr(o, 1, &tmmb)),
         Box::new(|o| rtcp::write_tmmbn(o, 1, &tmmb)),
+        Box::new(|o| ccfb::write(o, 1, 9, 65_535, &ccfb_metrics, 0x1234_5678)),
     ];
     let mut out = Vec::new();
     let mut compound = Vec::new();
@@ -322,12 +325,15 @@ fn srtp_seeds(out: &Corpus, rtp: &[Vec<u8>], rtcp: &[Vec<u8>]) -> Result<(), Str
             // One client session per profile and class, so indexes advance like a stream's.
             let mut client = srtp_client(profile);
             for p in packets {
-                let protected = if class == 0 {
-                    client.protect_rtp(p)
+                let mut protected = p.clone();
+                let sealed = if class == 0 {
+                    client.protect_rtp(&mut protected)
                 } else {
-                    client.protect_rtcp(p)
+                    client.protect_rtcp(&mut protected)
                 };
-                let Ok(protected) = protected else { continue };
+                if sealed.is_err() {
+                    continue;
+                }
                 out.write("srtp", &[&[gcm | class], &protected[..]].concat())?;
                 out.write(
                     "srtp",
@@ -355,6 +361,8 @@ fn interest_examples() -> Result<Vec<String>, String> {
             r#"{"echo":true,"streams":{"deny":[0]},"types":{"allow":[1,"head1"]}}"#,
             r#"{"area":{"half_extents":[1,2,3],"exit_half_extents":[2,3,4],"avatar":7}}"#,
             r#"{"area":{"radius":1e-3},"rates":[{"within":1,"max_hz":1e3},{"max_hz":0.5}]}"#,
+            r#"{"delivery":{"mode":"aggregated","max_delay_ms":0}}"#,
+            r#"{"delivery":{"mode":"per_stream","max_delay_ms":5}}"#,
             r#"{"prediction":{"tolerance":0,"tolerance_per_meter":0,"rotation_tolerance_deg":0,"heartbeat_hz":30}}"#,
         ]
         .map(str::to_owned),
