@@ -1,9 +1,10 @@
 //! The relay core (`relay::Relay`) driven with simulated time by an arbitrary sequence of
-//! inputs: joins, leaves and interest changes with arbitrary interests (either delivery
-//! mode); RTP packets, mostly
+//! inputs: joins (clients and links) and leaves, interest changes with arbitrary interests
+//! (either delivery mode), paths and send budgets; RTP packets, mostly
 //! well-formed game-state payloads built from the input (so the fuzzer reaches the store,
 //! areas, pacing and prediction) and some raw bytes; RTCP feedback (FIR, PLI, NACK, TMMBR,
-//! BYE, reports) built from the input's fields, and raw RTCP; time steps and timeouts.
+//! BYE, reports) built from the input's fields, and raw RTCP; a link's containers naming
+//! any SSRC; time steps, timeouts and the ends of input batches.
 //!
 //! After every step: no panic; every packet the relay sends parses (RTP payloads in the
 //! receiver's dialect, RTCP compounds); the bytes sent to any one session stay within
@@ -21,11 +22,13 @@ use gsrelay::metrics::export::StatsExporter;
 use gsrelay::relay::area::Area;
 use gsrelay::relay::interest::{Filter, TypeSel};
 use gsrelay::relay::pacing::{PredictionGate, RateTier};
-use gsrelay::relay::{Delivery, Interest, JoinRequest, Relay, RelayConfig, SessionId};
+use gsrelay::relay::{
+    Delivery, Event, Input, Interest, JoinRequest, Relay, RelayConfig, Reply, Sends, SessionId,
+};
 use gsrelay::rtp::rtcp::{self, FirEntry, SenderInfo, TmmbEntry};
 use gsrelay::rtp::{PacketClass, RtpHeader, RtpPacket};
 use gsrelay::wire::json::Hex;
-use gsrelay::wire::{self, Dialect, ObjectKind};
+use gsrelay::wire::{self, Dialect, ObjectKind, container};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -42,7 +45,9 @@ const ROOMS: [&str; 2] = ["r0", "r1"];
 /// A room's state is at most `max_sessions_per_room` streams of `max_objects_per_stream`
 /// objects, each object at most one datagram's payload and at worst alone in a packet with
 /// its own RTP header: `room_state`. In one step a subscriber is sent at most:
-/// - one forwarded packet (the input was a packet from another session);
+/// - one forwarded packet (the input was a packet from another session), or, when the
+///   input was a link's packet, one per sender it carried, whose payloads together are
+///   at most that one datagram;
 /// - what the relay makes itself (snapshot objects, repairs, objects entering its area and
 ///   their followers). The feedback budget (docs/relay.md, "Feedback budget") answers a
 ///   stream's snapshot once per `snapshot_interval` and repairs an object once per
@@ -55,7 +60,7 @@ const ROOMS: [&str; 2] = ["r0", "r1"];
 fn max_bytes_per_subscriber_per_step(cfg: &RelayConfig) -> usize {
     let streams = cfg.max_sessions_per_room;
     let room_state = streams * cfg.max_objects_per_stream * (RTP_HEADER + cfg.max_packet_bytes);
-    let forwarded = RTP_HEADER + cfg.max_packet_bytes;
+    let forwarded = streams * RTP_HEADER + cfg.max_packet_bytes;
     forwarded + 2 * room_state + streams * BYE
 }
 
@@ -250,6 +255,8 @@ enum Op {
         require_ssrc: bool,
         gse: bool,
         interest: FuzzInterest,
+        /// 0: a client; 1: a link (containers only); 2: both.
+        sends: u8,
     },
     Leave(u8),
     SetInterest(u8, FuzzInterest),
@@ -266,6 +273,26 @@ enum Op {
         payload: Vec<u8>,
     },
     RtpBytes(u8, Vec<u8>),
+    /// A link's packet: one container per sender (any SSRC: its own, another
+    /// session's, the relay's, a new one).
+    PublishContainers {
+        who: u8,
+        seq: Seq,
+        senders: Vec<(Ssrc, Vec<Obj>)>,
+    },
+    /// The session's path as its transport measures it.
+    Path {
+        who: u8,
+        max_packet: u16,
+        send_kbps: Option<u16>,
+    },
+    /// A send budget from the session's transport.
+    SendBudget {
+        who: u8,
+        kbps: Option<u16>,
+    },
+    /// The end of a batch of inputs.
+    BatchEnd,
     Rtcp {
         who: u8,
         foreign_sender: Option<Ssrc>,
@@ -278,20 +305,9 @@ enum Op {
 }
 
 #[derive(Debug, Arbitrary)]
-struct Input {
+struct Run {
     config: Config,
     ops: Vec<Op>,
-}
-
-/// One input to the core.
-enum Call<'a> {
-    Join(JoinRequest),
-    Leave(SessionId),
-    SetInterest(SessionId, Interest),
-    Rtp(SessionId, &'a [u8]),
-    Rtcp(SessionId, &'a [u8]),
-    /// Time has come to `World::now`.
-    Timeout,
 }
 
 /// A session the run joined (kept after it leaves: later ops on it are refused).
@@ -316,7 +332,7 @@ struct World {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(input) = Input::arbitrary_take_rest(Unstructured::new(data)) else {
+    let Ok(input) = Run::arbitrary_take_rest(Unstructured::new(data)) else {
         return;
     };
     let cfg = input.config.relay_config();
@@ -353,17 +369,11 @@ impl World {
 
     /// Gives the core one input at `now`: the run's only way in. A join answers the new
     /// session and its SSRC; the other inputs' outcomes show in what the core sends.
-    fn drive(&mut self, call: Call<'_>) -> Option<(SessionId, u32)> {
-        let (relay, now) = (&mut self.relay, self.now);
-        match call {
-            Call::Join(req) => return relay.join(now, req).ok().map(|j| (j.session, j.ssrc)),
-            Call::Leave(id) => drop(relay.leave(id)),
-            Call::SetInterest(id, interest) => drop(relay.set_interest(now, id, interest)),
-            Call::Rtp(id, packet) => relay.handle_rtp(now, id, packet),
-            Call::Rtcp(id, packet) => relay.handle_rtcp(now, id, packet),
-            Call::Timeout => relay.handle_timeout(now),
+    fn drive(&mut self, input: Input<'_>) -> Option<(SessionId, u32)> {
+        match self.relay.handle_input(self.now, input) {
+            Ok(Reply::Joined(j)) => Some((j.session, j.ssrc)),
+            _ => None,
         }
-        None
     }
 
     fn step(&mut self, op: Op) {
@@ -376,8 +386,14 @@ impl World {
                 require_ssrc,
                 gse,
                 interest,
+                sends,
             } => {
                 let dialect = if gse { Dialect::Gse } else { Dialect::Draft01 };
+                let sends = match sends % 3 {
+                    0 => Sends::Streams,
+                    1 => Sends::Containers,
+                    _ => Sends::Both,
+                };
                 let req = JoinRequest {
                     room: ROOMS[usize::from(room)].into(),
                     identity: "fuzz".into(),
@@ -387,9 +403,10 @@ impl World {
                     require_ssrc,
                     dialect,
                     interest: self.interest(interest),
+                    sends,
                     ..Default::default()
                 };
-                if let Some((id, ssrc)) = self.drive(Call::Join(req)) {
+                if let Some((id, ssrc)) = self.drive(Input::Join(req)) {
                     self.members.push(Member {
                         id,
                         ssrc,
@@ -401,13 +418,16 @@ impl World {
             }
             Op::Leave(who) => {
                 if let Some(id) = self.member(who).map(|m| m.id) {
-                    self.drive(Call::Leave(id));
+                    self.drive(Input::Leave(id));
                 }
             }
             Op::SetInterest(who, interest) => {
                 let interest = self.interest(interest);
                 if let Some(id) = self.member(who).map(|m| m.id) {
-                    self.drive(Call::SetInterest(id, interest));
+                    self.drive(Input::SetInterest {
+                        session: id,
+                        interest,
+                    });
                 }
             }
             Op::Publish {
@@ -425,9 +445,48 @@ impl World {
                 self.publish(who, seq, marker, ssrc, &payload);
             }
             Op::PublishRaw { who, seq, payload } => self.publish(who, seq, false, None, &payload),
+            Op::PublishContainers { who, seq, senders } => {
+                let Some(dialect) = self.member(who).map(|m| m.dialect) else {
+                    return;
+                };
+                let mut out = Vec::new();
+                for (ssrc, objects) in &senders {
+                    let body = payload(objects, dialect);
+                    container::write_header(&mut out, self.ssrc(*ssrc), body.len());
+                    out.extend_from_slice(&body);
+                }
+                self.publish(who, seq, false, None, &out);
+            }
+            Op::Path {
+                who,
+                max_packet,
+                send_kbps,
+            } => {
+                if let Some(id) = self.member(who).map(|m| m.id) {
+                    self.drive(Input::SetPath {
+                        session: id,
+                        max_packet: usize::from(max_packet),
+                        send_bps: send_kbps.map(|k| u64::from(k) * 1000),
+                    });
+                }
+            }
+            Op::SendBudget { who, kbps } => {
+                if let Some(id) = self.member(who).map(|m| m.id) {
+                    self.drive(Input::SetSendBudget {
+                        session: id,
+                        bps: kbps.map(|k| u64::from(k) * 1000),
+                    });
+                }
+            }
+            Op::BatchEnd => {
+                self.drive(Input::BatchEnd);
+            }
             Op::RtpBytes(who, bytes) => {
                 if let Some(id) = self.member(who).map(|m| m.id) {
-                    self.drive(Call::Rtp(id, &bytes));
+                    self.drive(Input::Rtp {
+                        from: id,
+                        packet: &bytes,
+                    });
                 }
             }
             Op::Rtcp {
@@ -437,17 +496,20 @@ impl World {
             } => self.feedback(who, foreign_sender, &feedback),
             Op::RtcpBytes(who, bytes) => {
                 if let Some(id) = self.member(who).map(|m| m.id) {
-                    self.drive(Call::Rtcp(id, &bytes));
+                    self.drive(Input::Rtcp {
+                        from: id,
+                        packet: &bytes,
+                    });
                 }
             }
             Op::Advance(ms) => {
                 self.now += Duration::from_millis(u64::from(ms));
-                self.drive(Call::Timeout);
+                self.drive(Input::Timeout);
             }
             Op::Timeout => {
                 if let Some(at) = self.relay.poll_timeout() {
                     self.now = self.now.max(at);
-                    self.drive(Call::Timeout);
+                    self.drive(Input::Timeout);
                 }
             }
         }
@@ -480,7 +542,10 @@ impl World {
             .expect("a plain header writes");
         packet.extend_from_slice(payload);
         let id = m.id;
-        self.drive(Call::Rtp(id, &packet));
+        self.drive(Input::Rtp {
+            from: id,
+            packet: &packet,
+        });
     }
 
     fn feedback(&mut self, who: u8, foreign_sender: Option<Ssrc>, feedback: &[Fb]) {
@@ -544,7 +609,10 @@ impl World {
             };
         }
         if !packet.is_empty() {
-            self.drive(Call::Rtcp(id, &packet));
+            self.drive(Input::Rtcp {
+                from: id,
+                packet: &packet,
+            });
         }
     }
 
@@ -625,7 +693,11 @@ impl World {
                 self.bound
             );
         }
-        while self.relay.poll_closed().is_some() {}
+        while let Some(e) = self.relay.poll_event() {
+            if let Event::Stat(s) = e {
+                self.exporter.observe(s);
+            }
+        }
         let (mut rooms, mut streams, mut objects) = (0, 0, 0);
         for info in ROOMS.iter().filter_map(|r| self.relay.room_info(r)) {
             rooms += 1;
