@@ -7,6 +7,7 @@
 //! by default) the bundled load generator.
 #![warn(missing_docs)]
 
+pub mod api;
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod client;
