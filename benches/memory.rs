@@ -7,8 +7,8 @@
 mod common;
 
 use common::update;
-use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
 use gsrelay::rtp::RtpHeader;
+use gsrelay::{JoinRequest, Relay, RelayConfig};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;

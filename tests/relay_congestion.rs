@@ -4,10 +4,10 @@
 
 mod support;
 
-use gsrelay::relay::{Joined, RelayConfig};
 use gsrelay::rtp::{PacketClass, RtpPacket};
 use gsrelay::rtp::{ccfb, ntp};
 use gsrelay::wire::Object;
+use gsrelay::{Joined, RelayConfig};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 use support::{World, head, x_of};

@@ -3,9 +3,9 @@
 
 mod support;
 
-use gsrelay::relay::{Delivery, Interest, JoinRequest, Joined, RelayConfig};
 use gsrelay::rtp::rtcp::{self, ReceptionReport, RtcpItem, SenderInfo};
 use gsrelay::rtp::{PacketClass, ntp};
+use gsrelay::{Delivery, Interest, JoinRequest, Joined, RelayConfig};
 use std::time::Duration;
 use support::{Sent, World, head};
 

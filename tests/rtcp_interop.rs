@@ -11,13 +11,13 @@
 mod support;
 
 use gsrelay::client::{Client, Received};
-use gsrelay::metrics::Metrics;
-use gsrelay::relay::{Delivery, Interest, JoinRequest, Relay, RelayConfig};
+use gsrelay::internal::Metrics;
+use gsrelay::internal::command::{JoinAnswer, JoinCommand, TransportRequest};
+use gsrelay::internal::udp::{self, UdpConfig, UdpTransport};
 use gsrelay::rtp::rtcp;
 use gsrelay::rtp::{PacketClass, RtpHeader, classify};
-use gsrelay::transport::command::{JoinAnswer, JoinCommand, TransportRequest};
-use gsrelay::transport::udp::{self, UdpConfig, UdpTransport};
 use gsrelay::wire::{self, Dialect, Head1, Loc2, Object};
+use gsrelay::{Delivery, Interest, JoinRequest, Relay, RelayConfig};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -5,19 +5,19 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions};
-use gsrelay::metrics::Metrics;
-use gsrelay::relay::{Relay, RelayConfig};
-use gsrelay::server::{self, Server};
-use gsrelay::transport::command::RelayHandle;
-use gsrelay::transport::shards::{RoomDirectory, Shards};
-use gsrelay::transport::udp::{self, UdpConfig};
+use gsrelay::internal::Metrics;
+use gsrelay::internal::command::RelayHandle;
+use gsrelay::internal::shards::{RoomDirectory, Shards};
+use gsrelay::internal::udp::{self, UdpConfig};
+use gsrelay::serve::{self as server, Server};
+use gsrelay::{Relay, RelayConfig};
 use std::sync::Arc;
 use std::time::Duration;
 use support::head;
 use support::server::{PUBLISH, SUBSCRIBE, base, config, serve_api, token};
 
 async fn start(shards: usize) -> Server {
-    server::start(gsrelay::config::ServeConfig {
+    server::start(gsrelay::serve::ServeConfig {
         shards,
         ..config(1)
     })

@@ -12,12 +12,12 @@
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
-use gsrelay::metrics::Metrics;
-use gsrelay::metrics::export::StatsExporter;
-use gsrelay::relay::area::Area;
-use gsrelay::relay::interest::{Filter, TypeSel};
-use gsrelay::relay::pacing::{PredictionGate, RateTier};
-use gsrelay::relay::{Interest, JoinRequest, Relay, RelayConfig, SessionId};
+use gsrelay::internal::Metrics;
+use gsrelay::internal::StatsExporter;
+use gsrelay::Area;
+use gsrelay::{Filter, TypeSel};
+use gsrelay::{PredictionGate, RateTier};
+use gsrelay::{Interest, JoinRequest, Relay, RelayConfig, SessionId};
 use gsrelay::rtp::rtcp::{self, FirEntry, SenderInfo, TmmbEntry};
 use gsrelay::rtp::{PacketClass, RtpHeader, RtpPacket};
 use gsrelay::wire::json::Hex;

@@ -5,7 +5,8 @@
 //! Checks: no panic; a valid interest survives a JSON round trip unchanged.
 #![no_main]
 
-use gsrelay::relay::{Interest, pacing};
+use gsrelay::Interest;
+use gsrelay::internal::pacing;
 use gsrelay::wire::ObjectKind;
 use libfuzzer_sys::fuzz_target;
 

@@ -29,7 +29,7 @@ enum Command {
     /// Run the relay: HTTP API on 8080, RTP/UDP on 5004 (QUIC on 4433 is not implemented
     /// yet). With no file and no flags it runs on embedded defaults and prints a dev
     /// secret with a ready-to-use example token.
-    Serve(Box<gsrelay::config::ServeArgs>),
+    Serve(Box<gsrelay::serve::ServeArgs>),
     /// Print a signed access token (JWT, HS256) for one room.
     Token(serve::TokenArgs),
 }
