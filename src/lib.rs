@@ -9,7 +9,8 @@
 //! The modules are private; what a library user needs is public in the one block below:
 //! the codec ([`wire`]), the RTP primitives ([`rtp`]), the HTTP API's JSON types ([`api`]),
 //! the [`client`], the relay core and its API types (at the crate root), running a relay
-//! ([`serve`]), minting its access tokens ([`token`]) and the load generator ([`bench`]).
+//! ([`serve`]), minting its access tokens ([`token`]) and the load generator
+//! ([`bench`](mod@bench)).
 #![warn(missing_docs)]
 
 mod config;

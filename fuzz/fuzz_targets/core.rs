@@ -12,16 +12,16 @@
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
+use gsrelay::Area;
 use gsrelay::internal::Metrics;
 use gsrelay::internal::StatsExporter;
-use gsrelay::Area;
-use gsrelay::{Filter, TypeSel};
-use gsrelay::{PredictionGate, RateTier};
-use gsrelay::{Interest, JoinRequest, Relay, RelayConfig, SessionId};
 use gsrelay::rtp::rtcp::{self, FirEntry, SenderInfo, TmmbEntry};
 use gsrelay::rtp::{PacketClass, RtpHeader, RtpPacket};
 use gsrelay::wire::json::Hex;
 use gsrelay::wire::{self, Dialect, ObjectKind};
+use gsrelay::{Filter, TypeSel};
+use gsrelay::{Interest, JoinRequest, Relay, RelayConfig, SessionId};
+use gsrelay::{PredictionGate, RateTier};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -47,7 +47,9 @@ fuzz_target!(|data: &[u8]| {
     if let Some((_, packet)) = split_datagram(data) {
         assert!(data.ends_with(packet));
     }
-    let cut = data.first().map_or(0, |b| usize::from(*b) % (data.len() + 1));
+    let cut = data
+        .first()
+        .map_or(0, |b| usize::from(*b) % (data.len() + 1));
     let whole = packets(data, data.len());
     let split = packets(data, cut);
     assert_eq!(whole, split, "the split at {cut} changes nothing");
