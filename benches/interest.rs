@@ -5,9 +5,9 @@
 //! Run with `cargo bench --bench interest`; `docs/benchmarks.md` records the results.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gsrelay::relay::{Input, Interest, JoinRequest, Joined, Relay, RelayConfig, Reply};
 use gsrelay::rtp::RtpHeader;
 use gsrelay::wire::{self, Dialect, Head1, Loc2, Object};
+use gsrelay::{Input, Interest, JoinRequest, Joined, Relay, RelayConfig, Reply};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

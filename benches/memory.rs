@@ -7,8 +7,8 @@
 mod common;
 
 use common::update;
-use gsrelay::relay::{Input, JoinRequest, Relay, RelayConfig, Reply};
 use gsrelay::rtp::RtpHeader;
+use gsrelay::{Input, JoinRequest, Relay, RelayConfig, Reply};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;

@@ -7,9 +7,9 @@ mod common;
 
 use common::update;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use gsrelay::relay::{Input, JoinRequest, Joined, Relay, RelayConfig, Reply};
 use gsrelay::rtp::RtpHeader;
 use gsrelay::rtp::rtcp::{self, FirEntry};
+use gsrelay::{Input, JoinRequest, Joined, Relay, RelayConfig, Reply};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

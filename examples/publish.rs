@@ -89,7 +89,7 @@ async fn main() -> anyhow::Result<()> {
     eprintln!(
         "joined room {:?} as session {}, publishing as SSRC {} for {} s",
         args.connection.room,
-        gsrelay::relay::format_session_id(client.session()),
+        gsrelay::format_session_id(client.session()),
         client.ssrc(),
         args.seconds
     );

@@ -48,7 +48,7 @@ async fn main() -> anyhow::Result<()> {
     eprintln!(
         "joined room {:?} as session {} ({} delivery); streams in the room: {:?}",
         args.connection.room,
-        gsrelay::relay::format_session_id(client.session()),
+        gsrelay::format_session_id(client.session()),
         if args.aggregated {
             "aggregated"
         } else {

@@ -20,7 +20,7 @@ use gsrelay::bench::peers::{PUBLISHER, Room, SUBSCRIBER};
 use gsrelay::bench::process::{RelayProcess, RelaySpec};
 use gsrelay::bench::state::{ObjectKey, View, encode_update, set_time};
 use gsrelay::client::{Client, Received};
-use gsrelay::control::token::Tokens;
+use gsrelay::token::Tokens;
 use gsrelay::wire::{Head1, Loc2, Object, Object2};
 use std::collections::HashMap;
 use std::net::SocketAddr;

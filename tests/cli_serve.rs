@@ -3,7 +3,7 @@
 
 mod support;
 
-use gsrelay::control::token::{Claims, Tokens};
+use gsrelay::token::{Claims, Tokens};
 use std::process::{Command, Output};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use support::serve::{BIN, Serve};

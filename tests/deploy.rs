@@ -7,8 +7,8 @@
 mod support;
 
 use clap::Parser;
-use gsrelay::config::{ServeArgs, ServeConfig};
-use gsrelay::server::{self, STOP_TIMEOUT};
+use gsrelay::serve::{self as server, STOP_TIMEOUT};
+use gsrelay::serve::{ServeArgs, ServeConfig};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};

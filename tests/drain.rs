@@ -9,7 +9,7 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions};
-use gsrelay::control::token::Rights;
+use gsrelay::token::Rights;
 use gsrelay::wire::Object;
 use reqwest::StatusCode;
 use std::time::{Duration, Instant};

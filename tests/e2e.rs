@@ -3,11 +3,11 @@
 
 mod support;
 
+use gsrelay::Interest;
 use gsrelay::client::{Client, JoinOptions, Received};
-use gsrelay::control::token::Rights;
-use gsrelay::relay::Interest;
 use gsrelay::rtp::RtcpItem;
-use gsrelay::server::Server;
+use gsrelay::serve::Server;
+use gsrelay::token::Rights;
 use gsrelay::wire::json::Hex;
 use gsrelay::wire::{
     self, Dialect, Finger, GameControl1, Hand1, Hand2, Head1, HeadIpd1, Loc2, Mesh1, Mesh2, Object,

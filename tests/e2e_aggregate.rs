@@ -5,8 +5,8 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions, Received, RoomState, Update, updates};
-use gsrelay::control::token::Rights;
-use gsrelay::server::Server;
+use gsrelay::serve::Server;
+use gsrelay::token::Rights;
 use gsrelay::wire::{Hand1, Head1, Loc2, Object};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -215,7 +215,7 @@ async fn delivery_is_chosen_at_join_changed_with_the_interest_and_validated() {
     }
     // Per-stream at join, aggregated after a PUT, as the admin's room view shows.
     let c = join(&server, room, SUBSCRIBE, JoinOptions::default()).await;
-    let id = gsrelay::relay::format_session_id(c.session());
+    let id = gsrelay::format_session_id(c.session());
     let mode = || async {
         let info: Value = http
             .get(format!("{}/v1/rooms/{room}", base(&server)))

@@ -6,9 +6,9 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions, Received};
-use gsrelay::server::Server;
-use gsrelay::transport::command::RelayHandle;
-use gsrelay::transport::shards::Shards;
+use gsrelay::internal::command::RelayHandle;
+use gsrelay::internal::shards::Shards;
+use gsrelay::serve::Server;
 use gsrelay::wire::{Dialect, Object};
 use serde_json::json;
 use std::time::Duration;

@@ -10,10 +10,10 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions};
-use gsrelay::control::token::Rights;
-use gsrelay::relay::{Interest, format_session_id};
-use gsrelay::server::Server;
+use gsrelay::serve::Server;
+use gsrelay::token::Rights;
 use gsrelay::wire::{Hand1, Head1, Loc2, Object, Object2};
+use gsrelay::{Interest, format_session_id};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

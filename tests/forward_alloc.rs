@@ -6,10 +6,10 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions, Update};
-use gsrelay::control::token::Rights;
+use gsrelay::internal::shard::SHARD_THREADS;
 use gsrelay::rtp::srtp::SrtpProfile;
-use gsrelay::server::Server;
-use gsrelay::transport::shard::SHARD_THREADS;
+use gsrelay::serve::Server;
+use gsrelay::token::Rights;
 use gsrelay::wire::Object;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -7,9 +7,9 @@
 
 mod support;
 
-use gsrelay::config::ServeConfig;
-use gsrelay::control::token::Tokens;
-use gsrelay::server::{self, Server};
+use gsrelay::serve::ServeConfig;
+use gsrelay::serve::{self as server, Server};
+use gsrelay::token::Tokens;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;

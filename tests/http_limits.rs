@@ -6,9 +6,9 @@
 
 mod support;
 
-use gsrelay::config::ServeConfig;
-use gsrelay::control::token::Claims;
-use gsrelay::server::{self, Server};
+use gsrelay::serve::ServeConfig;
+use gsrelay::serve::{self as server, Server};
+use gsrelay::token::Claims;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};

@@ -6,11 +6,11 @@
 
 mod support;
 
+use gsrelay::RelayConfig;
 use gsrelay::client::{Client, quic_client_config};
-use gsrelay::relay::RelayConfig;
-use gsrelay::transport::command::{JoinAnswer, TransportRequest};
-use gsrelay::transport::quic::{ErrorCode, QuicConfig};
-use gsrelay::transport::roq;
+use gsrelay::internal::command::{JoinAnswer, TransportRequest};
+use gsrelay::internal::quic::{ErrorCode, QuicConfig};
+use gsrelay::internal::roq;
 use gsrelay::wire::{Dialect, Head1, Object};
 use quinn::{ConnectionError, Endpoint, VarInt};
 use std::time::Duration;
@@ -226,7 +226,7 @@ async fn a_peer_without_datagram_support_gets_everything_on_a_stream() {
     let mut publisher = h.quic_client("room", true).await;
     let q = h.quic_answer("room", false).await.quic().cloned().unwrap();
     let info = h.quic.info.clone();
-    let mut transport = gsrelay::transport::quic::transport_config();
+    let mut transport = gsrelay::internal::quic::transport_config();
     transport.datagram_receive_buffer_size(None);
     let mut cfg = quic_client_config(&info.cert_sha256).unwrap();
     cfg.transport_config(std::sync::Arc::new(transport));

@@ -3,11 +3,11 @@
 
 mod support;
 
-use gsrelay::relay::{ControlError, Delivery, Interest, JoinRequest, Joined, RelayConfig};
 use gsrelay::rtp::PacketClass;
 use gsrelay::rtp::rtcp::{self, RtcpItem};
 use gsrelay::wire::container::container_len;
 use gsrelay::wire::{self, Container, Dialect, Object};
+use gsrelay::{ControlError, Delivery, Interest, JoinRequest, Joined, RelayConfig};
 use std::time::Duration;
 use support::{Sent, World, head, x_of};
 

@@ -4,10 +4,10 @@
 
 mod support;
 
-use gsrelay::relay::{Input, Joined, RelayConfig};
 use gsrelay::rtp::{PacketClass, RtpPacket};
 use gsrelay::rtp::{ccfb, ntp};
 use gsrelay::wire::Object;
+use gsrelay::{Input, Joined, RelayConfig};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 use support::{World, head, x_of};

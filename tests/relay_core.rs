@@ -2,11 +2,11 @@
 
 mod support;
 
-use gsrelay::relay::{ControlError, Event, Interest, JoinRequest, RelayConfig};
 use gsrelay::rtp::rtcp::{self, RtcpItem};
 use gsrelay::rtp::{PacketClass, RtpHeader};
 use gsrelay::wire::json::Hex;
 use gsrelay::wire::{self, Dialect, Object, Unknown};
+use gsrelay::{ControlError, Event, Interest, JoinRequest, RelayConfig};
 use std::time::Duration;
 use support::{World, head, x_of};
 

@@ -4,9 +4,9 @@
 
 mod support;
 
-use gsrelay::relay::{ControlError, Interest, RelayConfig};
 use gsrelay::rtp::PacketClass;
 use gsrelay::rtp::rtcp::{self, FirEntry, TmmbEntry};
+use gsrelay::{ControlError, Interest, RelayConfig};
 use std::time::Duration;
 use support::{World, head};
 
@@ -15,10 +15,7 @@ fn interest(json: &str) -> Interest {
 }
 
 /// A room with one publisher of `n` Head1 objects and one subscriber.
-fn room_with_objects(
-    cfg: RelayConfig,
-    n: u64,
-) -> (World, gsrelay::relay::Joined, gsrelay::relay::Joined) {
+fn room_with_objects(cfg: RelayConfig, n: u64) -> (World, gsrelay::Joined, gsrelay::Joined) {
     let mut w = World::with(cfg);
     let a = w.join("r", true, false);
     let b = w.join("r", false, true);
@@ -40,7 +37,7 @@ fn bytes_to(w: &mut World, to: u64) -> usize {
 }
 
 /// Bytes one full snapshot of the publisher's stream costs.
-fn snapshot_bytes(w: &mut World, b: &gsrelay::relay::Joined, a_ssrc: u32) -> usize {
+fn snapshot_bytes(w: &mut World, b: &gsrelay::Joined, a_ssrc: u32) -> usize {
     w.fir(b, a_ssrc, 200);
     let mut total = bytes_to(w, b.session);
     for _ in 0..1000 {
@@ -386,17 +383,17 @@ fn a_tmmbr_of_zero_is_clamped_not_a_stall() {
 fn a_restarted_relay_hands_out_other_session_ids() {
     // The server seeds each relay from the OS: two seeds stand for before and after.
     let first = |seed| {
-        let mut relay = gsrelay::relay::Relay::new(RelayConfig::default(), seed);
-        let req = gsrelay::relay::JoinRequest {
+        let mut relay = gsrelay::Relay::new(RelayConfig::default(), seed);
+        let req = gsrelay::JoinRequest {
             room: "r".into(),
             identity: "p".into(),
             subscribe: true,
             ..Default::default()
         };
         relay
-            .handle_input(std::time::Instant::now(), gsrelay::relay::Input::Join(req))
+            .handle_input(std::time::Instant::now(), gsrelay::Input::Join(req))
             .ok()
-            .and_then(gsrelay::relay::Reply::joined)
+            .and_then(gsrelay::Reply::joined)
             .expect("join")
             .session
     };

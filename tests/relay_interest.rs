@@ -4,8 +4,8 @@
 
 mod support;
 
-use gsrelay::relay::{Interest, JoinRequest, Joined};
 use gsrelay::wire::{Dialect, Object, Object2, ThreeDof1};
+use gsrelay::{Interest, JoinRequest, Joined};
 use support::{Sent, World, head};
 
 fn interest(json: &str) -> Interest {
@@ -411,7 +411,7 @@ fn invalid_prediction_settings_are_refused() {
 
 #[test]
 fn updates_reach_only_the_subscribers_near_the_object() {
-    let mut w = World::with(gsrelay::relay::RelayConfig {
+    let mut w = World::with(gsrelay::RelayConfig {
         max_sessions_per_room: 300,
         ..Default::default()
     });

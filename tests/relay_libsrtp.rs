@@ -12,9 +12,9 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions, Received};
-use gsrelay::control::token::Rights;
 use gsrelay::rtp::SrtpProfile;
-use gsrelay::server::Server;
+use gsrelay::serve::Server;
+use gsrelay::token::Rights;
 use gsrelay::wire::{self, Dialect, Hand1, Head1, Loc2, Object, Rot2};
 use serde_json::Value;
 use std::collections::HashMap;

@@ -4,7 +4,7 @@
 
 mod support;
 
-use gsrelay::relay::{Interest, JoinRequest, Joined};
+use gsrelay::{Interest, JoinRequest, Joined};
 use std::time::Duration;
 use support::{World, head};
 

@@ -3,11 +3,9 @@
 
 mod support;
 
-use gsrelay::relay::{
-    Delivery, Event, Input, Interest, JoinRequest, Joined, RelayConfig, StatEvent,
-};
 use gsrelay::rtp::rtcp::{self, ReceptionReport, RtcpItem, SenderInfo};
 use gsrelay::rtp::{PacketClass, ntp};
+use gsrelay::{Delivery, Event, Input, Interest, JoinRequest, Joined, RelayConfig, StatEvent};
 use std::time::Duration;
 use support::{Sent, World, head};
 

@@ -4,10 +4,10 @@
 
 mod support;
 
-use gsrelay::relay::{ControlError, Event, JoinRequest, Joined, RelayConfig, Sends};
 use gsrelay::rtp::PacketClass;
 use gsrelay::rtp::rtcp::{self, RtcpItem};
 use gsrelay::wire::{self, Dialect, Object, container};
+use gsrelay::{ControlError, Event, JoinRequest, Joined, RelayConfig, Sends};
 use support::{World, head, x_of};
 
 /// A payload of one container per `(sender, objects)`.

@@ -7,7 +7,7 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions, Received};
-use gsrelay::server::Server;
+use gsrelay::serve::Server;
 use gsrelay::wire::{self, Dialect, Object};
 use std::collections::BTreeSet;
 use std::process::Stdio;
@@ -28,7 +28,7 @@ fn peer(
     server: &Server,
     mode: &str,
     room: &str,
-    rights: gsrelay::control::token::Rights,
+    rights: gsrelay::token::Rights,
     args: &[String],
 ) -> Child {
     Command::new(tool("python3"))

@@ -11,14 +11,14 @@
 mod support;
 
 use gsrelay::client::{Client, Received};
-use gsrelay::metrics::Metrics;
-use gsrelay::relay::{Delivery, Interest, JoinRequest, Relay, RelayConfig};
+use gsrelay::internal::Metrics;
+use gsrelay::internal::command::{JoinAnswer, JoinCommand, TransportRequest};
+use gsrelay::internal::shard::{self, ShardTask};
+use gsrelay::internal::udp::UdpConfig;
 use gsrelay::rtp::rtcp;
 use gsrelay::rtp::{PacketClass, RtpHeader, classify};
-use gsrelay::transport::command::{JoinAnswer, JoinCommand, TransportRequest};
-use gsrelay::transport::shard::{self, ShardTask};
-use gsrelay::transport::udp::UdpConfig;
 use gsrelay::wire::{self, Dialect, Head1, Loc2, Object};
+use gsrelay::{Delivery, Interest, JoinRequest, Relay, RelayConfig};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -5,21 +5,21 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions};
-use gsrelay::metrics::Metrics;
-use gsrelay::relay::{Relay, RelayConfig};
-use gsrelay::server::{self, Server};
-use gsrelay::transport::command::RelayHandle;
-use gsrelay::transport::directory::MemoryDirectory;
-use gsrelay::transport::shard;
-use gsrelay::transport::shards::Shards;
-use gsrelay::transport::udp::UdpConfig;
+use gsrelay::internal::Metrics;
+use gsrelay::internal::command::RelayHandle;
+use gsrelay::internal::directory::MemoryDirectory;
+use gsrelay::internal::shard;
+use gsrelay::internal::shards::Shards;
+use gsrelay::internal::udp::UdpConfig;
+use gsrelay::serve::{self, Server};
+use gsrelay::{Relay, RelayConfig};
 use std::sync::Arc;
 use std::time::Duration;
 use support::head;
 use support::server::{PUBLISH, SUBSCRIBE, base, config, serve_api, token};
 
 async fn start(shards: usize) -> Server {
-    server::start(gsrelay::config::ServeConfig {
+    serve::start(serve::ServeConfig {
         shards,
         ..config(1)
     })

@@ -4,17 +4,17 @@
 mod support;
 
 use gsrelay::client::{Client, Received};
-use gsrelay::metrics::Metrics;
-use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
-use gsrelay::rtp::{KeyMaterial, RtcpItem, SrtpProfile, SrtpSession};
-use gsrelay::transport::command::{
+use gsrelay::internal::Metrics;
+use gsrelay::internal::command::{
     CommandError, JoinAnswer, JoinCommand, SrtpKeys, TransportRequest,
 };
-use gsrelay::transport::shard::{self, ShardTask};
-use gsrelay::transport::udp::UdpConfig;
+use gsrelay::internal::shard::{self, ShardTask};
+use gsrelay::internal::udp::UdpConfig;
+use gsrelay::rtp::{KeyMaterial, RtcpItem, SrtpProfile, SrtpSession};
 use gsrelay::wire::{
     self, Dialect, GameControl1, Hand1, Head1, Loc2, Object, Object1, Rot1, Rot2, Scale1, Vec3,
 };
+use gsrelay::{JoinRequest, Relay, RelayConfig};
 use std::collections::HashMap;
 use std::time::Duration;
 use support::srtp::Copying;

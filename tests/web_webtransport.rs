@@ -11,7 +11,7 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions, Received};
-use gsrelay::control::token::Rights;
+use gsrelay::token::Rights;
 use gsrelay::wire::{self, Head1, Loc2, Object, Rot2};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};

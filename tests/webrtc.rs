@@ -6,7 +6,7 @@
 mod support;
 
 use gsrelay::client::{Client, WebRtcPeer};
-use gsrelay::server::Server;
+use gsrelay::serve::Server;
 use gsrelay::wire::Object;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -173,7 +173,7 @@ async fn offers_the_relay_cannot_answer_are_refused_with_a_clear_422() {
 
 #[tokio::test]
 async fn an_unspecified_bind_offers_the_api_host_or_says_it_cannot() {
-    let server = gsrelay::server::start(gsrelay::config::ServeConfig {
+    let server = gsrelay::serve::start(gsrelay::serve::ServeConfig {
         webrtc_addr: "0.0.0.0:0".parse().unwrap(),
         ..support::server::config(1)
     })

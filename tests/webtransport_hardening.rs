@@ -7,11 +7,11 @@
 
 mod support;
 
+use gsrelay::RelayConfig;
 use gsrelay::client::{Client, quic_client_config_for};
-use gsrelay::relay::RelayConfig;
-use gsrelay::transport::command::{QuicAnswer, TransportRequest};
-use gsrelay::transport::quic::{self, Protocol, QuicConfig};
-use gsrelay::transport::{roq, webtransport};
+use gsrelay::internal::command::{QuicAnswer, TransportRequest};
+use gsrelay::internal::quic::{self, Protocol, QuicConfig};
+use gsrelay::internal::{roq, webtransport};
 use gsrelay::wire::{Dialect, Object};
 use quinn::Endpoint;
 use std::sync::Arc;

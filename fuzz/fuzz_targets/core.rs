@@ -17,18 +17,16 @@
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
-use gsrelay::metrics::Metrics;
-use gsrelay::metrics::export::StatsExporter;
-use gsrelay::relay::area::Area;
-use gsrelay::relay::interest::{Filter, TypeSel};
-use gsrelay::relay::pacing::{PredictionGate, RateTier};
-use gsrelay::relay::{
-    Delivery, Event, Input, Interest, JoinRequest, Relay, RelayConfig, Reply, Sends, SessionId,
-};
+use gsrelay::internal::Metrics;
+use gsrelay::internal::StatsExporter;
 use gsrelay::rtp::rtcp::{self, FirEntry, SenderInfo, TmmbEntry};
 use gsrelay::rtp::{PacketClass, RtpHeader, RtpPacket};
 use gsrelay::wire::json::Hex;
 use gsrelay::wire::{self, Dialect, ObjectKind, container};
+use gsrelay::{
+    Area, Delivery, Event, Filter, Input, Interest, JoinRequest, PredictionGate, RateTier, Relay,
+    RelayConfig, Reply, Sends, SessionId, TypeSel,
+};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -7,7 +7,9 @@
 //! names a delay only in aggregated mode, and one within `limits::MAX_DELAY_MS`.
 #![no_main]
 
-use gsrelay::relay::{Interest, limits, pacing};
+use gsrelay::Interest;
+use gsrelay::internal::pacing;
+use gsrelay::internal::relay_limits as limits;
 use gsrelay::wire::ObjectKind;
 use libfuzzer_sys::fuzz_target;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! tail; the stream yields the same packets however it is split, each within the limit.
 #![no_main]
 
-use gsrelay::transport::roq::{StreamReader, read_varint, split_datagram, write_varint};
+use gsrelay::internal::roq::{StreamReader, read_varint, split_datagram, write_varint};
 use libfuzzer_sys::fuzz_target;
 
 /// The frame limit; small, so the fuzzer meets it.

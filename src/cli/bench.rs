@@ -11,8 +11,8 @@ use gsrelay::bench::soak::Soak;
 use gsrelay::bench::{
     BenchTransport, Report, RunOptions, Scenario, Security, SweepPoint, Target, run,
 };
-use gsrelay::relay::{Delivery, Interest};
 use gsrelay::rtp::SrtpProfile;
+use gsrelay::{Delivery, Interest};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 

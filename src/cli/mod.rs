@@ -30,7 +30,7 @@ enum Command {
     /// from there), RTP over QUIC and WebTransport on UDP 4433, WebRTC data channels on UDP
     /// 8445. With no file and no flags it runs on embedded defaults and prints a dev
     /// secret with a ready-to-use example token.
-    Serve(Box<gsrelay::config::ServeArgs>),
+    Serve(Box<gsrelay::serve::ServeArgs>),
     /// Print a signed access token (JWT, HS256) for one room.
     Token(serve::TokenArgs),
 }

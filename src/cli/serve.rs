@@ -2,9 +2,9 @@
 
 use anyhow::{Context, bail};
 use clap::Args;
-use gsrelay::config::{LogFormat, ServeArgs};
-use gsrelay::control::token::{Rights, Tokens};
-use gsrelay::server;
+use gsrelay::serve as server;
+use gsrelay::serve::{LogFormat, ServeArgs};
+use gsrelay::token::{Rights, Tokens};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::time::{SystemTime, UNIX_EPOCH};

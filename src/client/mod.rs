@@ -32,6 +32,7 @@ pub use quic::{client_config as quic_client_config, client_config_for as quic_cl
 pub use state::{RoomState, Update, updates};
 pub use webrtc::WebRtcPeer;
 
+use crate::api::{self, JoinAnswerBody, JoinBody, PLAIN_RTP, QuicBody, SrtpBody, WebTransportBody};
 use crate::relay::{Delivery, Interest, Joined, SessionId, parse_session_id};
 use crate::rtp::ntp;
 use crate::rtp::rtcp::{self, FirEntry, ReceptionReport, RtcpError, RtcpWriteError, SenderInfo};
@@ -42,7 +43,6 @@ use crate::rtp::{
 use crate::transport::command::{JoinAnswer, QuicAnswer, SrtpKeys, TransportAnswer};
 use crate::wire::{self, DecodeError, Dialect, EncodeError, Object};
 use quic::QuicLink;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -56,9 +56,6 @@ const CLOCK_RATE: u64 = 90_000;
 
 /// How long a WebRTC join waits for its data channel to open.
 const WEBRTC_OPEN_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// `srtp_profile` value that asks for plain RTP.
-const PLAIN_RTP: &str = "none";
 
 /// What a join asks for, beyond the room and the token.
 #[derive(Debug, Clone, Default)]
@@ -164,71 +161,6 @@ pub enum ClientError {
     WebRtc(String),
 }
 
-/// The JSON body of a join.
-#[derive(Serialize)]
-struct JoinBody<'a> {
-    transport: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ssrc: Option<u32>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    require_ssrc: bool,
-    dialect: Dialect,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    interest: Option<&'a Interest>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    srtp_profile: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sdp_offer: Option<String>,
-}
-
-/// The JSON answer to a join (`docs/api.md`).
-#[derive(Deserialize)]
-struct AnswerBody {
-    session_id: String,
-    ssrc: u32,
-    relay_ssrc: u32,
-    streams: Vec<u32>,
-    rtp: Option<RtpBody>,
-    quic: Option<QuicBody>,
-    webtransport: Option<WebTransportBody>,
-    webrtc: Option<WebRtcBody>,
-}
-
-#[derive(Deserialize)]
-struct WebRtcBody {
-    sdp_answer: String,
-    addr: String,
-}
-
-#[derive(Deserialize)]
-struct WebTransportBody {
-    url: String,
-    cert_sha256: Option<String>,
-    flow_id: u64,
-    session_token: String,
-}
-
-#[derive(Deserialize)]
-struct QuicBody {
-    addr: String,
-    cert_sha256: String,
-    flow_id: u64,
-    session_token: String,
-}
-
-#[derive(Deserialize)]
-struct RtpBody {
-    addr: String,
-    srtp: Option<SrtpBody>,
-}
-
-#[derive(Deserialize)]
-struct SrtpBody {
-    profile: SrtpProfile,
-    client_key: String,
-    relay_key: String,
-}
-
 /// Where the client's HTTP requests go, and what it joined with (for a rejoin).
 #[derive(Debug, Clone)]
 struct Http {
@@ -305,7 +237,7 @@ impl Client {
     async fn open(http: Http, ssrc: Option<u32>) -> Result<Self, ClientError> {
         let opts = &http.opts;
         let over_quic = opts.quic || opts.webtransport;
-        let mut webrtc = match opts.webrtc && !over_quic {
+        let webrtc = match opts.webrtc && !over_quic {
             true => Some(WebRtcPeer::offer()?),
             false => None,
         };
@@ -315,17 +247,18 @@ impl Client {
                 (false, true, _) => "quic",
                 (false, false, Some(_)) => "webrtc",
                 (false, false, None) => "rtp",
-            },
+            }
+            .to_owned(),
             ssrc,
             require_ssrc: opts.require_ssrc,
             dialect: opts.dialect,
-            interest: opts.interest.as_ref(),
+            interest: opts.interest.clone().unwrap_or_default(),
             srtp_profile: if over_quic || webrtc.is_some() {
                 None
             } else if opts.plain_rtp {
-                Some(PLAIN_RTP)
+                Some(PLAIN_RTP.to_owned())
             } else {
-                opts.profile.map(SrtpProfile::name)
+                opts.profile.map(|p| p.name().to_owned())
             },
             sdp_offer: webrtc.as_ref().map(WebRtcPeer::offer_sdp).transpose()?,
         };
@@ -336,57 +269,46 @@ impl Client {
             .json(&body)
             .send()
             .await?;
-        let answer: AnswerBody = checked(resp).await?.json().await?;
+        let answer: JoinAnswerBody = checked(resp).await?.json().await?;
         let session = parse_session_id(&answer.session_id)
             .ok_or_else(|| ClientError::BadAnswer(format!("session_id {}", answer.session_id)))?;
-        let link = match (&mut webrtc, answer.webrtc) {
-            (Some(peer), Some(w)) => {
-                let relay = resolve(&w.addr, "webrtc.addr").await?;
-                let deadline = tokio::time::Instant::now() + WEBRTC_OPEN_TIMEOUT;
-                peer.accept(relay, &w.sdp_answer, deadline).await?;
-                webrtc.map(|peer| Link::WebRtc(Box::new(peer)))
-            }
-            (Some(_), None) => return Err(ClientError::BadAnswer("no webrtc answer".into())),
-            (None, _) => None,
-        };
         let joined = Joined {
             session,
             ssrc: answer.ssrc,
             relay_ssrc: answer.relay_ssrc,
             streams: answer.streams,
         };
-        let mut client = match link {
-            Some(link) => Self::with_link(joined, http.opts.dialect, link)?,
-            None => {
-                let transport = match (answer.rtp, answer.quic, answer.webtransport) {
-                    (Some(rtp), None, None) => TransportAnswer::Rtp {
-                        addr: resolve(&rtp.addr, "rtp.addr").await?,
-                        srtp: rtp.srtp.map(|s| SrtpKeys {
-                            profile: s.profile,
-                            client_key: s.client_key,
-                            relay_key: s.relay_key,
-                        }),
-                    },
-                    (None, Some(q), None) => TransportAnswer::Quic(QuicAnswer {
-                        addr: resolve(&q.addr, "quic.addr").await?,
-                        alpn: crate::transport::quic::ALPN,
-                        cert_sha256: q.cert_sha256,
-                        self_signed: true,
-                        flow_id: q.flow_id,
-                        session_token: q.session_token,
-                    }),
-                    (None, None, Some(w)) => {
-                        TransportAnswer::WebTransport(webtransport_answer(w).await?)
-                    }
-                    _ => {
-                        return Err(ClientError::BadAnswer(
-                            "not exactly one of rtp, quic, webtransport, webrtc".into(),
-                        ));
-                    }
-                };
+        let (link, transport) = match (webrtc, answer.transport) {
+            (Some(mut peer), api::TransportAnswer::WebRtc(w)) => {
+                let relay = resolve(&w.addr, "webrtc.addr").await?;
+                let deadline = tokio::time::Instant::now() + WEBRTC_OPEN_TIMEOUT;
+                peer.accept(relay, &w.sdp_answer, deadline).await?;
+                (Some(Link::WebRtc(Box::new(peer))), None)
+            }
+            (Some(_), _) => return Err(ClientError::BadAnswer("no webrtc answer".into())),
+            (None, api::TransportAnswer::Rtp(rtp)) => {
+                let addr = resolve(&rtp.addr, "rtp.addr").await?;
+                let srtp = rtp.srtp.map(srtp_keys);
+                (None, Some(TransportAnswer::Rtp { addr, srtp }))
+            }
+            (None, api::TransportAnswer::Quic(q)) => {
+                (None, Some(TransportAnswer::Quic(quic_answer(q).await?)))
+            }
+            (None, api::TransportAnswer::WebTransport(w)) => {
+                let answer = webtransport_answer(w).await?;
+                (None, Some(TransportAnswer::WebTransport(answer)))
+            }
+            (None, api::TransportAnswer::WebRtc(_)) => {
+                return Err(ClientError::BadAnswer("webrtc answer to no offer".into()));
+            }
+        };
+        let mut client = match (link, transport) {
+            (Some(link), _) => Self::with_link(joined, http.opts.dialect, link)?,
+            (None, Some(transport)) => {
                 let answer = JoinAnswer { joined, transport };
                 Self::from_answer(answer, http.opts.dialect).await?
             }
+            (None, None) => return Err(ClientError::BadAnswer("no transport answer".into())),
         };
         client.http = Some(http);
         Ok(client)
@@ -767,6 +689,27 @@ async fn udp_link(answer: &JoinAnswer) -> Result<Link, ClientError> {
     // Connected: only the relay's datagrams are received.
     socket.connect(rtp_addr).await?;
     Ok(Link::Udp { socket, srtp })
+}
+
+/// The SRTP keys of an RTP answer.
+fn srtp_keys(s: SrtpBody) -> SrtpKeys {
+    SrtpKeys {
+        profile: s.profile,
+        client_key: s.client_key,
+        relay_key: s.relay_key,
+    }
+}
+
+/// How to reach a session a QUIC answer describes.
+async fn quic_answer(q: QuicBody) -> Result<QuicAnswer, ClientError> {
+    Ok(QuicAnswer {
+        addr: resolve(&q.addr, "quic.addr").await?,
+        alpn: crate::transport::quic::ALPN,
+        cert_sha256: q.cert_sha256,
+        self_signed: true,
+        flow_id: q.flow_id,
+        session_token: q.session_token,
+    })
 }
 
 /// The QUIC side of a WebTransport answer: the URL's authority (the path is always

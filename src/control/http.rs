@@ -13,6 +13,10 @@
 
 use super::limits::{HttpLimits, IdentityLimiter};
 use super::token::{self, AuthzError, Claims, NameError, Right, TokenError, Tokens};
+use crate::api::{
+    self, ErrorBody, ErrorDetail, JoinAnswerBody, JoinBody, PLAIN_RTP, QuicBody, RtpBody, SrtpBody,
+    StatusBody, WebRtcBody, WebTransportBody,
+};
 use crate::metrics::Metrics;
 use crate::relay::{ControlError, Interest, JoinRequest, format_session_id, parse_session_id};
 use crate::rtp::SrtpProfile;
@@ -23,7 +27,6 @@ use crate::transport::command::{
 use crate::transport::shards::Shards;
 use crate::transport::webrtc::{self, OfferError};
 use crate::transport::webtransport;
-use crate::wire::Dialect;
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
@@ -35,7 +38,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -102,23 +104,12 @@ struct ErrorCode(&'static str);
 /// The join route, whose refusals are counted by reason.
 const JOIN_ROUTE: &str = "/v1/rooms/{room}/sessions";
 
-#[derive(Serialize)]
-struct ErrorBody<'a> {
-    error: ErrorDetail<'a>,
-}
-
-#[derive(Serialize)]
-struct ErrorDetail<'a> {
-    code: &'a str,
-    message: &'a str,
-}
-
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
             error: ErrorDetail {
-                code: self.code,
-                message: &self.message,
+                code: self.code.to_owned(),
+                message: self.message,
             },
         };
         let mut resp = (self.status, Json(body)).into_response();
@@ -508,77 +499,48 @@ fn parse_json<T: DeserializeOwned>(body: &[u8], prefix: Option<&str>) -> Result<
     })
 }
 
-/// Body of `POST /v1/rooms/{room}/sessions`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct JoinBody {
-    transport: String,
-    ssrc: Option<u32>,
-    #[serde(default)]
-    require_ssrc: bool,
-    #[serde(default)]
-    dialect: Dialect,
-    #[serde(default)]
-    interest: Interest,
-    srtp_profile: Option<String>,
-    sdp_offer: Option<String>,
-}
-
-/// `srtp_profile` in a join: a profile name, or `"none"` for plain RTP.
-const PLAIN_RTP: &str = "none";
-
-/// Answer of `POST /v1/rooms/{room}/sessions`.
-#[derive(Serialize)]
-struct JoinAnswerBody {
-    session_id: String,
-    ssrc: u32,
-    relay_ssrc: u32,
-    streams: Vec<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rtp: Option<RtpBody>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    quic: Option<QuicBody>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    webtransport: Option<WebTransportBody>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    webrtc: Option<WebRtcAnswer>,
-}
-
-/// The `webtransport` object of a WebTransport join's answer (`docs/transports.md`).
-#[derive(Serialize)]
-struct WebTransportBody {
-    url: String,
-    /// `null` for a configured certificate, which browsers verify as any web server's.
-    cert_sha256: Option<String>,
-    flow_id: u64,
-    session_token: String,
-}
-
-impl WebTransportBody {
-    fn new(q: &QuicAnswer, headers: &HeaderMap) -> Self {
-        Self {
-            url: webtransport::url(&advertised_addr(q.addr, headers)),
-            cert_sha256: q.self_signed.then(|| q.cert_sha256.clone()),
-            flow_id: q.flow_id,
-            session_token: q.session_token.clone(),
-        }
+/// The `webtransport` object of a WebTransport join's answer, from the QUIC endpoint's.
+fn webtransport_body(q: QuicAnswer, headers: &HeaderMap) -> WebTransportBody {
+    WebTransportBody {
+        url: webtransport::url(&advertised_addr(q.addr, headers)),
+        cert_sha256: q.self_signed.then_some(q.cert_sha256),
+        flow_id: q.flow_id,
+        session_token: q.session_token,
     }
 }
 
-/// The `quic` object of a QUIC join's answer (`docs/transports.md`).
-#[derive(Serialize)]
-struct QuicBody {
-    addr: String,
-    alpn: &'static str,
-    cert_sha256: String,
-    flow_id: u64,
-    session_token: String,
+/// The `quic` object of a QUIC join's answer.
+fn quic_body(q: QuicAnswer, headers: &HeaderMap) -> QuicBody {
+    QuicBody {
+        addr: advertised_addr(q.addr, headers),
+        alpn: q.alpn.to_owned(),
+        cert_sha256: q.cert_sha256,
+        flow_id: q.flow_id,
+        session_token: q.session_token,
+    }
 }
 
-#[derive(Serialize)]
-struct RtpBody {
-    addr: String,
-    srtp: Option<SrtpKeys>,
+/// The `webrtc` object of a WebRTC join's answer.
+fn webrtc_body(w: WebRtcAnswer) -> WebRtcBody {
+    WebRtcBody {
+        sdp_answer: w.sdp_answer,
+        addr: w.addr.to_string(),
+        channel: w.channel.to_owned(),
+        max_message_size: w.max_message_size,
+        max_packet: w.max_packet,
+    }
+}
+
+/// The `rtp` object of an RTP join's answer.
+fn rtp_body(addr: std::net::SocketAddr, srtp: Option<SrtpKeys>, headers: &HeaderMap) -> RtpBody {
+    RtpBody {
+        addr: advertised_addr(addr, headers),
+        srtp: srtp.map(|k| SrtpBody {
+            profile: k.profile,
+            client_key: k.client_key,
+            relay_key: k.relay_key,
+        }),
+    }
 }
 
 async fn join(
@@ -677,37 +639,23 @@ async fn join(
     );
     let location = HeaderValue::from_str(&format!("/v1/sessions/{session_id}"))
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
-    let mut body = JoinAnswerBody {
+    let transport = match answer.transport {
+        TransportAnswer::Rtp { addr, srtp } => {
+            api::TransportAnswer::Rtp(rtp_body(addr, srtp, &headers))
+        }
+        TransportAnswer::Quic(q) => api::TransportAnswer::Quic(quic_body(q, &headers)),
+        TransportAnswer::WebTransport(q) => {
+            api::TransportAnswer::WebTransport(webtransport_body(q, &headers))
+        }
+        TransportAnswer::WebRtc(w) => api::TransportAnswer::WebRtc(webrtc_body(w)),
+    };
+    let body = JoinAnswerBody {
         session_id,
         ssrc: answer.joined.ssrc,
         relay_ssrc: answer.joined.relay_ssrc,
         streams: answer.joined.streams,
-        rtp: None,
-        quic: None,
-        webtransport: None,
-        webrtc: None,
+        transport,
     };
-    match answer.transport {
-        TransportAnswer::Rtp { addr, srtp } => {
-            body.rtp = Some(RtpBody {
-                addr: advertised_addr(addr, &headers),
-                srtp,
-            });
-        }
-        TransportAnswer::WebTransport(q) => {
-            body.webtransport = Some(WebTransportBody::new(&q, &headers));
-        }
-        TransportAnswer::Quic(q) => {
-            body.quic = Some(QuicBody {
-                addr: advertised_addr(q.addr, &headers),
-                alpn: q.alpn,
-                cert_sha256: q.cert_sha256,
-                flow_id: q.flow_id,
-                session_token: q.session_token,
-            });
-        }
-        TransportAnswer::WebRtc(w) => body.webrtc = Some(w),
-    }
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
@@ -841,24 +789,23 @@ async fn render_metrics(State(state): State<ApiState>) -> Response {
         .into_response()
 }
 
-#[derive(Serialize)]
-struct Status {
-    status: &'static str,
-}
-
 /// Alive while a shard runs: a relay whose every shard has stopped serves nothing, so the
 /// orchestrator should restart it. One stopped shard costs only its rooms (readiness
 /// fails, so no new clients come; the others' sessions go on).
-async fn healthz(State(state): State<ApiState>) -> Result<Json<Status>, ApiError> {
+async fn healthz(State(state): State<ApiState>) -> Result<Json<StatusBody>, ApiError> {
     if state.0.relay.all_stopped() {
         return Err(relay_stopped());
     }
-    Ok(Json(Status { status: "ok" }))
+    Ok(Json(StatusBody {
+        status: "ok".to_owned(),
+    }))
 }
 
-async fn readyz(State(state): State<ApiState>) -> Result<Json<Status>, ApiError> {
+async fn readyz(State(state): State<ApiState>) -> Result<Json<StatusBody>, ApiError> {
     readiness(&state)?;
-    Ok(Json(Status { status: "ready" }))
+    Ok(Json(StatusBody {
+        status: "ready".to_owned(),
+    }))
 }
 
 /// Ready while every shard runs and no drain has started.

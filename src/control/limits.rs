@@ -2,7 +2,7 @@
 //! requests run at once, and how often one identity may join or change its interest.
 //!
 //! [`HttpLimits`] is the `[http]` table of the configuration. The connection timeouts are
-//! enforced by [`super::conn`], the body timeout, the in-flight limit and the rate limit by
+//! enforced by `control::conn`, the body timeout, the in-flight limit and the rate limit by
 //! the router in [`super::http`]; [`IdentityLimiter`] is the rate limit's state.
 
 use crate::relay::serde_secs as secs;

@@ -10,15 +10,15 @@ pub mod srtp;
 pub mod tools;
 pub mod transports;
 
-use gsrelay::metrics::Metrics;
-use gsrelay::metrics::export::StatsExporter;
-use gsrelay::relay::{
-    ControlError, Event, Input, Interest, JoinRequest, Joined, Relay, RelayConfig, SessionId,
-};
+use gsrelay::internal::Metrics;
+use gsrelay::internal::StatsExporter;
 use gsrelay::rtp::rtcp::{self, FirEntry};
 use gsrelay::rtp::{PacketClass, RtpHeader, RtpPacket};
 use gsrelay::wire::json::Hex;
 use gsrelay::wire::{self, Dialect, Head1, Loc2, Object, Rot2};
+use gsrelay::{
+    ControlError, Event, Input, Interest, JoinRequest, Joined, Relay, RelayConfig, SessionId,
+};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

@@ -2,13 +2,13 @@
 //! loopback, without the HTTP API: joins go to the transport as the API would send them.
 
 use gsrelay::client::{Client, Received};
-use gsrelay::metrics::Metrics;
-use gsrelay::relay::{JoinRequest, Relay, RelayConfig};
-use gsrelay::transport::command::{JoinAnswer, JoinCommand, TransportRequest};
-use gsrelay::transport::quic::{self, QuicConfig, QuicEndpoint};
-use gsrelay::transport::shard::{self, ShardSetup, ShardTask};
-use gsrelay::transport::udp::UdpConfig;
+use gsrelay::internal::Metrics;
+use gsrelay::internal::command::{JoinAnswer, JoinCommand, TransportRequest};
+use gsrelay::internal::quic::{self, QuicConfig, QuicEndpoint};
+use gsrelay::internal::shard::{self, ShardSetup, ShardTask};
+use gsrelay::internal::udp::UdpConfig;
 use gsrelay::wire::{Dialect, Object};
+use gsrelay::{JoinRequest, Relay, RelayConfig};
 use std::net::SocketAddr;
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! `gsrelay serve` as an operator runs it: the built binary in a child process, on
 //! loopback port 0, with its generated dev secret read back from its output.
 
-use gsrelay::control::token::{Rights, Tokens};
+use gsrelay::token::{Rights, Tokens};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;

@@ -1,9 +1,9 @@
 //! A whole relay from `server::start` on loopback, every address on port 0 so tests run in
 //! parallel, and access tokens for it.
 
-use gsrelay::config::ServeConfig;
-use gsrelay::control::token::{Rights, Tokens};
-use gsrelay::server::{self, Server};
+use gsrelay::serve::ServeConfig;
+use gsrelay::serve::{self as server, Server};
+use gsrelay::token::{Rights, Tokens};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The token secret of every server started here.
@@ -88,14 +88,14 @@ pub fn token_as(room: &str, identity: &str, rights: Rights, iat: u64, ttl: u64) 
 
 /// Serves the HTTP API alone, in front of `shards`, on a loopback port; returns its base
 /// URL.
-pub async fn serve_api(shards: gsrelay::transport::shards::Shards) -> String {
-    use gsrelay::control::http::{self, ApiState};
+pub async fn serve_api(shards: gsrelay::internal::shards::Shards) -> String {
+    use gsrelay::internal::http::{self, ApiState};
     let state = ApiState::new(
         shards,
         Tokens::new(SECRET.as_bytes()).unwrap(),
-        gsrelay::metrics::Metrics::new(),
+        gsrelay::internal::Metrics::new(),
         gsrelay::rtp::SrtpProfile::default(),
-        gsrelay::control::limits::HttpLimits::default(),
+        gsrelay::internal::limits::HttpLimits::default(),
     )
     .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -4,9 +4,9 @@
 use super::moving_head;
 use super::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
 use gsrelay::client::{Client, JoinOptions, Received};
-use gsrelay::control::token::Rights;
 use gsrelay::rtp::RtcpItem;
-use gsrelay::server::Server;
+use gsrelay::serve::Server;
+use gsrelay::token::Rights;
 use gsrelay::wire::Object;
 use std::collections::BTreeSet;
 use std::time::Duration;
