@@ -25,7 +25,7 @@ pub struct Metrics {
     pub bytes: IntCounterVec,
     /// Dropped inbound packets by reason.
     pub dropped: IntCounterVec,
-    /// RTCP feedback received by kind (`fir`, `pli`, `nack`, `tmmbr`, `bye`).
+    /// RTCP feedback received by kind ([`labels::FEEDBACK_KINDS`]).
     pub feedback: IntCounterVec,
     /// Snapshot packets sent in answer to FIR/PLI.
     pub snapshot_packets: IntCounter,
