@@ -6,6 +6,7 @@
 
 pub mod export;
 mod kernel;
+pub mod labels;
 
 use prometheus::core::Collector;
 use prometheus::{
@@ -24,7 +25,7 @@ pub struct Metrics {
     pub bytes: IntCounterVec,
     /// Dropped inbound packets by reason.
     pub dropped: IntCounterVec,
-    /// RTCP feedback received by kind (`fir`, `pli`, `nack`, `tmmbr`, `bye`).
+    /// RTCP feedback received by kind ([`labels::FEEDBACK_KINDS`]).
     pub feedback: IntCounterVec,
     /// Snapshot packets sent in answer to FIR/PLI.
     pub snapshot_packets: IntCounter,
@@ -406,7 +407,35 @@ impl Metrics {
                 .register(c)
                 .unwrap_or_else(|e| panic!("register: {e}"));
         }
+        m.create_known_series();
         m
+    }
+
+    /// Creates every series of a closed label set ([`labels`]) at zero, so that it is
+    /// exported before its first event.
+    fn create_known_series(&self) {
+        use labels::*;
+        let families: [(&IntCounterVec, &[&[&str]]); 8] = [
+            (&self.feedback, &[FEEDBACK_KINDS]),
+            (&self.feedback_suppressed, &[FEEDBACK_SUPPRESSED]),
+            (&self.internal_errors, &[INTERNAL_ERROR_PLACES]),
+            (&self.http_limited, &[http_limit::ALL]),
+            (&self.joins_refused, &[JOIN_REFUSALS]),
+            (
+                &self.quic_connections,
+                &[SESSION_OUTCOMES, HANDSHAKE_OUTCOMES],
+            ),
+            (
+                &self.webtransport_sessions,
+                &[SESSION_OUTCOMES, WEBTRANSPORT_OUTCOMES],
+            ),
+            (&self.webrtc_connections, &[WEBRTC_OUTCOMES]),
+        ];
+        for (family, lists) in families {
+            for value in lists.iter().copied().flatten() {
+                family.with_label_values(&[value]);
+            }
+        }
     }
 
     /// Counts one dropped packet.

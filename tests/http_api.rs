@@ -744,6 +744,67 @@ async fn metrics_are_valid_prometheus_text() {
     promtool_check(&text);
 }
 
+/// Families a healthy relay counts nothing in until something goes wrong; each must be
+/// exported from the start, every known label value at 0, for its panels and `rate()`
+/// alerts to read 0 rather than nothing.
+#[tokio::test]
+async fn closed_label_sets_are_exported_at_zero_before_any_event() {
+    use gsrelay::metrics::labels::*;
+    let api = Api::start().await;
+    let text = api.get("/metrics", None).await.text().await.unwrap();
+    let session_then = |only: &'static [&'static str]| [SESSION_OUTCOMES, only].concat();
+    let families: [(&str, &str, Vec<&str>); 8] = [
+        (
+            "gsrelay_rtcp_feedback_total",
+            "kind",
+            FEEDBACK_KINDS.to_vec(),
+        ),
+        (
+            "gsrelay_feedback_suppressed_total",
+            "reason",
+            FEEDBACK_SUPPRESSED.to_vec(),
+        ),
+        (
+            "gsrelay_http_limited_total",
+            "limit",
+            http_limit::ALL.to_vec(),
+        ),
+        (
+            "gsrelay_internal_errors_total",
+            "where",
+            INTERNAL_ERROR_PLACES.to_vec(),
+        ),
+        (
+            "gsrelay_joins_refused_total",
+            "reason",
+            JOIN_REFUSALS.to_vec(),
+        ),
+        (
+            "gsrelay_quic_connections_total",
+            "outcome",
+            session_then(HANDSHAKE_OUTCOMES),
+        ),
+        (
+            "gsrelay_webrtc_connections_total",
+            "outcome",
+            WEBRTC_OUTCOMES.to_vec(),
+        ),
+        (
+            "gsrelay_webtransport_sessions_total",
+            "outcome",
+            session_then(WEBTRANSPORT_OUTCOMES),
+        ),
+    ];
+    for (family, label, values) in families {
+        assert!(!values.is_empty(), "{family} has no known values");
+        for value in values {
+            let line = format!("{family}{{{label}=\"{value}\"}} 0");
+            assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+        }
+    }
+    promtool_check(&text);
+}
+
 /// Runs `promtool check metrics` on `text` (promtool as scripts/test.sh installs it).
 fn promtool_check(text: &str) {
     use std::io::Write;

@@ -17,6 +17,7 @@
 //! timeout (what a load balancer in front needs) could not be set.
 
 use crate::metrics::Metrics;
+use crate::metrics::labels::http_limit;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -229,8 +230,8 @@ impl Watch {
             return None;
         }
         Some(match p.head_since {
-            Some(since) => (since + t.header, "header_timeout"),
-            None => (p.idle_since + t.idle, "idle_timeout"),
+            Some(since) => (since + t.header, http_limit::HEADER_TIMEOUT),
+            None => (p.idle_since + t.idle, http_limit::IDLE_TIMEOUT),
         })
     }
 }

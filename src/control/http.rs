@@ -18,6 +18,7 @@ use crate::api::{
     StatusBody, WebRtcBody, WebTransportBody,
 };
 use crate::metrics::Metrics;
+use crate::metrics::labels::http_limit;
 use crate::relay::{ControlError, Interest, JoinRequest, format_session_id, parse_session_id};
 use crate::rtp::SrtpProfile;
 use crate::transport::command::{
@@ -296,7 +297,7 @@ impl ApiState {
             .limiter
             .check(&claims.room, &claims.sub)
             .map_err(|wait| {
-                self.count_limited("rate_limited");
+                self.count_limited(http_limit::RATE_LIMITED);
                 ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
                     "rate_limited",
@@ -404,7 +405,7 @@ fn shed_error(metrics: &Metrics, max_in_flight: usize, e: &BoxError) -> ApiError
     }
     metrics
         .http_limited
-        .with_label_values(&["overloaded"])
+        .with_label_values(&[http_limit::OVERLOADED])
         .inc();
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -446,7 +447,7 @@ impl FromRequest<ApiState> for TimedBody {
         match tokio::time::timeout(timeout, Bytes::from_request(req, state)).await {
             Ok(body) => body_bytes(body).map(TimedBody),
             Err(_) => {
-                state.count_limited("body_timeout");
+                state.count_limited(http_limit::BODY_TIMEOUT);
                 Err(ApiError::new(
                     StatusCode::REQUEST_TIMEOUT,
                     "request_timeout",
