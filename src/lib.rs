@@ -49,6 +49,7 @@ pub mod internal {
     pub use crate::control::{http, limits};
     pub use crate::metrics::Metrics;
     pub use crate::metrics::export::StatsExporter;
+    pub use crate::metrics::labels;
     pub use crate::relay::limits as relay_limits;
     pub use crate::relay::pacing;
     pub use crate::transport::{

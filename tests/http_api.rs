@@ -749,7 +749,7 @@ async fn metrics_are_valid_prometheus_text() {
 /// alerts to read 0 rather than nothing.
 #[tokio::test]
 async fn closed_label_sets_are_exported_at_zero_before_any_event() {
-    use gsrelay::metrics::labels::*;
+    use gsrelay::internal::labels::*;
     let api = Api::start().await;
     let text = api.get("/metrics", None).await.text().await.unwrap();
     let session_then = |only: &'static [&'static str]| [SESSION_OUTCOMES, only].concat();

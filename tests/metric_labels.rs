@@ -1,4 +1,4 @@
-//! The closed label sets of `gsrelay::metrics::labels` against the code that produces
+//! The closed label sets of `gsrelay::internal::labels` against the code that produces
 //! their values: the core and the transports name them as string literals where they
 //! count, so each family's literals are read from the source here and must be exactly its
 //! list. A value added in the code without the list (its series would be missing until
@@ -7,7 +7,7 @@
 //! The code is read with comments, unit-test modules and all whitespace left out, so
 //! `count(&metrics, None, "x")` reads `count(&metrics,None,"x")`.
 
-use gsrelay::metrics::labels::*;
+use gsrelay::internal::labels::*;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
