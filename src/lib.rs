@@ -52,7 +52,5 @@ pub mod internal {
     pub use crate::metrics::labels;
     pub use crate::relay::limits as relay_limits;
     pub use crate::relay::pacing;
-    pub use crate::transport::{
-        command, directory, quic, recv, roq, shard, shards, udp, webtransport,
-    };
+    pub use crate::transport::{command, directory, quic, roq, shard, shards, udp, webtransport};
 }

@@ -3,12 +3,11 @@
 
 use crate::relay::{ControlError, Interest, JoinRequest, Joined, RoomInfo, SessionId};
 use crate::rtp::SrtpProfile;
-use serde::Serialize;
 use std::net::{IpAddr, SocketAddr};
 use tokio::sync::{mpsc, oneshot};
 
 /// SRTP keys handed to a client at join (RFC 4568 inline form: base64 of key ‖ salt).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SrtpKeys {
     /// Protection profile.
     pub profile: SrtpProfile,
@@ -82,7 +81,7 @@ pub struct WebRtcOffer {
 }
 
 /// What a WebRTC join answers (see `docs/transports.md`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebRtcAnswer {
     /// The relay's SDP answer (ICE-lite, one host candidate).
     pub sdp_answer: String,
@@ -99,7 +98,7 @@ pub struct WebRtcAnswer {
 
 /// What a client needs to carry its session over QUIC, RoQ or WebTransport (see
 /// `docs/transports.md`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuicAnswer {
     /// The relay's QUIC address (before any advertise address is applied).
     pub addr: SocketAddr,

@@ -1,6 +1,6 @@
-//! Incoming datagrams read in batches with `recvmmsg` (Linux): one syscall brings up to
-//! [`RecvBatch::slots`] datagrams into one reused buffer, cut in equal slots, allocating
-//! nothing ([`super::mmsg`]).
+//! Incoming datagrams read in batches with `recvmmsg` (Linux): one syscall fills the
+//! slots of one reused buffer, cut in equal slots, one datagram each, allocating nothing
+//! ([`super::mmsg`]).
 
 use super::mmsg::{self, MAX_DATAGRAMS, Received};
 use std::io;
@@ -38,12 +38,7 @@ impl RecvBatch {
         }
     }
 
-    /// How many datagrams one call reads at most.
-    pub fn slots(&self) -> usize {
-        self.buf.len() / self.slot.max(1)
-    }
-
-    /// Reads what the socket holds, up to [`RecvBatch::slots`] datagrams, without
+    /// Reads what the socket holds, up to as many datagrams as it has slots, without
     /// waiting; `WouldBlock` when there is nothing. Returns how many were read.
     pub fn recv(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         let Self { buf, slot, got } = self;
