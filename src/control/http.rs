@@ -375,14 +375,20 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/sessions/{id}", delete(leave))
         .route_layer(in_flight);
     // Outside the in-flight limit, so a preflight never takes a slot and a shed answer
-    // still reaches the page.
-    let cors = || option_layer(state.0.cors.clone());
+    // still reaches the page. A preflight is an OPTIONS, which no route has: it reaches
+    // the 405 fallback, set here under the layer because the outer router's would
+    // replace it unlayered.
+    let cors = |routes: Router<ApiState>| {
+        routes
+            .method_not_allowed_fallback(method_not_allowed)
+            .layer(option_layer(state.0.cors.clone()))
+    };
     Router::new()
-        .merge(api.layer(cors()))
+        .merge(cors(api))
         .route("/metrics", get(render_metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .merge(super::web::client_router().layer(cors()))
+        .merge(cors(super::web::client_router()))
         .merge(super::web::viewer_router())
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
