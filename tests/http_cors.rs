@@ -163,6 +163,7 @@ async fn a_configured_list_answers_only_its_origins() {
     // Another origin gets no Access-Control-Allow-Origin, so its browser refuses the
     // preflight (and the join is never sent) and keeps the module from the page.
     let refused = preflight(&server, &path, "POST", OTHER).await;
+    assert_eq!(refused.status(), StatusCode::OK);
     assert_eq!(header(&refused, "access-control-allow-origin"), None);
     let module = get(&server, "/client/gsrelay.js", OTHER).await;
     assert_eq!(module.status(), StatusCode::OK);
