@@ -5,9 +5,9 @@
 
 mod support;
 
-use gsrelay::config::ServeConfig;
-use gsrelay::control::cors::AllowedOrigins;
-use gsrelay::server::{self, Server};
+use gsrelay::internal::cors::AllowedOrigins;
+use gsrelay::serve::ServeConfig;
+use gsrelay::serve::{self as server, Server};
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 use support::server::{ALL, base, config, token};
