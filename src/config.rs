@@ -9,6 +9,7 @@
 //! resolves flag over environment itself, so every flag is an `Option` without a clap
 //! default: `None` means "neither flag nor variable given, let the file decide".
 
+use crate::control::cors::AllowedOrigins;
 use crate::control::limits::HttpLimits;
 use crate::control::token::DEFAULT_MAX_TTL_SECS;
 use crate::relay::RelayConfig;
@@ -335,6 +336,16 @@ pub struct ServeArgs {
     /// Joins and interest changes one identity may make in a burst [default: 20].
     #[arg(long, env = "GSRELAY_HTTP_RATE_BURST", value_name = "N")]
     pub http_rate_burst: Option<u32>,
+    /// Origins whose pages may call the API and import the JavaScript client (CORS),
+    /// comma-separated `scheme://host[:port]`; `*` for any, an empty value for none
+    /// [default: *].
+    #[arg(
+        long,
+        env = "GSRELAY_HTTP_CORS_ALLOWED_ORIGINS",
+        value_name = "ORIGINS",
+        value_delimiter = ','
+    )]
+    pub http_cors_allowed_origins: Option<Vec<String>>,
 }
 
 fn parse_profile(s: &str) -> Result<SrtpProfile, String> {
@@ -420,6 +431,9 @@ impl ServeArgs {
         set(&mut h.max_in_flight, &self.http_max_in_flight);
         set(&mut h.rate_per_sec, &self.http_rate_per_sec);
         set(&mut h.rate_burst, &self.http_rate_burst);
+        if let Some(origins) = &self.http_cors_allowed_origins {
+            h.cors_allowed_origins = AllowedOrigins::new(origins);
+        }
         cfg
     }
 }
@@ -468,6 +482,7 @@ mod tests {
             [http]
             header_timeout = 0.5
             max_in_flight = 4
+            cors_allowed_origins = ["https://game.example.com"]
             "#,
         )
         .unwrap();
@@ -480,6 +495,10 @@ mod tests {
         assert_eq!(c.token_max_ttl_secs, 600);
         assert_eq!(c.http.header_timeout, Duration::from_millis(500));
         assert_eq!(c.http.max_in_flight, 4);
+        assert_eq!(
+            c.http.cors_allowed_origins,
+            AllowedOrigins::new(["https://game.example.com"])
+        );
         assert_eq!(c.http.body_timeout, HttpLimits::default().body_timeout);
         assert_eq!(c.relay.object_ttl, Duration::from_millis(2500));
         assert_eq!(
@@ -527,6 +546,22 @@ mod tests {
             ..ServeConfig::default()
         });
         assert!(!off.insecure_plain_rtp);
+        let origins = args(&[
+            "--http-cors-allowed-origins",
+            "https://a.example,http://b:81",
+        ]);
+        assert_eq!(
+            origins
+                .apply(ServeConfig::default())
+                .http
+                .cors_allowed_origins,
+            AllowedOrigins::new(["https://a.example", "http://b:81"])
+        );
+        let none = args(&["--http-cors-allowed-origins="]).apply(ServeConfig::default());
+        assert_eq!(
+            none.http.cors_allowed_origins,
+            AllowedOrigins::new(Vec::<String>::new())
+        );
         assert_eq!(c.http_addr.to_string(), "127.0.0.1:0");
         assert_eq!(c.rtp_addr.to_string(), "127.0.0.1:9001", "file kept");
         assert_eq!(c.relay.payload_budget, 700);

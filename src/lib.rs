@@ -46,7 +46,7 @@ pub mod serve {
 /// Not a stable API: for this crate's tests, benches and fuzz targets.
 #[doc(hidden)]
 pub mod internal {
-    pub use crate::control::{http, limits};
+    pub use crate::control::{cors, http, limits};
     pub use crate::metrics::Metrics;
     pub use crate::metrics::export::StatsExporter;
     pub use crate::metrics::labels;

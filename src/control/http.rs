@@ -9,7 +9,8 @@
 //! The `/v1` routes are guarded by the [`HttpLimits`]: at most `max_in_flight` run at
 //! once (more are shed with 503), bodies must arrive within `body_timeout` (408), and
 //! joins and interest changes are rate-limited per identity (429). `/metrics`, `/healthz`
-//! and `/readyz` are exempt, so probes and scrapes still answer under load.
+//! and `/readyz` are exempt, so probes and scrapes still answer under load. The `/v1`
+//! routes and `/client/` answer other origins' pages as [`super::cors`] allows.
 
 use super::limits::{HttpLimits, IdentityLimiter};
 use super::token::{self, AuthzError, Claims, NameError, Right, TokenError, Tokens};
@@ -45,7 +46,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tower::limit::GlobalConcurrencyLimitLayer;
 use tower::load_shed::LoadShedLayer;
 use tower::load_shed::error::Overloaded;
+use tower::util::option_layer;
 use tower::{BoxError, ServiceBuilder};
+use tower_http::cors::CorsLayer;
 
 /// Largest request body accepted, in bytes; larger bodies get 413. A join or an interest
 /// with the longest allowed filter lists fits easily.
@@ -230,6 +233,8 @@ struct Shared {
     draining: AtomicBool,
     limits: HttpLimits,
     limiter: IdentityLimiter,
+    /// `None` when no other origin is allowed.
+    cors: Option<CorsLayer>,
 }
 
 /// The API's state: the relay handle, the token verifier, metrics, and readiness.
@@ -239,7 +244,8 @@ pub struct ApiState(Arc<Shared>);
 
 impl ApiState {
     /// State for a router driving `relay` under `limits`; joins naming no profile get
-    /// `default_profile`. Fails if `limits` are invalid.
+    /// `default_profile`. Fails if `limits` are invalid (a malformed allowed origin
+    /// among them).
     pub fn new(
         relay: Shards,
         tokens: Tokens,
@@ -255,6 +261,7 @@ impl ApiState {
             default_profile,
             draining: AtomicBool::new(false),
             limiter: IdentityLimiter::new(&limits)?,
+            cors: limits.cors_allowed_origins.layer()?,
             limits,
         })))
     }
@@ -367,12 +374,22 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/sessions/{id}/interest", put(set_interest))
         .route("/v1/sessions/{id}", delete(leave))
         .route_layer(in_flight);
+    // Outside the in-flight limit, so a preflight never takes a slot and a shed answer
+    // still reaches the page. A preflight is an OPTIONS, which no route has: it reaches
+    // the 405 fallback, set here under the layer because the outer router's would
+    // replace it unlayered.
+    let cors = |routes: Router<ApiState>| {
+        routes
+            .method_not_allowed_fallback(method_not_allowed)
+            .layer(option_layer(state.0.cors.clone()))
+    };
     Router::new()
-        .merge(api)
+        .merge(cors(api))
         .route("/metrics", get(render_metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .merge(super::web::router())
+        .merge(cors(super::web::client_router()))
+        .merge(super::web::viewer_router())
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -1,10 +1,13 @@
 //! Limits on the HTTP API: how long a client may take to send a request, how many
-//! requests run at once, and how often one identity may join or change its interest.
+//! requests run at once, how often one identity may join or change its interest, and
+//! which other origins' pages may call it at all.
 //!
 //! [`HttpLimits`] is the `[http]` table of the configuration. The connection timeouts are
 //! enforced by `control::conn`, the body timeout, the in-flight limit and the rate limit by
-//! the router in [`super::http`]; [`IdentityLimiter`] is the rate limit's state.
+//! the router in [`super::http`]; [`IdentityLimiter`] is the rate limit's state. The
+//! allowed origins are [`super::cors`]'s policy.
 
+use super::cors::AllowedOrigins;
 use crate::relay::serde_secs as secs;
 use anyhow::ensure;
 use governor::{DefaultKeyedRateLimiter, Quota};
@@ -38,6 +41,9 @@ pub struct HttpLimits {
     pub rate_per_sec: f64,
     /// How many joins and interest changes one identity may make in a burst.
     pub rate_burst: u32,
+    /// Origins whose pages may call the API and import `/client/gsrelay.js` (CORS):
+    /// any origin by default, none when empty.
+    pub cors_allowed_origins: AllowedOrigins,
 }
 
 impl Default for HttpLimits {
@@ -49,6 +55,7 @@ impl Default for HttpLimits {
             max_in_flight: 256,
             rate_per_sec: 5.0,
             rate_burst: 20,
+            cors_allowed_origins: AllowedOrigins::default(),
         }
     }
 }

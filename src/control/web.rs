@@ -72,11 +72,28 @@ static ETAGS: LazyLock<Vec<HeaderValue>> = LazyLock::new(|| {
         .collect()
 });
 
-/// The routes serving every embedded asset (GET and HEAD).
-pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    ASSETS.iter().enumerate().fold(Router::new(), |r, (i, a)| {
-        r.route(a.path, get(move |h: HeaderMap| async move { serve(i, &h) }))
-    })
+/// Where the JavaScript client is served: pages of other origins import it from there.
+const CLIENT_PREFIX: &str = "/client/";
+
+/// The routes serving the JavaScript client (GET and HEAD).
+pub fn client_router<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    router(|path| path.starts_with(CLIENT_PREFIX))
+}
+
+/// The routes serving the viewer, a page of the relay's own origin (GET and HEAD).
+pub fn viewer_router<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    router(|path| !path.starts_with(CLIENT_PREFIX))
+}
+
+/// The routes serving the embedded assets whose path `wanted` accepts.
+fn router<S: Clone + Send + Sync + 'static>(wanted: impl Fn(&str) -> bool) -> Router<S> {
+    ASSETS
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| wanted(a.path))
+        .fold(Router::new(), |r, (i, a)| {
+            r.route(a.path, get(move |h: HeaderMap| async move { serve(i, &h) }))
+        })
 }
 
 /// The asset `i`, or 304 when the request already holds its current version.
