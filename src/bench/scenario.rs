@@ -16,7 +16,7 @@ pub mod limits {
     /// Rooms.
     pub const ROOMS: usize = 64;
     /// Clients of each role in one room.
-    pub const CLIENTS_PER_ROOM: usize = 500;
+    pub const CLIENTS_PER_ROOM: usize = 2_000;
     /// Live objects per publisher.
     pub const OBJECTS: usize = 1_000;
     /// Cached-only objects per publisher.
