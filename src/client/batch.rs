@@ -4,8 +4,8 @@
 //! nothing per packet. A bench driving thousands of receivers on the relay's own cores
 //! needs this: one system call and one task wake-up per batch, not per packet.
 
-use super::{Client, ClientError, Link, Received};
-use crate::rtp::{PacketClass, RtpPacket, classify};
+use super::{Client, ClientError, Link, Received, open};
+use crate::rtp::{PacketClass, RtcpItem, RtpPacket, classify};
 use crate::transport::recv::{Datagram, RecvBatch};
 use std::io::{self, ErrorKind};
 use std::time::{Duration, Instant};
@@ -35,9 +35,10 @@ impl Client {
     /// Waits up to `timeout` for datagrams, reads one batch of them into `batch`, and
     /// calls `f(ssrc, seq, payload)` for each RTP packet in it; returns how many (0 on
     /// timeout). Datagrams that fail to unprotect or parse count in
-    /// [`rejected`](Self::rejected); RTCP (the relay's reports) is dropped, so
-    /// [`sender_report`](Self::sender_report) sees none of it. Over QUIC or WebRTC this
-    /// is [`recv`](Self::recv), one packet at a time.
+    /// [`rejected`](Self::rejected); the relay's sender reports are kept for
+    /// [`sender_report`](Self::sender_report) as [`recv`](Self::recv) keeps them, and
+    /// other RTCP is dropped. Over QUIC or WebRTC this is [`recv`](Self::recv), one packet
+    /// at a time.
     pub async fn recv_batch(
         &mut self,
         batch: &mut RecvBatch,
@@ -59,6 +60,7 @@ impl Client {
             link: Link::Udp { socket, srtp },
             rejected,
             arrivals,
+            sender_reports,
             ..
         } = self
         else {
@@ -76,8 +78,24 @@ impl Client {
                     *rejected += 1;
                     continue;
                 };
-                if classify(bytes) != PacketClass::Rtp {
-                    continue;
+                match classify(bytes) {
+                    PacketClass::Rtp => {}
+                    // Rare (one report a second or so): the allocating path is fine.
+                    PacketClass::Rtcp => {
+                        match open(srtp, bytes) {
+                            Ok(Received::Rtcp(items)) => {
+                                for item in items {
+                                    if let RtcpItem::SenderReport { ssrc, info, .. } = item {
+                                        sender_reports.insert(ssrc, (info, Instant::now()));
+                                    }
+                                }
+                            }
+                            Ok(Received::Rtp { .. }) => {}
+                            Err(_) => *rejected += 1,
+                        }
+                        continue;
+                    }
+                    PacketClass::Other => continue,
                 }
                 let len = match srtp.as_mut().map(|s| s.unprotect_rtp(bytes)) {
                     Some(Ok(len)) => len,
