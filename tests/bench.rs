@@ -129,7 +129,22 @@ fn dense_preset_is_one_room_of_players_at_random_phases() {
     assert_eq!(num(s, "objects"), 1.0);
     assert_eq!(num(s, "rate_hz"), 20.0);
     assert_eq!(s["send_phases"], "random");
+    assert_eq!(num(s, "observers"), 4.0);
     assert!(num(&r, "received_pps") > 0.0);
+}
+
+#[test]
+fn counters_count_while_observers_time() {
+    let r = bench_json(&["--players", "6", "--observers", "2"]);
+    assert_eq!(num(&r["scenario"], "observers"), 2.0);
+    // Every subscriber counts, so delivery is whole; latency comes from the observers.
+    assert!(num(&r, "loss_ratio") < 0.5, "{r}");
+    assert!(num(&r["latency_us"], "p50") > 0.0);
+    assert!(num(&r, "seq_loss_ratio") < 0.01, "{r}");
+    let offered = num(&r, "offered_share");
+    assert!((0.5..=1.05).contains(&offered), "offered {offered}");
+    let shards = r["relay_shard_cpu_s"].as_array().expect("per-shard CPU");
+    assert!(!shards.is_empty());
 }
 
 #[test]

@@ -82,6 +82,10 @@ pub struct Report {
     pub subscribers: usize,
     /// Packets published per second in the window.
     pub sent_pps: f64,
+    /// `sent_pps` over the rate the scenario calls for (every publisher's live objects at
+    /// every period): below 1 when the bench's publishers could not keep up.
+    #[serde(default)]
+    pub offered_share: f64,
     /// Packets received per second by all subscribers (late joiners included) with a
     /// send time in the window.
     pub received_pps: f64,
@@ -92,7 +96,13 @@ pub struct Report {
     /// Share of the packets the subscribers present from the start should have received
     /// and did not, 0..=1.
     pub loss_ratio: f64,
-    /// End-to-end latency, publisher send to subscriber receive, microseconds.
+    /// Share of the RTP packets missing from the sequence numbers the subscribers present
+    /// from the start saw, per stream received, over the whole run (a gap is a packet the
+    /// target dropped or the kernel did for a full receive buffer); `None` when none came.
+    #[serde(default)]
+    pub seq_loss_ratio: Option<f64>,
+    /// End-to-end latency, publisher send to subscriber receive, microseconds, from the
+    /// observers only (`scenario.observers`).
     pub latency_us: Latency,
     /// Late-join snapshot completion, milliseconds (when late joiners ran and the target
     /// keeps state).
@@ -100,6 +110,10 @@ pub struct Report {
     /// CPU seconds of the relay's (or reflector's) own threads during the window;
     /// `None` for a remote relay.
     pub relay_cpu_s: Option<f64>,
+    /// CPU seconds of each of the in-process relay's shard threads during the window,
+    /// by shard index (empty for other targets).
+    #[serde(default)]
+    pub relay_shard_cpu_s: Vec<f64>,
     /// Relay (or reflector) CPU per object update delivered to a subscriber in the
     /// window, microseconds: the per-core cost that extrapolates to bigger machines.
     pub relay_cpu_us_per_update: Option<f64>,
@@ -220,15 +234,21 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 type Cell = fn(&Report) -> String;
 
 /// The table's rows.
-fn rows() -> [(&'static str, Cell); 18] {
+fn rows() -> [(&'static str, Cell); 21] {
     [
         ("target", |r| format!("{:?}", r.target).to_lowercase()),
         ("sent pps", |r| format!("{:.0}", r.sent_pps)),
+        ("offered % of nominal", |r| {
+            format!("{:.1}%", r.offered_share * 100.0)
+        }),
         ("received pps", |r| format!("{:.0}", r.received_pps)),
         ("received objects/s", |r| {
             format!("{:.0}", r.received_objects_per_s)
         }),
         ("loss", |r| format!("{:.3}%", r.loss_ratio * 100.0)),
+        ("sequence gaps", |r| {
+            opt(r.seq_loss_ratio.map(|l| l * 100.0), 3) + "%"
+        }),
         ("latency p50 µs", |r| format!("{:.0}", r.latency_us.p50)),
         ("latency p90 µs", |r| format!("{:.0}", r.latency_us.p90)),
         ("latency p99 µs", |r| format!("{:.0}", r.latency_us.p99)),
@@ -238,6 +258,18 @@ fn rows() -> [(&'static str, Cell); 18] {
         ("snapshot p50 ms", |r| opt(r.snapshot_ms.map(|s| s.p50), 2)),
         ("snapshot max ms", |r| opt(r.snapshot_ms.map(|s| s.max), 2)),
         ("relay CPU s", |r| opt(r.relay_cpu_s, 2)),
+        ("relay CPU s per shard", |r| {
+            let s: Vec<String> = r
+                .relay_shard_cpu_s
+                .iter()
+                .map(|c| format!("{c:.2}"))
+                .collect();
+            if s.is_empty() {
+                "-".into()
+            } else {
+                s.join("/")
+            }
+        }),
         ("relay CPU µs/update", |r| {
             opt(r.relay_cpu_us_per_update, 3)
         }),

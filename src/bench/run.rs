@@ -7,23 +7,25 @@ use super::impair::{Impairment, Proxy, ProxyListener};
 use super::report::{Latency, Report, SnapshotTimes, TargetKind};
 use super::scenario::{BENCH_NO_ID, BENCH_STATE_ID, Scenario, Security};
 use super::sys;
-use crate::client::{Client, JoinOptions, Received};
+use crate::client::batch::read_batch;
+use crate::client::{Client, JoinOptions};
 use crate::config::ServeConfig;
 use crate::control::token::{Rights, Tokens};
 use crate::relay::{Interest, RelayConfig};
 use crate::rtp::{RtpHeader, RtpPacket};
 use crate::server;
+use crate::transport::recv::{Datagram, RecvBatch};
 use crate::wire::{self, Dialect, Object, Unknown, container};
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::UdpSocket;
-use tokio::runtime::Runtime;
+use tokio::runtime::{Handle, Runtime};
 use tokio::task::JoinSet;
 
 /// Tag of the bench object: unassigned in draft01, so the relay forwards and caches it
@@ -47,6 +49,15 @@ const DRAIN: Duration = Duration::from_millis(300);
 
 /// Subscribers send an RR this often so the relay does not time their session out.
 const KEEPALIVE: Duration = Duration::from_secs(5);
+
+/// Thread name of the runtime the publishers send from: their own thread, so that
+/// thousands of receiving subscribers cannot delay the sends they are measuring.
+const PUBLISHER_THREADS: &str = "gsr-bench-pub";
+
+/// Datagrams one subscriber reads per `recvmmsg`, and the size of each slot: as large as a
+/// UDP datagram, since in a room of 500 the relay's datagrams to a subscriber outgrew
+/// 2 KiB slots (only the pages a datagram fills become resident).
+const RECV_BATCH: (usize, usize) = (8, 65536);
 
 /// Receive buffer asked for by late joiners, which take a snapshot's burst at once.
 const LATE_RECV_BUFFER: usize = 4 << 20;
@@ -105,22 +116,39 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
         .enable_all()
         .build()
         .context("starting the bench runtime")?;
+    let pub_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(PUBLISHER_THREADS)
+        .enable_all()
+        .build()
+        .context("starting the publishers' runtime")?;
+    let rts = Runtimes {
+        clients: &bench_rt,
+        publishers: pub_rt.handle().clone(),
+    };
     match &opts.target {
-        Target::InProcess => run_in_process(&bench_rt, scenario, opts),
+        Target::InProcess => run_in_process(&rts, scenario, opts),
         Target::Remote { http, token_secret } => {
-            run_remote(&bench_rt, scenario, opts, http, token_secret)
+            run_remote(&rts, scenario, opts, http, token_secret)
         }
-        Target::Baseline => run_baseline(&bench_rt, scenario, opts),
+        Target::Baseline => run_baseline(&rts, scenario, opts),
     }
+}
+
+/// The bench's runtimes: the clients' (joins, subscribers) and the publishers' own.
+struct Runtimes<'a> {
+    clients: &'a Runtime,
+    publishers: Handle,
 }
 
 /// Against a relay started in this process, on its own runtime so that its CPU time can
 /// be told from the clients' by thread name.
 fn run_in_process(
-    bench_rt: &Runtime,
+    rts: &Runtimes<'_>,
     scenario: &Scenario,
     opts: &RunOptions,
 ) -> anyhow::Result<Report> {
+    let bench_rt = rts.clients;
     let relay_rt = tokio::runtime::Builder::new_multi_thread()
         .thread_name(RELAY_THREADS)
         .enable_all()
@@ -145,11 +173,12 @@ fn run_in_process(
         http: format!("http://{}", server.http_addr),
         tokens: Box::new(Tokens::new(secret.as_bytes())?),
     };
-    let out = bench_rt.block_on(drive(
+    let out = rts.clients.block_on(drive(
         scenario,
         opts,
         Arc::new(endpoint),
         Some(RELAY_THREADS),
+        rts.publishers.clone(),
     ));
     let dropped = proxy.map(|p| stop_proxy(bench_rt, p));
     let rtt = &server.metrics.session_rtt;
@@ -164,7 +193,7 @@ fn run_in_process(
 
 /// Against a relay elsewhere (`--relay URL`): its CPU and memory are not seen from here.
 fn run_remote(
-    bench_rt: &Runtime,
+    rts: &Runtimes<'_>,
     scenario: &Scenario,
     opts: &RunOptions,
     http: &str,
@@ -177,7 +206,13 @@ fn run_remote(
         http: http.trim_end_matches('/').to_owned(),
         tokens: Box::new(Tokens::new(token_secret.as_bytes()).context("--token-secret")?),
     };
-    let out = bench_rt.block_on(drive(scenario, opts, Arc::new(endpoint), None))?;
+    let out = rts.clients.block_on(drive(
+        scenario,
+        opts,
+        Arc::new(endpoint),
+        None,
+        rts.publishers.clone(),
+    ))?;
     let mut report = out.report(scenario, opts, TargetKind::Remote);
     report.relay_cpu_s = None;
     report.relay_peak_rss_bytes = None;
@@ -186,10 +221,11 @@ fn run_remote(
 
 /// Against the reflector, the baseline a relay is compared with.
 fn run_baseline(
-    bench_rt: &Runtime,
+    rts: &Runtimes<'_>,
     scenario: &Scenario,
     opts: &RunOptions,
 ) -> anyhow::Result<Report> {
+    let bench_rt = rts.clients;
     let reflector = Reflector::start()?;
     let proxy = match &opts.impair {
         Some((_, i)) => Some(bench_rt.block_on(async {
@@ -209,11 +245,12 @@ fn run_baseline(
             Security::Plain => 0,
         },
     };
-    let out = bench_rt.block_on(drive(
+    let out = rts.clients.block_on(drive(
         scenario,
         opts,
         Arc::new(endpoint),
         Some(baseline::THREAD_NAME),
+        rts.publishers.clone(),
     ));
     let dropped = proxy.map(|p| stop_proxy(bench_rt, p));
     reflector.stop()?;
@@ -280,7 +317,6 @@ enum Conn {
         seq: u16,
         pad: usize,
         out: Vec<u8>,
-        buf: Vec<u8>,
     },
 }
 
@@ -360,7 +396,6 @@ impl Endpoint {
                     seq: 0,
                     pad: *pad,
                     out: Vec::with_capacity(1500),
-                    buf: vec![0; 2048],
                 })
             }
         }
@@ -406,41 +441,42 @@ impl Conn {
         }
     }
 
-    /// The next RTP packet's stream and payload; `None` on timeout.
-    async fn recv(&mut self, timeout: Duration) -> anyhow::Result<Option<(u32, Vec<u8>)>> {
+    /// Waits up to `timeout`, then reads one batch of datagrams and calls
+    /// `f(ssrc, seq, payload)` for each RTP packet; returns how many (0 on timeout).
+    async fn recv_batch(
+        &mut self,
+        batch: &mut RecvBatch,
+        timeout: Duration,
+        mut f: impl FnMut(u32, u16, &[u8]),
+    ) -> anyhow::Result<usize> {
         match self {
-            Conn::Relay(c) => {
+            Conn::Relay(c) => Ok(c.recv_batch(batch, timeout, f).await?),
+            Conn::Raw { socket, pad, .. } => {
                 let deadline = tokio::time::Instant::now() + timeout;
                 loop {
-                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                    match c.recv(left).await? {
-                        Some(Received::Rtp { ssrc, payload, .. }) => {
-                            return Ok(Some((ssrc, payload)));
-                        }
-                        Some(Received::Rtcp(_)) => continue,
-                        None => return Ok(None),
+                    let n = read_batch(socket, batch, deadline).await?;
+                    if n == 0 {
+                        return Ok(0);
                     }
-                }
-            }
-            Conn::Raw {
-                socket, pad, buf, ..
-            } => {
-                let deadline = tokio::time::Instant::now() + timeout;
-                loop {
-                    let len = match tokio::time::timeout_at(deadline, socket.recv(buf)).await {
-                        Ok(got) => got?,
-                        Err(_) => return Ok(None),
-                    };
-                    let data = buf.get(..len).unwrap_or_default();
-                    // Only the reflector sends here, and only what publishers sent.
-                    let Ok(p) = RtpPacket::parse(data) else {
-                        continue;
-                    };
-                    let payload = p.payload();
-                    let payload = payload
-                        .get(..payload.len().saturating_sub(*pad))
-                        .unwrap_or_default();
-                    return Ok(Some((p.ssrc(), payload.to_vec())));
+                    let mut rtp = 0;
+                    for i in 0..n {
+                        // Only the reflector sends here, and only what publishers sent.
+                        let Datagram::Whole(data, _) = batch.datagram(i) else {
+                            continue;
+                        };
+                        let Ok(p) = RtpPacket::parse(data) else {
+                            continue;
+                        };
+                        let payload = p.payload();
+                        let payload = payload
+                            .get(..payload.len().saturating_sub(*pad))
+                            .unwrap_or_default();
+                        f(p.ssrc(), p.sequence_number(), payload);
+                        rtp += 1;
+                    }
+                    if rtp > 0 {
+                        return Ok(rtp);
+                    }
                 }
             }
         }
@@ -559,6 +595,9 @@ struct PubOut {
     room: usize,
     packets: u64,
     objects: u64,
+    /// Packets of live objects sent in the window, and how many the schedule called for.
+    live: u64,
+    nominal: f64,
 }
 
 /// What one publisher sends, and when in each period.
@@ -578,17 +617,22 @@ async fn publisher(
     s: Scenario,
     clock: Clock,
 ) -> anyhow::Result<PubOut> {
-    let mut out = PubOut {
-        room,
-        ..PubOut::default()
-    };
     let Sending {
         live,
         statics,
         phase,
     } = sending;
+    let mut out = PubOut {
+        room,
+        nominal: live.len() as f64 * s.rate_hz * s.duration_s,
+        ..PubOut::default()
+    };
     let mut tick = tokio::time::interval_at((clock.start + phase).into(), s.period());
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A late tick still sends, and the next ones keep to the schedule, as a game's
+    // fixed-step loop does: what is offered is the scenario's rate whenever the
+    // publishers' thread keeps up on average (each stamp is the actual send time, so the
+    // lateness shows in the latency, not as missing load).
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     // Static objects go out over half the warm-up (at most 1 s) at the update rate.
     let spread = (s.warmup_s / 2.0).clamp(1.0 / s.rate_hz, 1.0) * s.rate_hz;
     let static_per_tick = (statics.len() as f64 / spread).ceil().max(1.0) as usize;
@@ -609,7 +653,7 @@ async fn publisher(
         let end = (static_next + static_per_tick).min(statics.len());
         let due = statics.get(static_next..end).unwrap_or_default();
         static_next = end;
-        for chunk in live.iter().chain(due) {
+        for (i, chunk) in live.iter().chain(due).enumerate() {
             let ts = clock.now_ns();
             counter += 1;
             let header = (counter, ts, s.congestion_feedback);
@@ -618,6 +662,7 @@ async fn publisher(
             if clock.in_window(ts) {
                 out.packets += 1;
                 out.objects += chunk.objects;
+                out.live += u64::from(i < live.len());
             }
         }
     }
@@ -632,6 +677,11 @@ struct LateJoin {
 struct SubOut {
     room: usize,
     late: bool,
+    /// Decodes and times every update; a counter only counts them (see
+    /// [`Scenario::observers`]).
+    observer: bool,
+    /// Sequence numbers per stream received, over the whole run.
+    seq: SeqCheck,
     /// A slow subscriber: left out of the figures, reported apart.
     slow: bool,
     /// Objects received in any packet, with or without a send time (a capped subscriber
@@ -644,10 +694,41 @@ struct SubOut {
     snapshot: Option<Option<Duration>>,
 }
 
+/// Sequence numbers seen per stream: what is missing between the lowest and the highest.
+#[derive(Debug, Default)]
+struct SeqCheck {
+    /// SSRC → (lowest, highest extended sequence number, packets received).
+    streams: HashMap<u32, (i64, i64, u64)>,
+}
+
+impl SeqCheck {
+    fn see(&mut self, ssrc: u32, seq: u16) {
+        let (low, high, got) =
+            self.streams
+                .entry(ssrc)
+                .or_insert((i64::from(seq), i64::from(seq) - 1, 0));
+        // Extended from the highest so far: a jump of more than half the space back is
+        // a wrap forwards, as RFC 3550 counts.
+        let ext = *high + i64::from(seq.wrapping_sub(*high as u16) as i16);
+        *high = (*high).max(ext);
+        *low = (*low).min(ext);
+        *got += 1;
+    }
+
+    /// Packets the sequence numbers call for, and packets received.
+    fn expected_received(&self) -> (u64, u64) {
+        self.streams
+            .values()
+            .fold((0, 0), |(e, r), (low, high, got)| {
+                (e + (high - low + 1).max(0) as u64, r + got)
+            })
+    }
+}
+
 async fn subscriber(
     mut conn: Conn,
     room: usize,
-    late: Option<LateJoin>,
+    (late, observer): (Option<LateJoin>, bool),
     clock: Clock,
     stop_at: Instant,
     live: Arc<AtomicU64>,
@@ -655,6 +736,8 @@ async fn subscriber(
     let mut out = SubOut {
         room,
         late: late.is_some(),
+        observer: observer || late.is_some(),
+        seq: SeqCheck::default(),
         slow: false,
         all_objects: 0,
         packets: 0,
@@ -671,6 +754,7 @@ async fn subscriber(
     }
     let mut last_keepalive = Instant::now();
     let mut last_feedback = Instant::now();
+    let mut batch = RecvBatch::new(RECV_BATCH.0, RECV_BATCH.1);
     loop {
         let now = Instant::now();
         if now >= stop_at {
@@ -685,7 +769,13 @@ async fn subscriber(
             last_feedback = now;
         }
         let wait = (stop_at - now).min(FIR_RETRY);
-        let Some((ssrc, payload)) = conn.recv(wait).await? else {
+        let got = conn
+            .recv_batch(&mut batch, wait, |ssrc, seq, payload| {
+                out.seq.see(ssrc, seq);
+                take_packet(&mut out, &mut pending, &clock, ssrc, payload, &live);
+            })
+            .await?;
+        if got == 0 {
             if let Some((t0, last_fir, _, _)) = &mut pending {
                 if t0.elapsed() > SNAPSHOT_TIMEOUT {
                     out.snapshot = Some(None);
@@ -696,27 +786,6 @@ async fn subscriber(
                 }
             }
             continue;
-        };
-        let arrived = clock.now_ns();
-        // An aggregated packet holds one container per sender, each what that sender
-        // sent (with its bench object); a per-stream packet is one sender's payload.
-        let mut containers = false;
-        for o in wire::objects(&payload, Dialect::Draft01).flatten() {
-            if let Some((sender, body)) = container::split(o.bytes(&payload)) {
-                containers = true;
-                take_unit(&mut out, &mut pending, &clock, arrived, sender, body, &live);
-            }
-        }
-        if !containers {
-            take_unit(
-                &mut out,
-                &mut pending,
-                &clock,
-                arrived,
-                ssrc,
-                &payload,
-                &live,
-            );
         }
         if let Some((t0, _, expected, seen)) = &pending {
             if seen.len() == expected.len() {
@@ -736,6 +805,29 @@ async fn subscriber(
 
 /// A late joiner's snapshot in progress: (FIR sent, last FIR, expected, seen).
 type Snapshot = (Instant, Instant, HashSet<(u32, u64)>, HashSet<(u32, u64)>);
+
+/// Takes one RTP packet: an aggregated packet holds one container per sender, each what
+/// that sender sent (with its bench object); a per-stream packet is one sender's payload.
+fn take_packet(
+    out: &mut SubOut,
+    pending: &mut Option<Snapshot>,
+    clock: &Clock,
+    ssrc: u32,
+    payload: &[u8],
+    live: &AtomicU64,
+) {
+    let arrived = clock.now_ns();
+    let mut containers = false;
+    for o in wire::objects(payload, Dialect::Draft01).flatten() {
+        if let Some((sender, body)) = container::split(o.bytes(payload)) {
+            containers = true;
+            take_unit(out, pending, clock, arrived, sender, body, live);
+        }
+    }
+    if !containers {
+        take_unit(out, pending, clock, arrived, ssrc, payload, live);
+    }
+}
 
 /// Counts what one sender's packet (or its container in an aggregated packet) brought:
 /// its objects, what a snapshot in progress was waiting for, and, for each bench object,
@@ -775,7 +867,8 @@ fn take_unit(
         };
         stamps += 1;
         // A late joiner's first packets are snapshots of old state: no latency there.
-        if !out.late {
+        // Counters leave timing to the observers.
+        if out.observer && !out.late {
             out.latency.saturating_record(arrived.saturating_sub(sent));
         }
     }
@@ -794,6 +887,7 @@ struct Gathered {
     pubs: Vec<PubOut>,
     subs: Vec<SubOut>,
     relay_cpu_s: Option<f64>,
+    relay_shard_cpu_s: Vec<f64>,
     process_cpu_s: f64,
     peak_rss: Option<u64>,
 }
@@ -825,6 +919,7 @@ async fn drive(
     opts: &RunOptions,
     endpoint: Arc<Endpoint>,
     relay_threads: Option<&str>,
+    publishers: Handle,
 ) -> anyhow::Result<Gathered> {
     let epoch = Instant::now();
     let clients = join_clients(s, &endpoint).await?;
@@ -841,31 +936,39 @@ async fn drive(
             statics: static_chunks,
             phase,
         };
-        pub_tasks.spawn(publisher(conn, room, sending, s.clone(), t.clock));
+        pub_tasks.spawn_on(
+            publisher(conn, room, sending, s.clone(), t.clock),
+            &publishers,
+        );
     }
     let mut sub_tasks = JoinSet::new();
-    for (room, mut conn) in clients.subs {
+    for (i, (room, mut conn)) in clients.subs.into_iter().enumerate() {
         if let (true, Conn::Relay(c)) = (s.congestion_feedback, &mut conn) {
             c.enable_congestion_feedback();
         }
         let t = t.clone();
-        sub_tasks.spawn(subscriber(conn, room, None, t.clock, t.stop_at, t.live));
+        // Subscribers join room by room, in order.
+        let observer = s.observes(i % s.subscribers.max(1));
+        let role = (None, observer);
+        sub_tasks.spawn(subscriber(conn, room, role, t.clock, t.stop_at, t.live));
     }
     for (room, conn) in clients.slow {
         let t = t.clone();
         sub_tasks.spawn(async move {
-            let mut out = subscriber(conn, room, None, t.clock, t.stop_at, t.live).await?;
+            let role = (None, true);
+            let mut out = subscriber(conn, room, role, t.clock, t.stop_at, t.live).await?;
             out.slow = true;
             Ok(out)
         });
     }
     spawn_late_joiners(&mut sub_tasks, s, &endpoint, &clients.pub_ssrcs, &t);
-    let (relay_cpu_s, process_cpu_s) = watch_window(s, opts, &t, relay_threads).await;
+    let cpu = watch_window(s, opts, &t, relay_threads).await;
     let mut out = Gathered {
         pubs: Vec::new(),
         subs: Vec::new(),
-        relay_cpu_s,
-        process_cpu_s,
+        relay_cpu_s: cpu.relay_s,
+        relay_shard_cpu_s: cpu.shards_s,
+        process_cpu_s: cpu.process_s,
         peak_rss: None,
     };
     while let Some(r) = pub_tasks.join_next().await {
@@ -978,20 +1081,32 @@ fn spawn_late_joiners(
                     at: Instant::now(),
                     expected,
                 };
-                subscriber(conn, room, Some(late), t.clock, t.stop_at, t.live).await
+                let role = (Some(late), true);
+                subscriber(conn, room, role, t.clock, t.stop_at, t.live).await
             });
         }
     }
 }
 
-/// Waits out the warm-up and the window with a progress bar; returns the CPU seconds of
-/// the target's threads (when in process) and of the whole process during the window.
+/// CPU seconds spent during the window.
+struct WindowCpu {
+    /// The target's threads, when in process.
+    relay_s: Option<f64>,
+    /// Each of the in-process relay's shard threads.
+    shards_s: Vec<f64>,
+    /// The whole process.
+    process_s: f64,
+}
+
+/// Waits out the warm-up and the window with a progress bar; returns the CPU seconds
+/// spent during the window.
 async fn watch_window(
     s: &Scenario,
     opts: &RunOptions,
     t: &Timeline,
     relay_threads: Option<&str>,
-) -> (Option<f64>, f64) {
+) -> WindowCpu {
+    let shards = || sys::numbered_threads_cpu_s(crate::transport::shard::SHARD_THREADS);
     let bar = progress_bar(opts.progress, s);
     // The relay's runtime (HTTP) and its shard threads (the data path).
     let cpu_threads = |name: Option<&str>| {
@@ -1001,6 +1116,7 @@ async fn watch_window(
     };
     tokio::time::sleep_until(t.clock.at(t.clock.w0).into()).await;
     let (relay0, proc0) = (cpu_threads(relay_threads), sys::process_cpu_s());
+    let shards0 = shards();
     let mut last = (Instant::now(), 0u64);
     while Instant::now() < t.clock.at(t.clock.w1) {
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -1020,10 +1136,19 @@ async fn watch_window(
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
     };
+    let shards_s = shards()
+        .iter()
+        .enumerate()
+        .map(|(k, c)| c - shards0.get(k).copied().unwrap_or(0.0))
+        .collect();
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    (relay_cpu_s, sys::process_cpu_s() - proc0)
+    WindowCpu {
+        relay_s: relay_cpu_s,
+        shards_s,
+        process_s: sys::process_cpu_s() - proc0,
+    }
 }
 
 fn progress_bar(show: bool, s: &Scenario) -> Option<ProgressBar> {
@@ -1050,6 +1175,14 @@ impl Gathered {
             slow.iter().map(|r| r.all_objects).sum::<u64>() as f64 / secs / slow.len() as f64
         });
         let sent: u64 = self.pubs.iter().map(|p| p.packets).sum();
+        let sent_live: u64 = self.pubs.iter().map(|p| p.live).sum();
+        let nominal: f64 = self.pubs.iter().map(|p| p.nominal).sum();
+        let (seq_expected, seq_received) = self
+            .subs
+            .iter()
+            .filter(|r| !r.late)
+            .map(|r| r.seq.expected_received())
+            .fold((0, 0), |(e, r), (e1, r1)| (e + e1, r + r1));
         let sent_objects: u64 = self.pubs.iter().map(|p| p.objects).sum();
         let received: u64 = self.subs.iter().map(|r| r.packets).sum();
         let received_objects: u64 = self.subs.iter().map(|r| r.objects).sum();
@@ -1062,13 +1195,21 @@ impl Gathered {
             publishers: s.rooms * s.publishers,
             subscribers: s.rooms * s.subscribers,
             sent_pps: sent as f64 / secs,
+            offered_share: if nominal > 0.0 {
+                sent_live as f64 / nominal
+            } else {
+                0.0
+            },
             received_pps: received as f64 / secs,
             sent_objects_per_s: sent_objects as f64 / secs,
             received_objects_per_s: received_objects as f64 / secs,
             loss_ratio: self.loss_ratio(s),
+            seq_loss_ratio: (seq_expected > 0)
+                .then(|| 1.0 - seq_received as f64 / seq_expected as f64),
             latency_us: self.latency(),
             snapshot_ms: self.snapshot_times(s),
             relay_cpu_s: self.relay_cpu_s,
+            relay_shard_cpu_s: self.relay_shard_cpu_s,
             relay_cpu_us_per_update: self
                 .relay_cpu_s
                 .filter(|_| received_objects > 0)
@@ -1112,7 +1253,7 @@ impl Gathered {
         }
     }
 
-    /// Every subscriber's latencies together.
+    /// The observers' latencies together (counters record none).
     fn latency(&self) -> Latency {
         let mut all = Histogram::<u64>::new_with_max(MAX_LATENCY_NS, 3).ok();
         if let Some(h) = &mut all {

@@ -16,7 +16,7 @@ pub mod limits {
     /// Rooms.
     pub const ROOMS: usize = 64;
     /// Clients of each role in one room.
-    pub const CLIENTS_PER_ROOM: usize = 500;
+    pub const CLIENTS_PER_ROOM: usize = 2_000;
     /// Live objects per publisher.
     pub const OBJECTS: usize = 1_000;
     /// Cached-only objects per publisher.
@@ -192,6 +192,11 @@ pub struct Scenario {
     /// each to its path; the bench object is then state (objectID 999 999), coalesced
     /// like the rest, and its latency is the freshness of what subscribers hold.
     pub congestion_feedback: bool,
+    /// Subscribers per room that decode every update and time it (the latency figures
+    /// come from them only); the others count updates and check sequence numbers
+    /// without timing anything, so that a room of thousands can be driven from the
+    /// relay's own cores. `None`: every subscriber decodes and times.
+    pub observers: Option<usize>,
 }
 
 /// When in each update period the publishers send.
@@ -234,6 +239,7 @@ impl Default for Scenario {
             seed: 1,
             send_phases: SendPhases::Aligned,
             congestion_feedback: false,
+            observers: None,
         }
     }
 }
@@ -248,6 +254,9 @@ pub const BENCH_NO_ID: u8 = 0xff;
 /// coalesces it like any state: each stamp that arrives is then the newest one, and its
 /// age is the freshness of what the subscriber holds.
 pub const BENCH_STATE_ID: [u8; 3] = [0xcf, 0x42, 0x3f];
+
+/// Observers per room of the dense-room preset.
+pub const DENSE_OBSERVERS: usize = 4;
 
 /// First objectID of the static objects.
 pub const STATIC_ID_BASE: u64 = 1_000_000;
@@ -274,6 +283,13 @@ impl Scenario {
         self.rate_hz = 20.0;
         self.late_joiners = 0;
         self.send_phases = SendPhases::Random;
+        self.observers = Some(DENSE_OBSERVERS);
+    }
+
+    /// Whether subscriber `n` of a room (counted from 0, regular ones first) decodes and
+    /// times every update.
+    pub fn observes(&self, n: usize) -> bool {
+        self.observers.is_none_or(|k| n < k)
     }
 
     /// Where in the period publisher `n` of `room` sends (zero when aligned).

@@ -45,6 +45,40 @@ pub fn threads_cpu_s(prefix: &str) -> f64 {
         .sum()
 }
 
+/// CPU seconds so far of each of the process's threads named `prefix` followed by a
+/// number (`gsr-shard-0`, `gsr-shard-1`, ...), by that number; a missing one reads 0.
+pub fn numbered_threads_cpu_s(prefix: &str) -> Vec<f64> {
+    let Ok(tasks) = fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut by_index: Vec<f64> = Vec::new();
+    for t in tasks.flatten() {
+        let Ok(name) = fs::read_to_string(t.path().join("comm")) else {
+            continue;
+        };
+        let Some(Ok(i)) = name
+            .trim_end()
+            .strip_prefix(prefix)
+            .map(str::parse::<usize>)
+        else {
+            continue;
+        };
+        let Some(cpu) = fs::read_to_string(t.path().join("stat"))
+            .ok()
+            .and_then(|s| stat_cpu_s(&s))
+        else {
+            continue;
+        };
+        if by_index.len() <= i {
+            by_index.resize(i + 1, 0.0);
+        }
+        if let Some(slot) = by_index.get_mut(i) {
+            *slot += cpu;
+        }
+    }
+    by_index
+}
+
 /// Peak resident set size of the process (VmHWM), bytes.
 pub fn peak_rss_bytes() -> Option<u64> {
     status_kib("/proc/self/status", "VmHWM:").map(|k| k * 1024)

@@ -126,6 +126,11 @@ struct ScenarioArgs {
     /// apply on top of it.
     #[arg(long, value_name = "N")]
     players: Option<usize>,
+    /// Subscribers per room that decode and time every update (latency comes from them);
+    /// the rest only count updates and check sequence numbers [default: all; 4 with
+    /// --players].
+    #[arg(long, value_name = "K")]
+    observers: Option<usize>,
     /// When publishers send within each period: `aligned` (all at once) or `random`
     /// [default: aligned; random with --players].
     #[arg(long, value_name = "PHASES", value_parser = parse_phases)]
@@ -321,6 +326,9 @@ impl ScenarioArgs {
             s.make_dense(n);
         }
         set(&mut s.send_phases, &self.send_phases);
+        if self.observers.is_some() {
+            s.observers = self.observers;
+        }
         set(&mut s.rooms, &self.rooms);
         set(&mut s.publishers, &self.publishers);
         set(&mut s.subscribers, &self.subscribers);

@@ -23,6 +23,7 @@
 //! # }
 //! ```
 
+pub mod batch;
 mod feedback;
 mod quic;
 mod state;
