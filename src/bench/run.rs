@@ -1291,3 +1291,20 @@ impl Gathered {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::SeqCheck;
+
+    #[test]
+    fn sequence_gaps_are_counted_across_the_wrap_and_per_stream() {
+        let mut c = SeqCheck::default();
+        for seq in [65_533u16, 65_534, 0, 1, 3] {
+            c.see(7, seq);
+        }
+        // 65 533 ..= 3 is 7 packets; 65 535 and 2 are missing.
+        c.see(9, 10);
+        c.see(9, 9);
+        assert_eq!(c.expected_received(), (7 + 2, 5 + 2));
+    }
+}

@@ -110,6 +110,27 @@ mod tests {
     }
 
     #[test]
+    fn reads_numbered_threads_by_their_number() {
+        let spin = |name: &str| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(|| {
+                    let t = std::time::Instant::now();
+                    while t.elapsed() < std::time::Duration::from_millis(30) {}
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                })
+                .unwrap()
+        };
+        let threads = [spin("gsr-test-n-1"), spin("gsr-test-n-0")];
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let cpu = numbered_threads_cpu_s("gsr-test-n-");
+        assert_eq!(cpu.len(), 2, "{cpu:?}");
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+
+    #[test]
     fn reads_this_process() {
         assert!(peak_rss_bytes().unwrap_or(0) > 0);
         assert!(rss_bytes_of(std::process::id()).unwrap_or(0) > 0);
