@@ -355,6 +355,7 @@ impl Relay {
             ssrc,
             streams: owned,
             sends: req.sends,
+            link_seq: None,
             publish: req.publish,
             subscribe: req.subscribe,
             dialect: req.dialect,

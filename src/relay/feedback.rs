@@ -132,7 +132,7 @@ fn queue_snapshot(st: &mut State, now: Instant, to: SessionId, ssrc: u32) {
     let Some(sub) = st.sessions.get_mut(&to) else {
         return;
     };
-    if !sub.interest.admits_stream(ssrc, stream.owner == to) {
+    if !sub.wants_stream(ssrc, stream) {
         return;
     }
     let Session {

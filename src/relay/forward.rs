@@ -77,8 +77,6 @@ pub struct Packet<'a, 'p> {
     pub refs: &'a [ObjectRef],
     /// Whether `refs` are all the payload's objects (the payload can be copied whole).
     pub complete: bool,
-    /// Its sender.
-    pub from: SessionId,
     /// The sender's dialect.
     pub dialect: Dialect,
 }
@@ -104,10 +102,7 @@ pub fn fan_out(
             continue;
         };
         // Shared aggregated views get the packet once per view (`aggregate`).
-        if !sub.subscribe
-            || !sub.interest.admits_stream(ssrc, *member == p.from)
-            || sub.shares_view()
-        {
+        if !sub.subscribe || !sub.wants_stream(ssrc, stream) || sub.shares_view() {
             continue;
         }
         let center = relevance::center(room, sub);
@@ -528,7 +523,7 @@ pub fn rescan_area(
         let Some(stream) = room.streams.get(&ssrc) else {
             continue;
         };
-        if !sub.interest.admits_stream(ssrc, ssrc == sub.ssrc) {
+        if !sub.wants_stream(ssrc, stream) {
             continue;
         }
         let from = owners.get(&ssrc).copied().unwrap_or_default();

@@ -28,6 +28,8 @@ pub(super) struct Ingest {
 #[derive(Clone, Copy)]
 struct Carried<'p> {
     ssrc: u32,
+    /// Whether a link's container carried it.
+    carried: bool,
     seq: u16,
     timestamp: u32,
     marker: bool,
@@ -40,6 +42,7 @@ impl<'p> Carried<'p> {
     fn of(pkt: &RtpPacket<'p>) -> Self {
         Self {
             ssrc: pkt.ssrc(),
+            carried: false,
             seq: pkt.sequence_number(),
             timestamp: pkt.timestamp(),
             marker: pkt.marker(),
@@ -97,6 +100,7 @@ impl Ingest {
         if containers != self.refs.len() {
             return Err("not_container");
         }
+        link_order(st, from, carried.seq)?;
         for i in 0..self.refs.len() {
             let tlv = self.refs[i].bytes(carried.payload);
             let outcome = container::split(tlv)
@@ -104,6 +108,7 @@ impl Ingest {
                 .and_then(|(ssrc, body)| {
                     let inner = Carried {
                         ssrc,
+                        carried: true,
                         payload: body,
                         ..carried
                     };
@@ -133,6 +138,21 @@ impl Ingest {
         }
         stream(st, agg, now, from, dialect, p, &mut self.inner)
     }
+}
+
+/// A link's packets must come in order: a late or repeated one would apply stale state
+/// over newer (latest value wins), so it is dropped whole (`late`, `duplicate`).
+fn link_order(st: &mut State, from: SessionId, seq: u16) -> Result<(), &'static str> {
+    let s = st.sessions.get_mut(&from).ok_or("unknown_session")?;
+    if let Some(last) = s.link_seq {
+        match seq.wrapping_sub(last) {
+            0 => return Err("duplicate"),
+            d if d >= 0x8000 => return Err("late"),
+            _ => {}
+        }
+    }
+    s.link_seq = Some(seq);
+    Ok(())
 }
 
 /// Makes `ssrc` a stream of `from` when no one owns it: a link learns its senders from
@@ -167,12 +187,22 @@ fn stream(
 ) -> Result<(), &'static str> {
     let name = st.room_of(from).ok_or("unknown_session")?;
     let room = st.rooms.get_mut(&name).ok_or("unknown_session")?;
-    let (seq, ts) = (p.seq, p.timestamp);
+    let ts = p.timestamp;
     let stats = &mut st.stats;
     let stream = room.streams.entry(p.ssrc).or_insert_with(|| {
         stats.streams += 1;
-        Stream::new(from, seq, ts, p.payload_type, now)
+        let mut stream = Stream::new(from, p.seq, ts, p.payload_type, now);
+        stream.carried = p.carried;
+        stream
     });
+    // A carried stream is numbered here, one by one: the link's own numbering counts
+    // every sender's containers, and its gaps are not this sender's loss. The link's
+    // order was checked for the whole packet.
+    let seq = if p.carried {
+        stream.last_seq.wrapping_add(1)
+    } else {
+        p.seq
+    };
     stream.reception.packet(seq, ts, now);
     let late = match seq.wrapping_sub(stream.last_seq) {
         0 => return Err("duplicate"),
@@ -218,7 +248,6 @@ fn stream(
         payload: p.payload,
         refs,
         complete: !late,
-        from,
         dialect,
     };
     let room = &st.rooms[&name];

@@ -27,8 +27,11 @@ pub struct Room {
 /// One publisher's stream.
 #[derive(Debug)]
 pub struct Stream {
-    /// The publishing session.
+    /// The publishing session (for a stream a link carries, the link).
     pub owner: SessionId,
+    /// Whether it arrived in a link's containers rather than from its sender: a replica
+    /// never sends such a stream over a link (a full mesh of replicas, so nothing loops).
+    pub carried: bool,
     /// Latest state per objectID.
     pub store: Store,
     /// Objects per recent source packet.
@@ -67,6 +70,7 @@ impl Stream {
     pub fn new(owner: SessionId, seq: u16, ts: u32, payload_type: u8, now: Instant) -> Self {
         Self {
             owner,
+            carried: false,
             store: Store::new(now),
             history: History::default(),
             last_seq: seq.wrapping_sub(1),

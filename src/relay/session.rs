@@ -7,6 +7,7 @@ use super::congestion::Controller;
 use super::interest::Interest;
 use super::leg::RtcpLeg;
 use super::pacing::Pacing;
+use super::room::Stream;
 use crate::rtp::SeqRewriter;
 use crate::wire::Dialect;
 use crate::wire::motion::Motion;
@@ -33,6 +34,8 @@ pub struct Session {
     pub streams: Vec<u32>,
     /// Which RTP inputs it may send.
     pub sends: Sends,
+    /// A link's newest container packet sequence number (its packets' order).
+    pub link_seq: Option<u16>,
     /// May publish.
     pub publish: bool,
     /// May subscribe.
@@ -166,6 +169,19 @@ impl Session {
             && self.interest.rates.is_empty()
             && self.interest.prediction.is_none()
             && self.pacing.bucket.is_none()
+            && !self.is_link()
+    }
+
+    /// Whether it is a link from a peer replica: a session that may send containers.
+    pub fn is_link(&self) -> bool {
+        self.sends.containers()
+    }
+
+    /// Whether it receives stream `ssrc`: its interest admits it (its own only with
+    /// echo), and a link never gets a stream another link carried.
+    pub fn wants_stream(&self, ssrc: u32, stream: &Stream) -> bool {
+        !(stream.carried && self.is_link())
+            && self.interest.admits_stream(ssrc, stream.owner == self.id)
     }
 
     /// Applies the lowest of the configured, requested, TMMBR and send-budget caps.

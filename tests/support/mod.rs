@@ -55,10 +55,15 @@ impl World {
     }
 
     pub fn with(cfg: RelayConfig) -> Self {
+        Self::seeded(cfg, 7)
+    }
+
+    /// A world whose relay draws its SSRCs and ids from `seed` (replicas need their own).
+    pub fn seeded(cfg: RelayConfig, seed: u64) -> Self {
         let metrics = Metrics::new();
         let t0 = Instant::now();
         Self {
-            relay: Relay::new(cfg, 7),
+            relay: Relay::new(cfg, seed),
             exporter: StatsExporter::new(&metrics),
             metrics,
             t0,

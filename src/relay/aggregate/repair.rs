@@ -112,7 +112,7 @@ fn admitted(room: &Room, sub: &Session, owner: Dialect, (ssrc, id): (u32, u64)) 
     let Some(stream) = room.streams.get(&ssrc) else {
         return false;
     };
-    sub.interest.admits_stream(ssrc, stream.owner == sub.id)
+    sub.wants_stream(ssrc, stream)
         && stream
             .store
             .get(id)

@@ -1,0 +1,282 @@
+//! Replicas of one room joined by links, in simulated time: two and three relay cores,
+//! each holding a link session for every peer (a full mesh). Towards a link a replica
+//! sends, as its aggregated stream of containers, what its own sessions publish; from a
+//! link, containers become the senders' streams. Nothing loops, every replica's cache is
+//! whole, a late joiner anywhere gets the room from its own replica, a BYE crosses, and
+//! the sequence numbers a subscriber sees stay continuous.
+
+mod support;
+
+use gsrelay::rtp::PacketClass;
+use gsrelay::rtp::rtcp::{self, RtcpItem};
+use gsrelay::wire::Dialect;
+use gsrelay::{Delivery, Input, Interest, JoinRequest, Joined, RelayConfig, Sends};
+use std::time::Duration;
+use support::{World, head, x_of};
+
+/// One replica and its links: `links[k]` is its session for replica `k`.
+struct Replica {
+    w: World,
+    links: Vec<Option<Joined>>,
+}
+
+/// `n` replicas of room "r", each with a link session for every other, joined with the
+/// peer's relay SSRC (the SSRC of the aggregated stream the peer sends it).
+fn mesh(n: usize) -> Vec<Replica> {
+    let mut replicas: Vec<Replica> = (0..n)
+        .map(|k| Replica {
+            w: World::seeded(RelayConfig::default(), 11 + k as u64 * 101),
+            links: vec![None; n],
+        })
+        .collect();
+    let ssrcs: Vec<u32> = replicas.iter().map(|r| r.w.relay.relay_ssrc()).collect();
+    for (k, r) in replicas.iter_mut().enumerate() {
+        for (peer, &ssrc) in ssrcs.iter().enumerate() {
+            if peer == k {
+                continue;
+            }
+            let link =
+                r.w.join_with(JoinRequest {
+                    room: "r".into(),
+                    identity: format!("replica-{peer}"),
+                    publish: true,
+                    subscribe: true,
+                    ssrc: Some(ssrc),
+                    require_ssrc: true,
+                    sends: Sends::Containers,
+                    interest: Interest {
+                        delivery: Delivery::aggregated(Some(0)),
+                        ..Interest::default()
+                    },
+                    ..JoinRequest::default()
+                })
+                .expect("link joins");
+            r.links[peer] = Some(link);
+        }
+    }
+    replicas
+}
+
+/// Carries what each replica sent its links to the peers, as input from the peer's link
+/// session for it, until nothing more crosses; returns what the other sessions were sent,
+/// per replica, as (session, class, bytes).
+fn settle(rs: &mut [Replica]) -> Vec<Vec<(u64, PacketClass, Vec<u8>)>> {
+    let n = rs.len();
+    let mut local: Vec<Vec<(u64, PacketClass, Vec<u8>)>> = vec![Vec::new(); n];
+    for _ in 0..8 {
+        let mut crossing = Vec::new();
+        for k in 0..n {
+            rs[k].w.end_batch();
+            for s in rs[k].w.sent() {
+                let peer = rs[k]
+                    .links
+                    .iter()
+                    .position(|l| l.as_ref().is_some_and(|l| l.session == s.to));
+                match peer {
+                    Some(peer) => crossing.push((k, peer, s.class, s.bytes)),
+                    None => local[k].push((s.to, s.class, s.bytes)),
+                }
+            }
+        }
+        if crossing.is_empty() {
+            break;
+        }
+        for (from, to, class, bytes) in crossing {
+            let link = rs[to].links[from].as_ref().expect("link").session;
+            let input = match class {
+                PacketClass::Rtp => Input::Rtp {
+                    from: link,
+                    packet: &bytes,
+                },
+                _ => Input::Rtcp {
+                    from: link,
+                    packet: &bytes,
+                },
+            };
+            rs[to].w.control(input).expect("packets are always taken");
+        }
+    }
+    local
+}
+
+/// The RTP packets session `to` was sent, as (SSRC, sequence number, objects' x).
+fn rtp_to(sent: &[(u64, PacketClass, Vec<u8>)], to: u64) -> Vec<(u32, u16, Vec<f32>)> {
+    sent.iter()
+        .filter(|(s, c, _)| *s == to && *c == PacketClass::Rtp)
+        .map(|(_, _, b)| {
+            let p = gsrelay::rtp::RtpPacket::parse(b).expect("rtp");
+            let objects = gsrelay::wire::decode(p.payload(), Dialect::Draft01).expect("payload");
+            (
+                p.ssrc(),
+                p.sequence_number(),
+                objects.iter().map(x_of).collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn two_replicas_converge_and_a_late_joiner_on_either_gets_the_whole_room() {
+    let mut rs = mesh(2);
+    let alice = rs[0].w.join("r", true, false);
+    let bob = rs[1].w.join("r", true, false);
+    let sub_b = rs[1].w.join("r", false, true);
+    rs[0].w.publish(&alice, &[head(1, 1.0)]);
+    rs[1].w.publish(&bob, &[head(2, 2.0)]);
+    let sent = settle(&mut rs);
+    let got = rtp_to(&sent[1], sub_b.session);
+    assert!(
+        got.iter()
+            .any(|(ssrc, _, xs)| *ssrc == alice.ssrc && xs == &[1.0]),
+        "a subscriber on B gets A's publisher under its own SSRC: {got:?}"
+    );
+    // Both caches hold both publishers' state.
+    for r in &rs {
+        let mut streams: Vec<u32> =
+            r.w.relay
+                .room_info("r")
+                .expect("room")
+                .streams
+                .iter()
+                .map(|s| s.ssrc)
+                .collect();
+        streams.sort_unstable();
+        let mut want = vec![alice.ssrc, bob.ssrc];
+        want.sort_unstable();
+        assert_eq!(streams, want);
+    }
+    // A late joiner on A asks A for everything and gets B's publisher from A's cache,
+    // with no request crossing the link.
+    let late = rs[0].w.join("r", false, true);
+    let relay = rs[0].w.relay.relay_ssrc();
+    rs[0].w.fir(&late, relay, 1);
+    let mut snapshot = Vec::new();
+    for _ in 0..20 {
+        rs[0].w.advance(Duration::from_millis(5));
+        snapshot.extend(rtp_to(
+            &rs[0]
+                .w
+                .sent()
+                .into_iter()
+                .map(|s| (s.to, s.class, s.bytes))
+                .collect::<Vec<_>>(),
+            late.session,
+        ));
+    }
+    let mut ssrcs: Vec<u32> = snapshot.iter().map(|p| p.0).collect();
+    ssrcs.sort_unstable();
+    ssrcs.dedup();
+    let mut want = vec![alice.ssrc, bob.ssrc];
+    want.sort_unstable();
+    assert_eq!(ssrcs, want, "the whole room, from A's own cache");
+}
+
+#[test]
+fn three_replicas_in_a_mesh_never_loop_a_stream_back() {
+    let mut rs = mesh(3);
+    let alice = rs[0].w.join("r", true, false);
+    for r in &mut rs[1..] {
+        r.w.join("r", false, true);
+    }
+    for step in 0..5 {
+        rs[0].w.publish(&alice, &[head(1, step as f32)]);
+        settle(&mut rs);
+    }
+    // Replica C got A's stream from A's link only: B never forwarded it (B's copy is
+    // carried, and a link never gets a carried stream), so C's link for B owns nothing
+    // of it and nothing was refused as another's stream.
+    for (k, r) in rs.iter().enumerate().skip(1) {
+        let owner = r.w.relay.session_by_ssrc(alice.ssrc);
+        let link_a = r.links[0].as_ref().expect("link").session;
+        assert_eq!(
+            owner,
+            Some(link_a),
+            "replica {k} holds A's stream through A"
+        );
+        assert_eq!(r.w.dropped("ssrc_mismatch"), 0, "replica {k}");
+        assert_eq!(r.w.dropped("late"), 0);
+    }
+    // Nothing reached A from its own publisher.
+    assert_eq!(rs[0].w.dropped("ssrc_mismatch"), 0);
+    assert_eq!(
+        rs[0].w.relay.session_by_ssrc(alice.ssrc),
+        Some(alice.session)
+    );
+}
+
+#[test]
+fn a_subscriber_behind_a_link_sees_continuous_sequence_numbers() {
+    let mut rs = mesh(2);
+    let alice = rs[0].w.join("r", true, false);
+    let bob = rs[0].w.join("r", true, false);
+    let sub_b = rs[1].w.join("r", false, true);
+    let mut seen = Vec::new();
+    for step in 0..30 {
+        // Alice and Bob take turns on A, each in a packet of its own towards the link,
+        // so the link's numbering counts both: Alice's stream must not show its gaps.
+        rs[0].w.publish(&alice, &[head(1, step as f32)]);
+        let sent = settle(&mut rs);
+        seen.extend(
+            rtp_to(&sent[1], sub_b.session)
+                .into_iter()
+                .filter(|p| p.0 == alice.ssrc),
+        );
+        rs[0].w.publish(&bob, &[head(2, step as f32)]);
+        settle(&mut rs);
+    }
+    assert!(seen.len() >= 20, "{} packets of Alice's stream", seen.len());
+    for pair in seen.windows(2) {
+        assert_eq!(
+            pair[1].1,
+            pair[0].1.wrapping_add(1),
+            "continuous numbering: {pair:?}"
+        );
+    }
+}
+
+#[test]
+fn a_bye_at_home_ends_the_stream_on_every_replica() {
+    let mut rs = mesh(3);
+    let alice = rs[0].w.join("r", true, false);
+    let subs: Vec<Joined> = (1..3).map(|k| rs[k].w.join("r", false, true)).collect();
+    rs[0].w.publish(&alice, &[head(1, 1.0)]);
+    settle(&mut rs);
+    rs[0].w.leave(alice.session).expect("leave");
+    let sent = settle(&mut rs);
+    for k in 1..3 {
+        let byes: Vec<u32> = sent[k]
+            .iter()
+            .filter(|(s, c, _)| *s == subs[k - 1].session && *c == PacketClass::Rtcp)
+            .flat_map(|(_, _, b)| rtcp::parse_compound(b).expect("rtcp"))
+            .flat_map(|i| match i {
+                RtcpItem::Bye { ssrcs } => ssrcs,
+                _ => Vec::new(),
+            })
+            .collect();
+        assert_eq!(byes, [alice.ssrc], "replica {k}'s subscriber hears the BYE");
+        let info = rs[k].w.relay.room_info("r").expect("room");
+        assert!(info.streams.is_empty(), "replica {k} dropped the stream");
+    }
+}
+
+#[test]
+fn a_late_or_repeated_link_packet_is_dropped_whole() {
+    let mut rs = mesh(2);
+    let alice = rs[0].w.join("r", true, false);
+    rs[0].w.publish(&alice, &[head(1, 1.0)]);
+    rs[0].w.end_batch();
+    let first: Vec<Vec<u8>> = rs[0]
+        .w
+        .sent()
+        .into_iter()
+        .filter(|s| s.class == PacketClass::Rtp)
+        .map(|s| s.bytes)
+        .collect();
+    let link = rs[1].links[0].as_ref().expect("link").session;
+    let packet = first.first().expect("a packet to the link");
+    rs[1].w.rtp_from(link, packet);
+    rs[1].w.rtp_from(link, packet);
+    assert_eq!(rs[1].w.dropped("duplicate"), 1);
+    let info = rs[1].w.relay.room_info("r").expect("room");
+    assert_eq!(info.streams.len(), 1);
+}
