@@ -294,7 +294,7 @@ impl SubControl {
 #[derive(Debug, Clone, Default)]
 pub struct SubPlan {
     /// Objects it wants after each join (empty: none). Until it holds them all it sends
-    /// a FIR for every stream every [`FIR_RETRY`].
+    /// a FIR for every stream every `FIR_RETRY`.
     pub expect: Arc<Vec<ObjectKey>>,
     /// Rejoin when the relay goes silent.
     pub liveness: Option<Liveness>,

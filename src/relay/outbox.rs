@@ -35,7 +35,7 @@ struct Pending {
     end: usize,
 }
 
-/// How far the outbox was filled: what [`Outbox::rewind`] goes back to.
+/// How far the outbox was filled: what `Outbox::rewind` goes back to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutboxMark {
     queued: usize,

@@ -3,14 +3,14 @@
 //!
 //! The task waits on every input at once (control [`Command`]s, the core's next timeout,
 //! each port's next input and timer). A port's input starts a batch: the port reads up
-//! to [`super::port::RECV_BATCH`] inputs into the core ([`Port::receive`]), then the
+//! to `super::port::RECV_BATCH` inputs into the core (`Port::receive`), then the
 //! shard drains the core's output, hands each packet to the port of its session
-//! ([`Port::queue`]), sends ([`Port::send_queued`]), forgets the sessions the core
+//! (`Port::queue`), sends (`Port::send_queued`), forgets the sessions the core
 //! removed, and records each packet's latency from the batch's arrival to the end of its
 //! sends. After each input the task exports the core's statistics ([`StatsExporter`]).
 //!
 //! The core has exactly one owner, so it needs no lock, and every call into it is made
-//! from this module: the ports reach it through [`Core`], which [`Inner`] implements. The
+//! from this module: the ports reach it through `Core`, which `Inner` implements. The
 //! relay runs one shard per thread ([`start`]), rooms placed on shards by the control
 //! plane ([`super::shards`]); the shard reports its sessions' joins and ends as
 //! [`super::directory::ShardEvent`]s and never calls the directory.

@@ -1,4 +1,4 @@
-//! RTP/RTCP over UDP with SRTP: the UDP [`Port`] of a shard ([`super::shard`]).
+//! RTP/RTCP over UDP with SRTP: the UDP `Port` of a shard (`super::shard`).
 //!
 //! The port owns the shard's socket and every UDP session's transport state (SRTP
 //! contexts, latched address); it reads datagrams into core inputs and protects and sends
@@ -18,9 +18,9 @@
 //! in the receive buffer. Plain-RTP sessions (`--insecure-plain-rtp`) latch on their first
 //! packet. Drops are counted in `gsrelay_dropped_packets_total` by reason.
 //!
-//! Readable datagrams are read with `recvmmsg`, up to [`RECV_BATCH`] per syscall, with one
+//! Readable datagrams are read with `recvmmsg`, up to `RECV_BATCH` per syscall, with one
 //! clock reading per batch (the core never reads the clock), and what a batch produced is
-//! sent with `sendmmsg` (GSO for runs to one destination, [`super::batch`]). A datagram
+//! sent with `sendmmsg` (GSO for runs to one destination, `super::batch`). A datagram
 //! larger than a receive slot (the largest packet the relay accepts plus SRTP's overhead)
 //! is dropped as `oversized`. The socket buffers are sized at start
 //! ([`UdpConfig::recv_buffer`], [`UdpConfig::send_buffer`]; the kernel caps them at
@@ -67,7 +67,7 @@ pub struct UdpConfig {
     /// Accept unencrypted RTP from sessions that ask for it (lab interop only).
     pub insecure_plain_rtp: bool,
     /// Profile a client gets when its join names none. The transport itself follows
-    /// [`JoinCommand::profile`] (where `None` means plain RTP); the control plane applies
+    /// `JoinCommand::profile` (where `None` means plain RTP); the control plane applies
     /// this default before sending the command.
     pub default_profile: SrtpProfile,
     /// Socket receive buffer to ask for, bytes (`None`: the kernel's default).

@@ -1,5 +1,5 @@
 //! Where each object's fields sit: the one structural parser shared by the zero-copy
-//! scanner ([`super::scan`]) and the typed decoder ([`super::decode`]).
+//! scanner (`super::scan`) and the typed decoder (`super::decode`).
 //!
 //! Everything here borrows the payload and allocates nothing. Fixed-size parts are
 //! described by [`Fixed`]; the variable parts (optional TLVs, mesh arrays) are parsed into

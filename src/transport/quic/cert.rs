@@ -27,7 +27,7 @@ const BACKDATE: Duration = Duration::from_secs(3600);
 /// its hash.
 pub const BROWSER_MAX_VALIDITY: Duration = Duration::from_secs(14 * 24 * 3600);
 
-/// The default lifetime of a generated certificate: with [`BACKDATE`], under
+/// The default lifetime of a generated certificate: with `BACKDATE`, under
 /// [`BROWSER_MAX_VALIDITY`].
 pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(12 * 24 * 3600);
 

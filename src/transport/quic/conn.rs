@@ -152,7 +152,7 @@ pub fn transport_config() -> quinn::TransportConfig {
     t
 }
 
-/// A UDP socket on `bind` with [`SOCKET_BUFFER`]-byte buffers where the kernel allows.
+/// A UDP socket on `bind` with `SOCKET_BUFFER`-byte buffers where the kernel allows.
 pub fn udp_socket(bind: SocketAddr) -> io::Result<std::net::UdpSocket> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(bind),

@@ -5,12 +5,12 @@
 //! `h3`, [`super::webtransport`]). Both carry the same RoQ framing; after the HTTP/3
 //! CONNECT a WebTransport session is handled exactly as a RoQ connection.
 //!
-//! - [`conn`]: the endpoint's accept loop and one task per connection. A connection
+//! - `conn`: the endpoint's accept loop and one task per connection. A connection
 //!   proves its session with the single-use token of its join on a bidirectional stream,
 //!   then its datagrams and unidirectional streams become [`QuicEvent`]s for the relay
 //!   task that owns the session (found from the token), over a bounded channel: when the
 //!   channel is full a packet is dropped and counted (`quic_inbound_full`), never queued.
-//! - [`port`]: the relay task's side: tokens, each QUIC session's connection, and the
+//! - `port`: the relay task's side: tokens, each QUIC session's connection, and the
 //!   sending of the core's packets (DATAGRAM frames when they fit, else the session's
 //!   unidirectional stream).
 //! - [`cert`]: the certificate, configured or generated and rotated.
