@@ -7,40 +7,12 @@
 //! names the sibling module `x` of the layer. A folder module (`aggregate/`) counts as one
 //! module with all its files.
 
+use source::{code, sources};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::path::Path;
 
-/// Every `.rs` file under `dir`, with its path relative to `dir` and its text.
-fn sources(dir: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).expect("read dir") {
-            let path = entry.expect("dir entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let text = fs::read_to_string(&path).expect("read source");
-                let rel = path.strip_prefix(dir).expect("under dir");
-                out.push((rel.display().to_string(), text));
-            }
-        }
-    }
-    out
-}
-
-/// The code of a file: no comments, no unit-test module.
-fn code(text: &str) -> String {
-    let text = text
-        .split("#[cfg(test)]\nmod tests")
-        .next()
-        .unwrap_or_default();
-    text.lines()
-        .map(|l| l.split("//").next().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+#[path = "support/source.rs"]
+mod source;
 
 /// The first identifier of `s`.
 fn ident(s: &str) -> &str {

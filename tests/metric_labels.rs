@@ -12,6 +12,9 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+#[path = "support/source.rs"]
+mod source;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -19,32 +22,15 @@ fn root() -> PathBuf {
 /// The code of a source file: no unit-test module, no comments.
 fn code(path: &str) -> String {
     let text = fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let text = text
-        .split("#[cfg(test)]\nmod tests")
-        .next()
-        .unwrap_or_default();
-    text.lines()
-        .map(|l| l.split("//").next().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n")
+    source::code(&text)
 }
 
 /// The code of every `.rs` file under `dir`.
 fn code_under(dir: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![root().join(dir)];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).expect("read dir") {
-            let path = entry.expect("dir entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let rel = path.strip_prefix(root()).expect("under the root");
-                out.push(code(&rel.display().to_string()));
-            }
-        }
-    }
-    out
+    source::sources(&root().join(dir))
+        .iter()
+        .map(|(_, text)| source::code(text))
+        .collect()
 }
 
 /// The function `name` of `code`: from its `fn` line to the next item's.

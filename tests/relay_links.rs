@@ -132,15 +132,7 @@ fn two_replicas_converge_and_a_late_joiner_on_either_gets_the_whole_room() {
     );
     // Both caches hold both publishers' state.
     for r in &rs {
-        let mut streams: Vec<u32> =
-            r.w.relay
-                .room_info("r")
-                .expect("room")
-                .streams
-                .iter()
-                .map(|s| s.ssrc)
-                .collect();
-        streams.sort_unstable();
+        let streams = r.w.streams("r");
         let mut want = vec![alice.ssrc, bob.ssrc];
         want.sort_unstable();
         assert_eq!(streams, want);

@@ -57,14 +57,7 @@ fn a_links_containers_become_the_senders_streams_owned_by_the_link() {
     assert_eq!(x_of(&got[1].1[0]), 2.0);
     assert_eq!(w.relay.session_by_ssrc(0xaaaa), Some(peer.session));
     assert_eq!(w.relay.session_by_ssrc(0xbbbb), Some(peer.session));
-    let streams: Vec<u32> = w
-        .relay
-        .room_info("r")
-        .expect("room")
-        .streams
-        .iter()
-        .map(|s| s.ssrc)
-        .collect();
+    let streams = w.streams("r");
     assert_eq!(streams, [0xaaaa, 0xbbbb]);
 
     // A late joiner's FIR for the relay gets both senders' state from the cache.
@@ -249,14 +242,7 @@ fn a_bye_from_a_link_ends_only_the_streams_it_owns() {
     w.rtcp(&peer, |b| {
         rtcp::write_bye(b, &[0x6101, owner.ssrc]).expect("bye");
     });
-    let streams: Vec<u32> = w
-        .relay
-        .room_info("r")
-        .expect("room")
-        .streams
-        .iter()
-        .map(|s| s.ssrc)
-        .collect();
+    let streams = w.streams("r");
     assert_eq!(
         streams,
         [owner.ssrc],

@@ -249,6 +249,12 @@ impl World {
         self.control(Input::Rtcp { from, packet }).unwrap();
     }
 
+    /// The SSRCs of the streams room `room` holds, in order.
+    pub fn streams(&self, room: &str) -> Vec<u32> {
+        let info = self.relay.room_info(room).expect("room");
+        info.streams.iter().map(|s| s.ssrc).collect()
+    }
+
     /// The events the core reported since the last call.
     pub fn events(&mut self) -> Vec<Event> {
         std::iter::from_fn(|| self.relay.poll_event()).collect()
