@@ -7,6 +7,10 @@ use super::Metrics;
 use crate::relay::{Relay, RelayStats, StatEvent};
 use prometheus::{IntCounter, IntCounterVec, IntGauge};
 
+/// Reasons a family resolves before its list grows: a reason first seen in steady state
+/// then costs the label look-up once, and no growth on the forwarding path.
+const REASONS: usize = 32;
+
 /// Counters of one labelled family, each label resolved once.
 struct Family {
     vec: IntCounterVec,
@@ -17,7 +21,7 @@ impl Family {
     fn new(vec: &IntCounterVec) -> Self {
         Self {
             vec: vec.clone(),
-            resolved: Vec::new(),
+            resolved: Vec::with_capacity(REASONS),
         }
     }
 

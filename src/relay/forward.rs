@@ -41,6 +41,19 @@ pub struct Scratch {
     pub to_drain: Vec<SessionId>,
     /// What pacing did to the objects fanned out, for the core to count.
     pub paced: PaceCounts,
+    /// A paced subscriber's drain: its due updates and what it sends of them.
+    pub drain: DrainScratch,
+}
+
+/// Buffers of [`drain_pending`], reused so a paced subscriber's drain allocates nothing.
+#[derive(Debug, Default)]
+pub struct DrainScratch {
+    /// Due updates: priority, key and payload bytes.
+    due: Vec<(f32, (u32, u64), usize)>,
+    /// Pending updates whose object is gone or out of the area.
+    gone: Vec<(u32, u64)>,
+    /// The updates the budget allows: stream, rank by priority, objectID.
+    chosen: Vec<(u32, usize, u64)>,
 }
 
 /// Objects pacing held back or dropped since the core last took the counts.
@@ -332,17 +345,66 @@ pub fn drain_pending(
     room: &Room,
     sub: &mut Session,
     out: &mut Outbox,
+    scratch: &mut DrainScratch,
     now: Instant,
     budget: usize,
 ) -> Option<Instant> {
+    let DrainScratch { due, gone, chosen } = scratch;
+    collect_due(room, sub, now, due, gone);
+    for key in gone.drain(..) {
+        sub.pacing.pending.remove(&key);
+    }
+    due.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+    chosen.clear();
+    let mut blocked = None;
+    for (rank, &(_, key, bytes)) in due.iter().enumerate() {
+        let cost = bytes + RTP_HEADER;
+        let b = sub.pacing.budget();
+        if !b.take(cost, now) {
+            blocked = Some(b.ready_at(cost));
+            break;
+        }
+        sub.pacing.pending.remove(&key);
+        sub.pacing.last_sent.insert(key, now);
+        chosen.push((key.0, rank, key.1));
+    }
+    // By stream, each stream's objects in priority order.
+    chosen.sort_unstable();
+    for group in chosen.chunk_by(|a, b| a.0 == b.0) {
+        let ssrc = group[0].0;
+        let Some(stream) = room.streams.get(&ssrc) else {
+            continue;
+        };
+        let Session { id, subs, .. } = sub;
+        let state = subscription(subs, ssrc, stream);
+        let entries = group
+            .iter()
+            .filter_map(|&(_, _, i)| stream.store.get(i).map(|e| (i, e)));
+        pack_entries(out, *id, state, ssrc, stream, budget, entries, |_, _| true);
+    }
+    blocked
+        .into_iter()
+        .chain(sub.pacing.next_due().filter(|d| *d > now))
+        .min()
+}
+
+/// The subscriber's pending updates due at `now` into `due`, with their priority (kind,
+/// distance and time waited); those whose object is gone or left the area into `gone`.
+fn collect_due(
+    room: &Room,
+    sub: &mut Session,
+    now: Instant,
+    due: &mut Vec<(f32, (u32, u64), usize)>,
+    gone: &mut Vec<(u32, u64)>,
+) {
+    due.clear();
+    gone.clear();
     let center = relevance::center(room, sub);
-    let mut due: Vec<(f32, (u32, u64), usize)> = Vec::new();
-    let mut gone: Vec<(u32, u64)> = Vec::new();
     for (key, pend) in &sub.pacing.pending {
         if pend.due > now {
             continue;
         }
-        let Some(e) = room
+        let Some((stream, e)) = room
             .streams
             .get(&key.0)
             .and_then(|s| s.store.get(key.1).map(|e| (s, e)))
@@ -350,7 +412,6 @@ pub fn drain_pending(
             gone.push(*key);
             continue;
         };
-        let (stream, e) = e;
         let located = relevance::locate(stream, Some(key.1), e.position(), e.parent());
         let distance = match (located, center) {
             (Some((_, pos)), Some(c)) => dist2(pos, c).sqrt(),
@@ -369,40 +430,6 @@ pub fn drain_pending(
             e.bytes.len(),
         ));
     }
-    for key in gone {
-        sub.pacing.pending.remove(&key);
-    }
-    due.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let mut chosen: HashMap<u32, Vec<u64>> = HashMap::new();
-    let mut blocked = None;
-    for (_, key, bytes) in due {
-        let cost = bytes + RTP_HEADER;
-        let b = sub.pacing.budget();
-        if !b.take(cost, now) {
-            blocked = Some(b.ready_at(cost));
-            break;
-        }
-        sub.pacing.pending.remove(&key);
-        sub.pacing.last_sent.insert(key, now);
-        chosen.entry(key.0).or_default().push(key.1);
-    }
-    let mut ssrcs: Vec<u32> = chosen.keys().copied().collect();
-    ssrcs.sort_unstable();
-    for ssrc in ssrcs {
-        let (Some(stream), Some(ids)) = (room.streams.get(&ssrc), chosen.get(&ssrc)) else {
-            continue;
-        };
-        let Session { id, subs, .. } = sub;
-        let state = subscription(subs, ssrc, stream);
-        let entries = ids
-            .iter()
-            .filter_map(|i| stream.store.get(*i).map(|e| (*i, e)));
-        pack_entries(out, *id, state, ssrc, stream, budget, entries, |_, _| true);
-    }
-    blocked
-        .into_iter()
-        .chain(sub.pacing.next_due().filter(|d| *d > now))
-        .min()
 }
 
 /// Fills the scratch mask: which of the packet's objects this subscriber gets.

@@ -147,7 +147,8 @@ impl State {
             None
         } else {
             let budget = sub.payload_budget;
-            forward::drain_pending(room, sub, &mut self.out, now, budget)
+            let scratch = &mut self.scratch.drain;
+            forward::drain_pending(room, sub, &mut self.out, scratch, now, budget)
         };
         if let Some(took) = sub.pacing.snapshot_done(now) {
             self.stats.record(StatEvent::SnapshotSent { took });

@@ -10,10 +10,37 @@ use std::time::Duration;
 /// [`RelayStats::events_lost`]): a shell that never polls cannot grow the core's memory.
 const MAX_EVENTS: usize = 1024;
 
-/// Counts keyed by a static reason. The first count of a reason stores it (one small
-/// allocation per reason for the relay's life); later counts allocate nothing.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+/// Reasons a count holds before its first growth: more than any one family has today, so
+/// a reason first counted in steady state does not allocate on the forwarding path.
+const REASONS: usize = 32;
+
+/// Measurements the queue holds before its first growth: more than one input produces.
+const EVENTS: usize = 64;
+
+/// Counts keyed by a static reason. Room for [`REASONS`] is made up front; a reason past
+/// that grows the table once, and later counts allocate nothing.
+#[derive(Debug, PartialEq, Eq)]
 pub struct ReasonCounts(Vec<(&'static str, u64)>);
+
+impl Default for ReasonCounts {
+    fn default() -> Self {
+        Self(Vec::with_capacity(REASONS))
+    }
+}
+
+impl Clone for ReasonCounts {
+    fn clone(&self) -> Self {
+        let mut c = Self::default();
+        c.clone_from(self);
+        c
+    }
+
+    /// Copies into the table already held: a shell that keeps the last counts to export
+    /// the difference copies them after every input, and must not allocate to do it.
+    fn clone_from(&mut self, source: &Self) {
+        self.0.clone_from(&source.0);
+    }
+}
 
 impl ReasonCounts {
     /// Adds `n` to `reason`.
@@ -87,7 +114,7 @@ pub struct RtcpStats {
 }
 
 /// Every counter of the core. Counters only grow; the gauges say what is held now.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug)]
 pub struct RelayStats {
     /// Inbound packets dropped, by reason.
     pub dropped: ReasonCounts,
@@ -116,6 +143,71 @@ pub struct RelayStats {
     /// Measurements dropped because the shell did not poll them.
     pub events_lost: u64,
     events: VecDeque<StatEvent>,
+}
+
+impl Default for RelayStats {
+    fn default() -> Self {
+        Self {
+            dropped: ReasonCounts::default(),
+            feedback: ReasonCounts::default(),
+            suppressed: ReasonCounts::default(),
+            snapshots: 0,
+            firs_forwarded: 0,
+            repairs: 0,
+            aggregate_payloads: 0,
+            aggregate_packets: 0,
+            pacing: PacingStats::default(),
+            rtcp: RtcpStats::default(),
+            streams: 0,
+            cached_objects: 0,
+            events_lost: 0,
+            events: VecDeque::with_capacity(EVENTS),
+        }
+    }
+}
+
+impl Clone for RelayStats {
+    fn clone(&self) -> Self {
+        let mut c = Self::default();
+        c.clone_from(self);
+        c
+    }
+
+    /// Copies field by field into the tables already held (the derived `clone_from`
+    /// would build a new copy and allocate). Destructured whole, so a new field cannot be
+    /// left out.
+    fn clone_from(&mut self, source: &Self) {
+        let Self {
+            dropped,
+            feedback,
+            suppressed,
+            snapshots,
+            firs_forwarded,
+            repairs,
+            aggregate_payloads,
+            aggregate_packets,
+            pacing,
+            rtcp,
+            streams,
+            cached_objects,
+            events_lost,
+            events,
+        } = source;
+        self.dropped.clone_from(dropped);
+        self.feedback.clone_from(feedback);
+        self.suppressed.clone_from(suppressed);
+        self.snapshots = *snapshots;
+        self.firs_forwarded = *firs_forwarded;
+        self.repairs = *repairs;
+        self.aggregate_payloads = *aggregate_payloads;
+        self.aggregate_packets = *aggregate_packets;
+        self.pacing = *pacing;
+        self.rtcp = *rtcp;
+        self.streams = *streams;
+        self.cached_objects = *cached_objects;
+        self.events_lost = *events_lost;
+        self.events.clone_from(events);
+    }
 }
 
 impl RelayStats {
