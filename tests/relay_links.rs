@@ -10,9 +10,10 @@ mod support;
 use gsrelay::rtp::PacketClass;
 use gsrelay::rtp::rtcp::{self, RtcpItem};
 use gsrelay::wire::Dialect;
+use gsrelay::wire::Object;
 use gsrelay::{Delivery, Input, Interest, JoinRequest, Joined, RelayConfig, Sends};
 use std::time::Duration;
-use support::{World, head, x_of};
+use support::{Sent, World, head, x_of};
 
 /// One replica and its links: `links[k]` is its session for replica `k`.
 struct Replica {
@@ -23,38 +24,46 @@ struct Replica {
 /// `n` replicas of room "r", each with a link session for every other, joined with the
 /// peer's relay SSRC (the SSRC of the aggregated stream the peer sends it).
 fn mesh(n: usize) -> Vec<Replica> {
-    let mut replicas: Vec<Replica> = (0..n)
-        .map(|k| Replica {
-            w: World::seeded(RelayConfig::default(), 11 + k as u64 * 101),
-            links: vec![None; n],
-        })
-        .collect();
-    let ssrcs: Vec<u32> = replicas.iter().map(|r| r.w.relay.relay_ssrc()).collect();
-    for (k, r) in replicas.iter_mut().enumerate() {
-        for (peer, &ssrc) in ssrcs.iter().enumerate() {
-            if peer == k {
-                continue;
-            }
-            let link =
-                r.w.join_with(JoinRequest {
-                    room: "r".into(),
-                    identity: format!("replica-{peer}"),
-                    publish: true,
-                    subscribe: true,
-                    ssrc: Some(ssrc),
-                    require_ssrc: true,
-                    sends: Sends::Containers,
-                    interest: Interest {
-                        delivery: Delivery::aggregated(Some(0)),
-                        ..Interest::default()
-                    },
-                    ..JoinRequest::default()
-                })
-                .expect("link joins");
-            r.links[peer] = Some(link);
+    let mut replicas: Vec<Replica> = (0..n).map(|k| replica(k, n)).collect();
+    for a in 0..n {
+        for b in a + 1..n {
+            connect(&mut replicas, a, b);
         }
     }
     replicas
+}
+
+/// Replica `k` of room "r", with room for links to `n` replicas and none yet.
+fn replica(k: usize, n: usize) -> Replica {
+    Replica {
+        w: World::seeded(RelayConfig::default(), 11 + k as u64 * 101),
+        links: vec![None; n],
+    }
+}
+
+/// Links replicas `a` and `b`: each joins a link session for the other.
+fn connect(rs: &mut [Replica], a: usize, b: usize) {
+    for (k, peer) in [(a, b), (b, a)] {
+        let ssrc = rs[peer].w.relay.relay_ssrc();
+        let link = rs[k]
+            .w
+            .join_with(JoinRequest {
+                room: "r".into(),
+                identity: format!("replica-{peer}"),
+                publish: true,
+                subscribe: true,
+                ssrc: Some(ssrc),
+                require_ssrc: true,
+                sends: Sends::Containers,
+                interest: Interest {
+                    delivery: Delivery::aggregated(Some(0)),
+                    ..Interest::default()
+                },
+                ..JoinRequest::default()
+            })
+            .expect("link joins");
+        rs[k].links[peer] = Some(link);
+    }
 }
 
 /// Carries what each replica sent its links to the peers, as input from the peer's link
@@ -271,4 +280,115 @@ fn a_late_or_repeated_link_packet_is_dropped_whole() {
     assert_eq!(rs[1].w.dropped("duplicate"), 1);
     let info = rs[1].w.relay.room_info("r").expect("room");
     assert_eq!(info.streams.len(), 1);
+}
+
+/// Each sender's objects' x in the containers of the RTP packets `link` was sent.
+fn carried_to(sent: &[Sent], link: u64) -> Vec<(u32, f32)> {
+    sent.iter()
+        .filter(|s| s.to == link && s.class == PacketClass::Rtp)
+        .flat_map(|s| {
+            let p = gsrelay::rtp::RtpPacket::parse(&s.bytes).expect("rtp");
+            gsrelay::wire::decode(p.payload(), Dialect::Draft01).expect("payload")
+        })
+        .flat_map(|o| match o {
+            Object::Container(c) => c.objects.iter().map(|o| (c.ssrc, x_of(o))).collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_link_gets_its_replicas_own_state_again_every_link_refresh() {
+    let mut rs = mesh(2);
+    let alice = rs[0].w.join("r", true, false);
+    let bob = rs[1].w.join("r", true, false);
+    rs[0].w.publish(&alice, &[head(1, 1.0), head(2, 2.0)]);
+    rs[1].w.publish(&bob, &[head(3, 3.0)]);
+    settle(&mut rs);
+    let link_b = rs[0].links[1].as_ref().expect("link").session;
+    let every = RelayConfig::default().link_refresh;
+    // Nothing is published for a while: within one refresh interval the link is sent
+    // Alice's whole state again, and never Bob's (he is B's own, carried here).
+    let mut refreshed = Vec::new();
+    let step = Duration::from_millis(50);
+    for _ in 0..(every.as_millis() / step.as_millis() + 2) {
+        rs[0].w.advance(step);
+        rs[0].w.end_batch();
+        refreshed.extend(carried_to(&rs[0].w.sent(), link_b));
+    }
+    refreshed.sort_by(|a, b| a.1.total_cmp(&b.1));
+    refreshed.dedup();
+    assert_eq!(refreshed, [(alice.ssrc, 1.0), (alice.ssrc, 2.0)]);
+    // And not more often than that: over one more interval, at most one refresh.
+    let mut count = 0;
+    for _ in 0..(every.as_millis() / step.as_millis()) {
+        rs[0].w.advance(step);
+        rs[0].w.end_batch();
+        count += carried_to(&rs[0].w.sent(), link_b).len();
+    }
+    assert!(
+        count <= 2,
+        "{count} objects in one interval: one refresh at most"
+    );
+}
+
+#[test]
+fn a_replica_that_joins_the_mesh_late_gets_the_whole_room_from_its_peers() {
+    let mut rs: Vec<Replica> = (0..3).map(|k| replica(k, 3)).collect();
+    connect(&mut rs, 0, 1);
+    let alice = rs[0].w.join("r", true, false);
+    let bob = rs[1].w.join("r", true, false);
+    rs[0].w.publish(&alice, &[head(1, 1.0)]);
+    rs[1].w.publish(&bob, &[head(2, 2.0)]);
+    settle(&mut rs);
+    // C joins the mesh: each peer sends its new link its own state at once, so C's
+    // cache holds the whole room after one exchange, with no publisher sending again.
+    connect(&mut rs, 2, 0);
+    connect(&mut rs, 2, 1);
+    for r in &mut rs {
+        r.w.advance(Duration::from_millis(1));
+    }
+    settle(&mut rs);
+    let mut want = vec![alice.ssrc, bob.ssrc];
+    want.sort_unstable();
+    assert_eq!(rs[2].w.streams("r"), want);
+    // Each stream is owned by its home's link: nothing came the long way round.
+    assert_eq!(
+        rs[2].w.relay.session_by_ssrc(alice.ssrc),
+        rs[2].links[0].as_ref().map(|l| l.session)
+    );
+    assert_eq!(
+        rs[2].w.relay.session_by_ssrc(bob.ssrc),
+        rs[2].links[1].as_ref().map(|l| l.session)
+    );
+}
+
+#[test]
+fn a_replica_whose_last_local_session_leaves_drops_out_and_its_streams_end_everywhere() {
+    let mut rs = mesh(2);
+    let alice = rs[0].w.join("r", true, false);
+    rs[1].w.join("r", false, true);
+    rs[0].w.publish(&alice, &[head(1, 1.0)]);
+    settle(&mut rs);
+    // Alice leaves A; A then holds only its link, and its shell takes the link down on
+    // both sides (what `transport::link` does): B's subscriber hears the BYE, and
+    // neither replica keeps anything of the room but B's own subscriber.
+    rs[0].w.leave(alice.session).expect("leave");
+    settle(&mut rs);
+    for (k, r) in rs.iter_mut().enumerate() {
+        let link = r.links[1 - k].take().expect("link").session;
+        r.w.leave(link).expect("link leaves");
+    }
+    settle(&mut rs);
+    assert!(
+        rs[0].w.relay.room_info("r").is_none(),
+        "A holds nothing of the room"
+    );
+    let info = rs[1]
+        .w
+        .relay
+        .room_info("r")
+        .expect("B keeps its subscriber");
+    assert!(info.streams.is_empty());
+    assert_eq!(info.sessions.len(), 1, "B's subscriber alone");
 }

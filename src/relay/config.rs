@@ -57,6 +57,11 @@ pub struct RelayConfig {
     /// §6.2 `Tmin`; the first report waits half of it). Longer on busy legs.
     #[serde(with = "secs")]
     pub rtcp_min_interval: Duration,
+    /// How often a replica sends each link the whole state its own sessions published
+    /// (`docs/relay.md`, "Links"): what a link lost, or what its peer's interest left
+    /// out, reaches the peer within this interval.
+    #[serde(with = "secs")]
+    pub link_refresh: Duration,
 }
 
 impl Default for RelayConfig {
@@ -80,6 +85,7 @@ impl Default for RelayConfig {
             relay_send_burst_bytes: 48 * 1024,
             max_outbox_bytes: 16 << 20,
             rtcp_min_interval: Duration::from_secs(5),
+            link_refresh: Duration::from_secs(1),
         }
     }
 }

@@ -31,13 +31,17 @@ use super::stats::RelayStats;
 use crate::rtp::rtcp::{self, RtcpItem};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The fixed RTP header of the packets the relay builds (no CSRC, no extension).
 const RTP_HEADER_BYTES: usize = 12;
 
 /// The smallest payload budget a path can impose: below it a packet holds too little.
 const MIN_PAYLOAD_BUDGET: usize = 256;
+
+/// The shortest interval between two refreshes of a link, whatever `link_refresh` says:
+/// each refresh walks the whole store.
+const MIN_LINK_REFRESH: Duration = Duration::from_millis(100);
 
 /// The relay core.
 #[derive(Debug)]
@@ -51,6 +55,8 @@ pub struct Relay {
     /// collide.
     id_step: SessionId,
     next_sweep: Option<Instant>,
+    /// The earliest link refresh due.
+    next_refresh: Option<Instant>,
     /// Sessions the core removed by itself, until the shell polls them.
     closed: Vec<SessionId>,
     draining: bool,
@@ -82,6 +88,7 @@ impl Relay {
             next_id: first_id,
             id_step: 1,
             next_sweep: None,
+            next_refresh: None,
             closed: Vec::new(),
             draining: false,
             drain_ids: Vec::new(),
@@ -272,6 +279,7 @@ impl Relay {
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.next_sweep
             .into_iter()
+            .chain(self.next_refresh)
             .chain(self.st.pace_at)
             .chain(self.agg.due())
             .chain(self.reports.due())
@@ -356,6 +364,8 @@ impl Relay {
             streams: owned,
             sends: req.sends,
             link_seq: None,
+            // A link is sent the whole room at once, then every `link_refresh`.
+            refresh_at: req.sends.containers().then_some(now),
             publish: req.publish,
             subscribe: req.subscribe,
             dialect: req.dialect,
@@ -376,6 +386,9 @@ impl Relay {
             send_budget_bps: None,
             congestion: None,
         };
+        if session.refresh_at.is_some() {
+            self.next_refresh = Some(now);
+        }
         self.st.sessions.insert(id, session);
         self.reports.schedule_first(&mut self.st, id, now);
         self.replace_interest(now, id);
@@ -625,6 +638,9 @@ impl Relay {
     /// Paced sends, aggregated flushes and reports that are due; then, at each sweep,
     /// expiry of objects, streams and sessions.
     fn on_timeout(&mut self, now: Instant) {
+        if self.next_refresh.is_some_and(|t| now >= t) {
+            self.refresh_links(now);
+        }
         if self.st.pace_at.is_some_and(|t| now >= t) {
             self.drain_paced(now);
         }
@@ -634,6 +650,31 @@ impl Relay {
         if self.next_sweep.is_some_and(|t| now >= t) {
             self.sweep(now);
         }
+    }
+
+    /// Sends each link whose refresh is due the whole state of the streams this replica's
+    /// own sessions publish (a link never gets a carried stream), and schedules the next.
+    fn refresh_links(&mut self, now: Instant) {
+        let every = self.st.cfg.link_refresh.max(MIN_LINK_REFRESH);
+        let mut ids = std::mem::take(&mut self.drain_ids);
+        ids.clear();
+        ids.extend(
+            self.st
+                .sessions
+                .values()
+                .filter(|s| s.refresh_at.is_some_and(|t| now >= t))
+                .map(|s| s.id),
+        );
+        let relay = self.st.relay_ssrc;
+        for &id in &ids {
+            self.st.busy = Some(id);
+            if let Some(s) = self.st.sessions.get_mut(&id) {
+                s.refresh_at = Some(now + every);
+            }
+            feedback::refresh(&mut self.st, now, id, relay);
+        }
+        self.drain_ids = ids;
+        self.next_refresh = self.st.sessions.values().filter_map(|s| s.refresh_at).min();
     }
 
     /// Sends every subscriber's due pending updates and deferred snapshots, and schedules

@@ -61,7 +61,12 @@ pub(super) fn refresh(st: &mut State, now: Instant, to: SessionId, media: u32) {
         return;
     };
     let mut targets: Vec<u32> = if media == st.relay_ssrc {
-        room.streams.keys().copied().collect()
+        // Only the streams it receives: a link asks nothing of another link's streams.
+        room.streams
+            .iter()
+            .filter(|(ssrc, stream)| s.wants_stream(**ssrc, stream))
+            .map(|(ssrc, _)| *ssrc)
+            .collect()
     } else {
         room.streams
             .keys()

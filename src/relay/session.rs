@@ -36,6 +36,8 @@ pub struct Session {
     pub sends: Sends,
     /// A link's newest container packet sequence number (its packets' order).
     pub link_seq: Option<u16>,
+    /// A link's next refresh: the whole state this replica's own sessions published.
+    pub refresh_at: Option<Instant>,
     /// May publish.
     pub publish: bool,
     /// May subscribe.
