@@ -33,6 +33,12 @@ pub enum LogFormat {
     Json,
 }
 
+/// Sessions a shard takes before a room spreads to another. A dense room's cost grows
+/// with the square of its sessions: at 20 Hz, 500 sessions need about 1.3 cores
+/// (0.26 µs per delivered update, `docs/benchmarks.md`), so 250 keep a shard near a
+/// third of one.
+const DEFAULT_SHARD_SPILL: usize = 250;
+
 /// Socket buffer asked for by default: a few milliseconds of a busy shard's traffic.
 const DEFAULT_UDP_BUFFER: usize = 4 << 20;
 
@@ -49,6 +55,10 @@ pub struct ServeConfig {
     /// Relay shards (threads, each owning its rooms, sessions and UDP socket); 0 means
     /// one per core this process may use (its CPU affinity and cgroup quota).
     pub shards: usize,
+    /// A shard's load, in sessions of all its rooms, from which a room's new sessions go
+    /// to another shard, which then holds a replica of the room joined by links
+    /// (`docs/relay.md`, "Links"); a room whose sessions fit one shard stays on one.
+    pub shard_spill_sessions: usize,
     /// Receive buffer of each shard's UDP socket, bytes (0: the kernel's default); the
     /// kernel caps it at `net.core.rmem_max`.
     pub udp_recv_buffer_bytes: usize,
@@ -95,6 +105,7 @@ impl Default for ServeConfig {
             rtp_addr: SocketAddr::from(([0, 0, 0, 0], 5004)),
             quic_addr: SocketAddr::from(([0, 0, 0, 0], 4433)),
             shards: 0,
+            shard_spill_sessions: DEFAULT_SHARD_SPILL,
             udp_recv_buffer_bytes: DEFAULT_UDP_BUFFER,
             udp_send_buffer_bytes: DEFAULT_UDP_BUFFER,
             quic_advertise_addr: None,
@@ -123,6 +134,7 @@ impl fmt::Debug for ServeConfig {
             .field("rtp_addr", &self.rtp_addr)
             .field("quic_addr", &self.quic_addr)
             .field("shards", &self.shards)
+            .field("shard_spill_sessions", &self.shard_spill_sessions)
             .field("udp_recv_buffer_bytes", &self.udp_recv_buffer_bytes)
             .field("udp_send_buffer_bytes", &self.udp_send_buffer_bytes)
             .field("quic_advertise_addr", &self.quic_advertise_addr)
@@ -195,6 +207,10 @@ pub struct ServeArgs {
     /// per core this process may use].
     #[arg(long, env = "GSRELAY_SHARDS", value_name = "N")]
     pub shards: Option<usize>,
+    /// Sessions on a shard (all rooms) from which a room's new sessions go to another
+    /// shard, which holds a linked replica of the room [default: 250].
+    #[arg(long, env = "GSRELAY_SHARD_SPILL_SESSIONS", value_name = "N")]
+    pub shard_spill_sessions: Option<usize>,
     /// UDP receive buffer per shard, bytes; 0 keeps the kernel's default, which caps it
     /// at net.core.rmem_max [default: 4194304].
     #[arg(long, env = "GSRELAY_UDP_RECV_BUFFER_BYTES", value_name = "BYTES")]
@@ -387,6 +403,7 @@ impl ServeArgs {
             cfg.webrtc_advertise_addr = self.webrtc_advertise_addr;
         }
         set(&mut cfg.shards, &self.shards);
+        set(&mut cfg.shard_spill_sessions, &self.shard_spill_sessions);
         set(&mut cfg.udp_recv_buffer_bytes, &self.udp_recv_buffer_bytes);
         set(&mut cfg.udp_send_buffer_bytes, &self.udp_send_buffer_bytes);
         if self.quic_advertise_addr.is_some() {

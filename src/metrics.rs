@@ -47,6 +47,11 @@ pub struct Metrics {
     pub streams: IntGauge,
     /// Objects in the store.
     pub cached_objects: IntGauge,
+    /// Sessions on each shard (links between shards left out), by shard.
+    pub shard_sessions: IntGaugeVec,
+    /// Rooms each shard holds a linked replica of (the room is on other shards too), by
+    /// shard: their sum over shards is the replicas of every room held on more than one.
+    pub room_replicas: IntGaugeVec,
     /// Time from a datagram's arrival to its last forwarded copy leaving, by transport.
     pub forward_latency: HistogramVec,
     /// HTTP requests by route (the matched path template) and status code.
@@ -143,6 +148,10 @@ fn counter(name: &str, help: &str) -> IntCounter {
 
 fn gauge(name: &str, help: &str) -> IntGauge {
     IntGauge::new(name, help).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    IntGaugeVec::new(Opts::new(name, help), labels).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn histogram(name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
@@ -274,6 +283,16 @@ impl Metrics {
                 "gsrelay_cached_objects",
                 "Objects held in the latest-state store.",
             ),
+            shard_sessions: gauge_vec(
+                "gsrelay_shard_sessions",
+                "Sessions on each shard, links between shards left out.",
+                &["shard"],
+            ),
+            room_replicas: gauge_vec(
+                "gsrelay_room_replicas",
+                "Rooms each shard holds a linked replica of (the room is on other shards too).",
+                &["shard"],
+            ),
             forward_latency: histogram_vec(
                 "gsrelay_forward_latency_seconds",
                 "Datagram arrival to forwarded copies sent.",
@@ -378,6 +397,8 @@ impl Metrics {
             Box::new(m.sessions.clone()),
             Box::new(m.streams.clone()),
             Box::new(m.cached_objects.clone()),
+            Box::new(m.shard_sessions.clone()),
+            Box::new(m.room_replicas.clone()),
             Box::new(m.forward_latency.clone()),
             Box::new(m.http_requests.clone()),
             Box::new(m.http_duration.clone()),

@@ -10,9 +10,10 @@ use crate::control::conn::{self, ConnTimeouts};
 use crate::control::http::{self, ApiState};
 use crate::control::token::{self, Tokens};
 use crate::metrics::Metrics;
-use crate::relay::Relay;
+use crate::relay::{Relay, RelayConfig};
 use crate::transport::command::RelayHandle;
 use crate::transport::directory::{EventSink, MemoryDirectory, event_channel};
+use crate::transport::link::{self, LinkEnd};
 use crate::transport::quic::{self, QuicConfig, QuicEndpoint, QuicInfo, QuicShard};
 use crate::transport::shard::{self, ShardSetup, ShardThread};
 use crate::transport::shards::Shards;
@@ -141,17 +142,23 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
     };
     let (webrtc_endpoint, webrtc_parts) = webrtc::bind(webrtc_cfg, &metrics, count)
         .with_context(|| format!("binding the WebRTC address {}", cfg.webrtc_addr))?;
-    let directory = Arc::new(MemoryDirectory::new(
-        count,
-        cfg.relay.max_rooms,
-        cfg.relay.max_sessions,
-    ));
+    let directory = Arc::new(
+        MemoryDirectory::new(count, cfg.relay.max_rooms, cfg.relay.max_sessions)
+            .with_spill(cfg.shard_spill_sessions),
+    );
     let (events, shard_events) = event_channel();
+    let relays = shard_cores(&cfg.relay, count)?;
+    let links = link::net(relays.iter().map(Relay::relay_ssrc).collect());
     let mut started: Vec<ShardThread> = Vec::with_capacity(count);
-    let parts = quic_parts.into_iter().zip(webrtc_parts);
-    for (k, (quic_part, webrtc_part)) in parts.enumerate() {
-        let parts = (quic_part, webrtc_part, events.for_shard(k));
-        let shard = start_shard(k, count, &cfg, parts, &metrics)
+    let parts = quic_parts.into_iter().zip(webrtc_parts).zip(links);
+    for (k, (relay, ((quic, webrtc), link))) in relays.into_iter().zip(parts).enumerate() {
+        let parts = ShardParts {
+            quic,
+            webrtc,
+            link,
+            events: events.for_shard(k),
+        };
+        let shard = start_shard(k, &cfg, relay, parts, &metrics)
             .await
             .with_context(|| format!("starting shard {k} (RTP address {})", cfg.rtp_addr))?;
         started.push(shard);
@@ -235,15 +242,36 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
 
 /// Starts shard `k` of `count`: its core (the relay-wide caps are the directory's), and its
 /// UDP socket on the configured port plus `k` (a free one for port 0), advertised likewise.
+/// One core per shard, each with its own seed and share of the session ids, and each
+/// sending from its own SSRC (a shard's links are joined with their peer's).
+fn shard_cores(cfg: &RelayConfig, count: usize) -> anyhow::Result<Vec<Relay>> {
+    let mut relays: Vec<Relay> = Vec::with_capacity(count);
+    while relays.len() < count {
+        let seed = getrandom::u64().context("seeding the relay")?;
+        let relay = Relay::new(cfg.clone(), seed).in_shard(relays.len() as u64, count as u64);
+        if relays.iter().all(|r| r.relay_ssrc() != relay.relay_ssrc()) {
+            relays.push(relay);
+        }
+    }
+    Ok(relays)
+}
+
+/// What a shard is started with beside its core: its shares of the QUIC and WebRTC
+/// ports, its end of the links, and where it reports its sessions.
+struct ShardParts {
+    quic: QuicShard,
+    webrtc: WebRtcShard,
+    link: LinkEnd,
+    events: EventSink,
+}
+
 async fn start_shard(
     k: usize,
-    count: usize,
     cfg: &ServeConfig,
-    (quic, webrtc, events): (QuicShard, WebRtcShard, EventSink),
+    relay: Relay,
+    parts: ShardParts,
     metrics: &Metrics,
 ) -> anyhow::Result<ShardThread> {
-    let seed = getrandom::u64().context("seeding the relay")?;
-    let relay = Relay::new(cfg.relay.clone(), seed).in_shard(k as u64, count as u64);
     let udp = UdpConfig {
         bind: port_plus(cfg.rtp_addr, k)?,
         advertise: cfg
@@ -256,10 +284,12 @@ async fn start_shard(
         send_buffer: (cfg.udp_send_buffer_bytes > 0).then_some(cfg.udp_send_buffer_bytes),
     };
     let setup = ShardSetup {
+        shard: k,
         udp,
-        quic: Some(quic),
-        webrtc: Some(webrtc),
-        events: Some(events),
+        quic: Some(parts.quic),
+        webrtc: Some(parts.webrtc),
+        link: Some(parts.link),
+        events: Some(parts.events),
     };
     shard::start(k, setup, relay, metrics).await
 }

@@ -11,7 +11,7 @@ use gsrelay::rtp::PacketClass;
 use gsrelay::rtp::rtcp::{self, RtcpItem};
 use gsrelay::wire::Dialect;
 use gsrelay::wire::Object;
-use gsrelay::{Delivery, Input, Interest, JoinRequest, Joined, RelayConfig, Sends};
+use gsrelay::{Input, JoinRequest, Joined, RelayConfig};
 use std::time::Duration;
 use support::{Sent, World, head, x_of};
 
@@ -47,20 +47,7 @@ fn connect(rs: &mut [Replica], a: usize, b: usize) {
         let ssrc = rs[peer].w.relay.relay_ssrc();
         let link = rs[k]
             .w
-            .join_with(JoinRequest {
-                room: "r".into(),
-                identity: format!("replica-{peer}"),
-                publish: true,
-                subscribe: true,
-                ssrc: Some(ssrc),
-                require_ssrc: true,
-                sends: Sends::Containers,
-                interest: Interest {
-                    delivery: Delivery::aggregated(Some(0)),
-                    ..Interest::default()
-                },
-                ..JoinRequest::default()
-            })
+            .join_with(JoinRequest::link("r", format!("replica-{peer}"), ssrc))
             .expect("link joins");
         rs[k].links[peer] = Some(link);
     }

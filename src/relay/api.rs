@@ -2,7 +2,7 @@
 //! ([`Reply`]) and how a control input can fail ([`ControlError`]); the events it reports
 //! ([`Event`]); and what joining asks and answers.
 
-use super::delivery::DeliveryMode;
+use super::delivery::{Delivery, DeliveryMode};
 use super::interest::Interest;
 use super::stats::StatEvent;
 use crate::wire::Dialect;
@@ -35,6 +35,29 @@ pub struct JoinRequest {
     pub ssrcs: Vec<u32>,
     /// Which RTP inputs the session may send.
     pub sends: Sends,
+}
+
+impl JoinRequest {
+    /// A link from the peer replica `peer` of `room`, which sends its aggregated stream
+    /// from `peer_ssrc` (`docs/relay.md`, "Links"): it publishes containers only, and
+    /// receives this replica's own streams aggregated with no delay of its own (the
+    /// peer's subscribers' delays apply there).
+    pub fn link(room: &str, peer: String, peer_ssrc: u32) -> Self {
+        Self {
+            room: room.into(),
+            identity: peer,
+            publish: true,
+            subscribe: true,
+            ssrc: Some(peer_ssrc),
+            require_ssrc: true,
+            sends: Sends::Containers,
+            interest: Interest {
+                delivery: Delivery::aggregated(Some(0)),
+                ..Interest::default()
+            },
+            ..Self::default()
+        }
+    }
 }
 
 /// Which RTP inputs a session may send; checked on every packet, and a packet of another

@@ -178,9 +178,11 @@ pub enum CommandError {
 /// One operation for the relay task, with the channel its answer goes back on.
 #[derive(Debug)]
 pub enum Command {
-    /// Join a session.
+    /// Join a session, after linking its room to the shards listed (the other shards the
+    /// room is on).
     Join(
         JoinCommand,
+        Vec<usize>,
         oneshot::Sender<Result<JoinAnswer, CommandError>>,
     ),
     /// Remove a session (BYE to the others).
@@ -231,7 +233,17 @@ impl RelayHandle {
 
     /// Joins a session.
     pub async fn join(&self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
-        self.call(|r| Command::Join(cmd, r)).await?
+        self.join_linked(cmd, Vec::new()).await
+    }
+
+    /// Joins a session to a room that is also on the shards `peers`: the shard links the
+    /// room to each first.
+    pub async fn join_linked(
+        &self,
+        cmd: JoinCommand,
+        peers: Vec<usize>,
+    ) -> Result<JoinAnswer, CommandError> {
+        self.call(|r| Command::Join(cmd, peers, r)).await?
     }
 
     /// Removes a session.

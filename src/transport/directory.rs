@@ -8,9 +8,13 @@
 //! changes on them as [`ShardEvent`]s into an [`EventSink`], and the control plane applies
 //! those to the directory in the order each shard sent them.
 //!
-//! A room may be on several shards (a [`RoomPlacement`] per shard); [`MemoryDirectory`],
-//! the in-process directory, places each room on exactly one, the least-loaded running
-//! shard when its first session joins.
+//! A room may be on several shards (a [`RoomPlacement`] per shard, each a replica of the
+//! room joined to the others by links). [`MemoryDirectory`], the in-process directory,
+//! places a room's first session on the least-loaded running shard, and later ones on
+//! the least-loaded of the room's shards whose load (sessions joined or joining, all
+//! rooms together) is under the spill threshold; when none is, on the least-loaded other
+//! shard under it, which becomes a replica; when no shard is under it, on the room's
+//! least-loaded shard. A room whose sessions fit one shard stays on one.
 
 use crate::relay::{ControlError, SessionId};
 use std::collections::HashMap;
@@ -150,6 +154,8 @@ pub struct MemoryDirectory {
     state: Mutex<State>,
     max_rooms: usize,
     max_sessions: usize,
+    /// A shard's load (sessions) from which a room's new sessions go to another shard.
+    spill: usize,
 }
 
 #[derive(Debug)]
@@ -175,6 +181,16 @@ impl MemoryDirectory {
             }),
             max_rooms,
             max_sessions,
+            spill: usize::MAX,
+        }
+    }
+
+    /// The same directory, spilling a room to another shard once its shards each hold
+    /// `sessions` sessions (all rooms together).
+    pub fn with_spill(self, sessions: usize) -> Self {
+        Self {
+            spill: sessions.max(1),
+            ..self
         }
     }
 
@@ -189,29 +205,36 @@ impl MemoryDirectory {
                 return Err(ControlError::RelayFull(self.max_sessions));
             }
             let open = s.rooms.len();
-            // Today's policy: a room stays on the one shard it was placed on.
-            let shard = match s.rooms.get_mut(room).and_then(|p| p.first_mut()) {
-                Some(p) => {
-                    p.sessions += 1;
-                    p.shard
-                }
+            let shard = match s.rooms.get(room) {
+                Some(placed) => self.shard_for(&s.load, placed, usable),
                 None if open >= self.max_rooms => {
                     return Err(ControlError::TooManyRooms(self.max_rooms));
                 }
                 None => {
-                    let shard = (0..s.load.len())
-                        .filter(|&k| usable.get(k).copied().unwrap_or(false))
-                        .min_by_key(|&k| s.load[k])
-                        .unwrap_or(0);
-                    let placed = RoomPlacement { shard, sessions: 1 };
-                    s.rooms.insert(Arc::from(room), vec![placed]);
-                    shard
+                    least_loaded(&s.load, |k| usable.get(k).copied().unwrap_or(false)).unwrap_or(0)
                 }
             };
+            let placed = s.rooms.entry(Arc::from(room)).or_default();
+            match placed.iter_mut().find(|p| p.shard == shard) {
+                Some(p) => p.sessions += 1,
+                None => placed.push(RoomPlacement { shard, sessions: 1 }),
+            }
             s.load[shard] += 1;
             s.total += 1;
             Ok(shard)
         })
+    }
+
+    /// The shard for one more session of a room already on the shards `placed`.
+    fn shard_for(&self, load: &[usize], placed: &[RoomPlacement], usable: &[bool]) -> usize {
+        let usable = |k: usize| usable.get(k).copied().unwrap_or(false);
+        let on_room = |k: usize| placed.iter().any(|p| p.shard == k);
+        let under = |k: usize| load.get(k).is_some_and(|l| *l < self.spill);
+        least_loaded(load, |k| usable(k) && on_room(k) && under(k))
+            .or_else(|| least_loaded(load, |k| usable(k) && !on_room(k) && under(k)))
+            .or_else(|| least_loaded(load, |k| usable(k) && on_room(k)))
+            .or_else(|| least_loaded(load, usable))
+            .unwrap_or(0)
     }
 
     fn apply_now(&self, event: ShardEvent) {
@@ -252,6 +275,13 @@ impl State {
         }
         self.total = self.total.saturating_sub(1);
     }
+}
+
+/// The least-loaded shard of those `pick` takes (the lowest index among equals).
+fn least_loaded(load: &[usize], pick: impl Fn(usize) -> bool) -> Option<usize> {
+    (0..load.len())
+        .filter(|&k| pick(k))
+        .min_by_key(|&k| load[k])
 }
 
 /// An answer that is ready now.
@@ -329,6 +359,39 @@ mod tests {
             "forgotten with its last session"
         );
         assert_eq!(d.with(|s| s.load.iter().sum::<usize>()), 1);
+    }
+
+    #[test]
+    fn a_room_spills_to_another_shard_only_past_the_threshold() {
+        let d = MemoryDirectory::new(3, 10, 100).with_spill(2);
+        let home = d.place_now("a", &ALL).unwrap();
+        assert_eq!(d.place_now("a", &ALL).unwrap(), home, "under the threshold");
+        let replica = d.place_now("a", &ALL).unwrap();
+        assert_ne!(replica, home, "the home shard holds 2: a replica starts");
+        assert_eq!(
+            d.place_now("a", &ALL).unwrap(),
+            replica,
+            "the replica has room"
+        );
+        let third = d.place_now("a", &ALL).unwrap();
+        assert!(third != home && third != replica);
+        assert_eq!(shards_of(&d, "a").len(), 3);
+        // Every shard at the threshold: the room's least-loaded shard takes it.
+        let more = d.place_now("a", &ALL).unwrap();
+        assert_eq!(more, third);
+        // A small room on a quiet shard is not spread.
+        let small = d.place_now("b", &ALL).unwrap();
+        assert_eq!(d.place_now("b", &ALL).unwrap(), small);
+    }
+
+    #[test]
+    fn a_replica_whose_sessions_all_left_is_no_longer_the_rooms() {
+        let d = MemoryDirectory::new(2, 10, 100).with_spill(1);
+        let home = d.place_now("a", &ALL).unwrap();
+        let replica = d.place_now("a", &ALL).unwrap();
+        assert_ne!(home, replica);
+        d.apply_now(gone("a", 2, replica));
+        assert_eq!(shards_of(&d, "a"), vec![home]);
     }
 
     #[test]

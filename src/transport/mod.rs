@@ -15,8 +15,9 @@
 //! - [`webrtc`]: RTP over WebRTC data channels on `rtc`, ICE-lite, one UDP port;
 //!   [`offer`]: the check of a join's SDP offer.
 //! - [`webtransport`]: WebTransport for browsers, on the QUIC endpoint, in RoQ framing.
+//! - [`link`]: the link protocol between the shards that hold one room, in process.
 //!
-//! Imports among these modules go one way: the ports (`udp`, `quic`, `webrtc`) import
+//! Imports among these modules go one way: the ports (`udp`, `quic`, `webrtc`, `link`) import
 //! `port`, `command` and the leaves below them, never `shard`; `shard` imports the ports;
 //! `shards` imports `command` and `directory`, never a shard or a port.
 
@@ -24,6 +25,7 @@ pub mod batch;
 pub mod command;
 pub mod directory;
 pub mod guard;
+pub mod link;
 mod mmsg;
 mod offer;
 mod port;

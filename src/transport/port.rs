@@ -9,6 +9,7 @@
 use crate::metrics::export::StatsExporter;
 use crate::relay::{SessionId, Transmit};
 use crate::rtp::PacketClass;
+use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
 
@@ -37,6 +38,19 @@ pub(super) trait Core {
 
     /// Counts a packet the port dropped, by reason.
     fn drop_packet(&mut self, reason: &'static str);
+
+    /// Joins a link session of `room` for shard `peer`, which sends from `peer_ssrc`
+    /// (the link port, `super::link`); `None` when the core refuses it.
+    fn join_link(
+        &mut self,
+        now: Instant,
+        room: &Arc<str>,
+        peer: usize,
+        peer_ssrc: u32,
+    ) -> Option<SessionId>;
+
+    /// Whether the shard holds a session of `room` other than its links.
+    fn hosts(&self, room: &str) -> bool;
 }
 
 /// A transport's side of a shard: one socket or inbox, and its sessions' transport state.

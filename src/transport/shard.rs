@@ -21,15 +21,17 @@ use super::command::{
 };
 use super::directory::EventSink;
 use super::guard::guarded;
+use super::link::{LinkEnd, LinkPort};
 use super::port::{Core, Port};
 use super::quic::{self, QuicPort, QuicShard};
 use super::udp::{self, UdpConfig, UdpPort};
 use super::webrtc::{self, WebRtcPort, WebRtcShard};
 use crate::metrics::Metrics;
 use crate::metrics::export::StatsExporter;
-use crate::relay::{ControlError, Event, Input, Relay, Reply, SessionId, Transmit};
+use crate::relay::{ControlError, Event, Input, JoinRequest, Relay, Reply, SessionId, Transmit};
 use crate::rtp::PacketClass;
 use anyhow::Context;
+use prometheus::IntGauge;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -50,6 +52,8 @@ enum Carrier {
     Udp,
     Quic,
     WebRtc,
+    /// A link to another shard's replica of the room.
+    Link,
 }
 
 /// A joined session, as the shard keeps it.
@@ -65,6 +69,13 @@ struct Inner {
     /// Exports the core's statistics after each input.
     exporter: StatsExporter,
     sessions: HashMap<SessionId, Joined>,
+    /// Sessions of each room other than links.
+    hosted: HashMap<Arc<str>, usize>,
+    /// `gsrelay_shard_sessions` of this shard: the sessions of all of `hosted`.
+    hosted_gauge: IntGauge,
+    /// Rooms whose last session other than links went: their links close at the next
+    /// flush.
+    emptied: Vec<Arc<str>>,
     /// Where the shard reports its sessions' joins and ends, in a sharded relay.
     events: Option<EventSink>,
 }
@@ -74,6 +85,7 @@ struct Ports {
     udp: UdpPort,
     quic: Option<QuicPort>,
     webrtc: Option<WebRtcPort>,
+    link: Option<LinkPort>,
 }
 
 /// Everything the relay task owns.
@@ -96,9 +108,11 @@ pub struct ShardTask {
 /// one.
 pub async fn spawn(udp: UdpConfig, relay: Relay, metrics: Metrics) -> io::Result<ShardTask> {
     let setup = ShardSetup {
+        shard: 0,
         udp,
         quic: None,
         webrtc: None,
+        link: None,
         events: None,
     };
     spawn_with(setup, relay, metrics).await
@@ -118,18 +132,26 @@ pub async fn spawn_with(
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     let _ = relay.handle_input(Instant::now(), Input::SetWallclock { since_unix });
+    let link = setup.link.map(|end| LinkPort::new(end, &metrics));
+    let hosted_gauge = metrics
+        .shard_sessions
+        .with_label_values(&[&setup.shard.to_string()]);
     let shard = Shard {
         inner: Inner {
             relay,
             exporter: StatsExporter::new(&metrics),
             metrics,
             sessions: HashMap::new(),
+            hosted: HashMap::new(),
+            hosted_gauge,
+            emptied: Vec::new(),
             events: setup.events,
         },
         ports: Ports {
             udp,
             quic: setup.quic.map(|q| q.port),
             webrtc: setup.webrtc.map(WebRtcShard::start),
+            link,
         },
     };
     let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
@@ -154,12 +176,16 @@ pub struct ShardThread {
 /// What a shard is started with: its ports (a share of the QUIC endpoint and of the
 /// WebRTC port, when given) and where it reports its sessions' joins and ends.
 pub struct ShardSetup {
+    /// Its index among the relay's shards.
+    pub shard: usize,
     /// Its UDP port.
     pub udp: UdpConfig,
     /// Its share of the QUIC endpoint.
     pub quic: Option<QuicShard>,
     /// Its share of the WebRTC port.
     pub webrtc: Option<WebRtcShard>,
+    /// Its end of the links between the relay's shards.
+    pub link: Option<LinkEnd>,
     /// Where it reports its sessions' joins and ends.
     pub events: Option<EventSink>,
 }
@@ -225,7 +251,12 @@ impl Shard {
         loop {
             let deadline = self.inner.relay.poll_timeout();
             let webrtc_deadline = self.ports.webrtc.as_ref().and_then(Port::next_timeout);
-            let Ports { udp, quic, webrtc } = &mut self.ports;
+            let Ports {
+                udp,
+                quic,
+                webrtc,
+                link,
+            } = &mut self.ports;
             // Biased, commands first: a join or an interest change waits behind at most
             // one input batch, however saturated the sockets; timers before the sockets
             // so pacing and deadlines are not starved by input.
@@ -239,6 +270,7 @@ impl Shard {
                 ready = udp.next() => self.batch(|p| Some(&mut p.udp), ready).await,
                 event = next_of(quic) => self.batch(|p| p.quic.as_mut(), event).await,
                 got = next_of(webrtc) => self.batch(|p| p.webrtc.as_mut(), got).await,
+                frame = next_of(link) => self.batch(|p| p.link.as_mut(), frame).await,
                 () = sleep_until(webrtc_deadline) => self.port_timeout(|p| p.webrtc.as_mut()).await,
             }
             self.inner.exporter.export(&mut self.inner.relay);
@@ -279,6 +311,7 @@ impl Shard {
     /// Sends everything the core has queued, each packet by its session's port.
     async fn flush(&mut self) {
         let now = Instant::now();
+        self.close_emptied(now);
         let Self { inner, ports } = self;
         while let Some(t) = inner.relay.poll_transmit() {
             let carrier = inner.sessions.get(&t.session).map(|s| s.carrier);
@@ -290,6 +323,23 @@ impl Shard {
         }
         if let Some(port) = &mut ports.webrtc {
             port.send_queued().await;
+        }
+        if let Some(port) = &mut ports.link {
+            port.send_queued().await;
+        }
+    }
+
+    /// Closes the links of the rooms whose last session other than links went: a room
+    /// is not kept on a shard for its links alone.
+    fn close_emptied(&mut self, now: Instant) {
+        let Self { inner, ports } = self;
+        while let Some(room) = inner.emptied.pop() {
+            if inner.hosts(&room) {
+                continue;
+            }
+            if let Some(link) = &mut ports.link {
+                link.close_room(now, &room, inner);
+            }
         }
     }
 
@@ -327,6 +377,11 @@ impl Shard {
                     port.forget(id);
                 }
             }
+            Some(Carrier::Link) => {
+                if let Some(port) = &mut self.ports.link {
+                    port.forget(id);
+                }
+            }
             None => {}
         }
     }
@@ -335,8 +390,16 @@ impl Shard {
         let now = Instant::now();
         let fault = || CommandError::Internal;
         match cmd {
-            Command::Join(join, reply) => {
+            Command::Join(join, peers, reply) => {
+                let room: Arc<str> = Arc::from(join.request.room.as_str());
+                if let Some(link) = &mut self.ports.link {
+                    link.ensure(now, &room, &peers, &mut self.inner);
+                }
                 let answer = self.join(join);
+                if answer.is_err() {
+                    self.inner.emptied.push(room);
+                }
+                self.flush().await;
                 let _ = reply.send(answer);
             }
             Command::Leave(id, reply) => {
@@ -383,7 +446,9 @@ impl Shard {
     /// Prepares the session's link on its port (keys, token or peer connection), joins it
     /// to the core, then hands the link to the port.
     fn join(&mut self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
-        let Ports { udp, quic, webrtc } = &mut self.ports;
+        let Ports {
+            udp, quic, webrtc, ..
+        } = &mut self.ports;
         let link = match cmd.transport {
             TransportRequest::Rtp(profile) => {
                 let (peer, srtp) = udp.new_link(profile)?;
@@ -429,6 +494,8 @@ impl Shard {
         if let Some(events) = &inner.events {
             events.joined(room.clone(), id);
         }
+        *inner.hosted.entry(room.clone()).or_default() += 1;
+        inner.hosted_gauge.inc();
         inner.sessions.insert(id, Joined { room, carrier });
         Ok(JoinAnswer { joined, transport })
     }
@@ -473,6 +540,11 @@ impl Ports {
                     port.queue(now, t, stats);
                 }
             }
+            Some(Carrier::Link) => {
+                if let Some(port) = &mut self.link {
+                    port.queue(now, t, stats);
+                }
+            }
             None => {}
         }
     }
@@ -496,6 +568,18 @@ impl Inner {
     /// carried it, if it was joined here.
     fn forget(&mut self, id: SessionId) -> Option<Carrier> {
         let joined = self.sessions.remove(&id)?;
+        if joined.carrier == Carrier::Link {
+            // Links are the shards' own: the directory counts only the room's sessions.
+            return Some(Carrier::Link);
+        }
+        if let Some(n) = self.hosted.get_mut(&joined.room) {
+            *n -= 1;
+            self.hosted_gauge.dec();
+            if *n == 0 {
+                self.hosted.remove(&joined.room);
+                self.emptied.push(joined.room.clone());
+            }
+        }
         if let Some(events) = &self.events {
             events.gone(joined.room, id);
         }
@@ -549,6 +633,33 @@ impl Core for Inner {
 
     fn drop_packet(&mut self, reason: &'static str) {
         self.exporter.drop(reason);
+    }
+
+    fn join_link(
+        &mut self,
+        now: Instant,
+        room: &Arc<str>,
+        peer: usize,
+        peer_ssrc: u32,
+    ) -> Option<SessionId> {
+        let request = JoinRequest::link(room, format!("shard-{peer}"), peer_ssrc);
+        let joined = match self.input("command", now, Input::Join(request))? {
+            Ok(reply) => reply.joined()?,
+            Err(e) => {
+                tracing::warn!(%room, peer, error = %e, "link session refused");
+                return None;
+            }
+        };
+        let link = Joined {
+            room: room.clone(),
+            carrier: Carrier::Link,
+        };
+        self.sessions.insert(joined.session, link);
+        Some(joined.session)
+    }
+
+    fn hosts(&self, room: &str) -> bool {
+        self.hosted.contains_key(room)
     }
 }
 

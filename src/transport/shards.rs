@@ -121,8 +121,8 @@ impl Shards {
         self.handles.get(k).ok_or(CommandError::Stopped)
     }
 
-    /// Joins a session on its room's shard (placing a new room on the least-loaded
-    /// running shard).
+    /// Joins a session on the shard the directory places it on, linking the room there
+    /// to its other shards first when it is on several.
     pub async fn join(&self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
         self.settle().await;
         let room = cmd.request.room.clone();
@@ -132,7 +132,14 @@ impl Shards {
             self.directory.unplace(&room, k).await?;
             return Err(CommandError::Stopped);
         };
-        let answer = match handle.join(cmd).await {
+        let peers = match self.directory.room(&room).await {
+            Ok(placed) => placed.iter().map(|p| p.shard).filter(|&s| s != k).collect(),
+            Err(e) => {
+                self.directory.unplace(&room, k).await?;
+                return Err(e.into());
+            }
+        };
+        let answer = match handle.join_linked(cmd, peers).await {
             Ok(answer) => answer,
             Err(e) => {
                 self.directory.unplace(&room, k).await?;

@@ -36,9 +36,11 @@ impl Harness {
         let relay = Relay::new(relay, 7);
         let t = shard::spawn_with(
             ShardSetup {
+                shard: 0,
                 udp: udp_cfg,
                 quic: shards.pop(),
                 webrtc: None,
+                link: None,
                 events: None,
             },
             relay,
