@@ -379,3 +379,33 @@ fn a_replica_whose_last_local_session_leaves_drops_out_and_its_streams_end_every
     assert!(info.streams.is_empty());
     assert_eq!(info.sessions.len(), 1, "B's subscriber alone");
 }
+
+#[test]
+fn links_keep_each_other_alive_with_their_reports_when_nothing_is_published() {
+    // Two replicas holding only their links (no shell here closes an emptied room's).
+    let mut rs = mesh(2);
+    for r in &mut rs {
+        // The links' reports cross like any packet.
+        r.w.keep_reports = true;
+    }
+    let timeout = RelayConfig::default().session_timeout;
+    let step = Duration::from_millis(500);
+    let mut waited = Duration::ZERO;
+    while waited < timeout * 2 {
+        for r in &mut rs {
+            r.w.advance(step);
+        }
+        settle(&mut rs);
+        waited += step;
+    }
+    for (k, r) in rs.iter().enumerate() {
+        let link = r.links[1 - k].as_ref().expect("link").ssrc;
+        assert!(
+            r.w.relay
+                .room_info("r")
+                .is_some_and(|i| i.sessions.iter().any(|s| s.ssrc == link)),
+            "replica {k}'s link outlived {:?} of silence from publishers",
+            timeout * 2
+        );
+    }
+}

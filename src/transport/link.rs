@@ -21,7 +21,7 @@ use crate::metrics::export::StatsExporter;
 use crate::metrics::{Metrics, TransportCounters};
 use crate::relay::{SessionId, Transmit};
 use crate::rtp::PacketClass;
-use prometheus::IntGauge;
+use prometheus::{IntCounter, IntGauge};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
@@ -149,6 +149,11 @@ pub(super) struct LinkPort {
     counters: TransportCounters,
     /// `gsrelay_room_replicas` of this shard.
     replicas: IntGauge,
+    /// Packets dropped for a full peer inbox (`link_full`), resolved once and exported
+    /// from the start, as the next one is.
+    full: IntCounter,
+    /// Packets for a link their receiver did not know (`link_unknown`).
+    unknown: IntCounter,
 }
 
 impl LinkPort {
@@ -166,6 +171,8 @@ impl LinkPort {
             replicas: metrics
                 .room_replicas
                 .with_label_values(&[&end.shard.to_string()]),
+            full: metrics.dropped.with_label_values(&["link_full"]),
+            unknown: metrics.dropped.with_label_values(&["link_unknown"]),
         }
     }
 
@@ -327,7 +334,7 @@ impl LinkPort {
     /// A peer's packet: handed to the core from this shard's link session for the peer.
     fn on_packet(&mut self, now: Instant, p: &Packet, core: &mut impl Core) {
         let Some(local) = self.inbound.get(&(p.from, p.session)).copied() else {
-            core.drop_packet("link_unknown");
+            self.unknown.inc();
             return;
         };
         let bytes = &p.bytes[..usize::from(p.len).min(LINK_MTU)];
@@ -375,7 +382,7 @@ impl Port for LinkPort {
         };
         if !self.backlog.is_empty() {
             // Its `Open` may still be waiting: the peer would not know the packet's link.
-            stats.drop("link_full");
+            self.full.inc();
             return;
         }
         let mut packet = Packet {
@@ -391,7 +398,7 @@ impl Port for LinkPort {
                 self.counters.packets_out.inc();
                 self.counters.bytes_out.inc_by(u64::from(len));
             }
-            Err(mpsc::error::TrySendError::Full(_)) => stats.drop("link_full"),
+            Err(mpsc::error::TrySendError::Full(_)) => self.full.inc(),
             Err(mpsc::error::TrySendError::Closed(_)) => {}
         }
     }
