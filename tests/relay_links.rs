@@ -11,7 +11,7 @@ use gsrelay::rtp::PacketClass;
 use gsrelay::rtp::rtcp::{self, RtcpItem};
 use gsrelay::wire::Dialect;
 use gsrelay::wire::Object;
-use gsrelay::{Input, JoinRequest, Joined, RelayConfig};
+use gsrelay::{Area, Input, Interest, JoinRequest, Joined, RelayConfig};
 use std::time::Duration;
 use support::{Sent, World, head, x_of};
 
@@ -408,4 +408,99 @@ fn links_keep_each_other_alive_with_their_reports_when_nothing_is_published() {
             timeout * 2
         );
     }
+}
+
+/// How many times each object was sent to `link`, by objectID.
+fn sends_by_object(sent: &[Sent], link: u64) -> std::collections::BTreeMap<u64, usize> {
+    let mut n = std::collections::BTreeMap::new();
+    for s in sent
+        .iter()
+        .filter(|s| s.to == link && s.class == PacketClass::Rtp)
+    {
+        let p = gsrelay::rtp::RtpPacket::parse(&s.bytes).expect("rtp");
+        for o in gsrelay::wire::decode(p.payload(), Dialect::Draft01).expect("payload") {
+            if let Object::Container(c) = o {
+                for o in c.objects {
+                    if let Object::Head1(h) = o {
+                        *n.entry(h.id).or_default() += 1;
+                    }
+                }
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn objects_outside_the_peers_interest_union_cross_only_at_the_refresh_rate() {
+    let mut rs = mesh(2);
+    let alice = rs[0].w.join("r", true, false);
+    // B's only subscriber looks within 10 m of the origin.
+    rs[1]
+        .w
+        .join_with(JoinRequest {
+            room: "r".into(),
+            identity: "near".into(),
+            subscribe: true,
+            interest: Interest {
+                area: Some(Area {
+                    center: Some([0.0; 3]),
+                    radius: Some(10.0),
+                    ..Area::default()
+                }),
+                ..Interest::default()
+            },
+            ..JoinRequest::default()
+        })
+        .expect("join");
+    // A sweep sends each replica's union over its links.
+    for r in &mut rs {
+        r.w.advance(RelayConfig::default().sweep_interval);
+    }
+    settle(&mut rs);
+    let link_b = rs[0].links[1].as_ref().expect("link").session;
+    let step = Duration::from_millis(50);
+    let updates = 40; // two seconds at 20 Hz
+    let mut sent = Vec::new();
+    for i in 0..updates {
+        let x = i as f32 * 0.1;
+        rs[0].w.publish(&alice, &[head(1, x), head(2, 1000.0 + x)]);
+        rs[0].w.advance(step);
+        rs[0].w.end_batch();
+        sent.extend(rs[0].w.sent());
+    }
+    let n = sends_by_object(&sent, link_b);
+    assert_eq!(
+        n.get(&1),
+        Some(&updates),
+        "the near object crosses at every update"
+    );
+    let far = n.get(&2).copied().unwrap_or(0);
+    assert!(
+        (1..=3).contains(&far),
+        "the far object crosses with the refresh only, once a second: {far} times in 2 s"
+    );
+}
+
+#[test]
+fn a_union_from_a_client_or_one_that_does_not_decode_is_dropped_and_counted() {
+    let mut rs = mesh(2);
+    let client = rs[0].w.join("r", true, true);
+    let link = rs[0].links[1].as_ref().expect("link").clone();
+    let mut everything = Vec::new();
+    gsrelay::rtp::rtcp::write_app(&mut everything, 0, client.ssrc, *b"GSIU", &[1, 0, 0, 0])
+        .expect("app");
+    rs[0].w.rtcp_from(client.session, &everything);
+    assert_eq!(rs[0].w.dropped("union_from_sender"), 1);
+    let mut garbage = Vec::new();
+    gsrelay::rtp::rtcp::write_app(&mut garbage, 0, link.ssrc, *b"GSIU", &[9, 9, 9, 9])
+        .expect("app");
+    rs[0].w.rtcp_from(link.session, &garbage);
+    assert_eq!(rs[0].w.dropped("union_malformed"), 1);
+    // Signed with another SSRC than the link's own.
+    let mut forged = Vec::new();
+    gsrelay::rtp::rtcp::write_app(&mut forged, 0, client.ssrc, *b"GSIU", &[1, 0, 0, 0])
+        .expect("app");
+    rs[0].w.rtcp_from(link.session, &forged);
+    assert_eq!(rs[0].w.dropped("ssrc_mismatch"), 1);
 }

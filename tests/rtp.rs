@@ -2,8 +2,8 @@
 
 use gsrelay::rtp::packet::append_padding;
 use gsrelay::rtp::rtcp::{
-    FirEntry, ReceptionReport, SdesChunk, SenderInfo, TmmbEntry, write_bye, write_fir, write_nack,
-    write_pli, write_rr, write_sdes_cname, write_sr, write_tmmbn, write_tmmbr,
+    FirEntry, ReceptionReport, SdesChunk, SenderInfo, TmmbEntry, write_app, write_bye, write_fir,
+    write_nack, write_pli, write_rr, write_sdes_cname, write_sr, write_tmmbn, write_tmmbr,
 };
 use gsrelay::rtp::*;
 use proptest::prelude::*;
@@ -711,14 +711,14 @@ fn rtcp_padding_is_not_read_as_fci() {
 
 #[test]
 fn rtcp_unknown_types_are_reported_not_decoded() {
-    // APP (204) and a transport-wide CC (205, FMT 15) with a body that is garbage for it.
+    // XR (207) and a transport-wide CC (205, FMT 15) with a body that is garbage for it.
     #[rustfmt::skip]
-    let bytes = [0x80, 0xcc, 0x00, 0x00, 0x8f, 0xcd, 0x00, 0x01, 0xde, 0xad, 0xbe, 0xef];
+    let bytes = [0x80, 0xcf, 0x00, 0x00, 0x8f, 0xcd, 0x00, 0x01, 0xde, 0xad, 0xbe, 0xef];
     assert_eq!(
         parse_compound(&bytes).expect("parses"),
         [
             RtcpItem::Other {
-                packet_type: 204,
+                packet_type: 207,
                 count: 0
             },
             RtcpItem::Other {
@@ -763,6 +763,42 @@ fn rtcp_malformed_inputs_give_typed_errors() {
     assert_eq!(
         reason(&[0x82, 0xcb, 0, 1, 0, 0, 0, 1]),
         Err("rtcp_malformed")
+    );
+    // An APP packet without its name.
+    assert_eq!(
+        reason(&[0x80, 0xcc, 0, 1, 0, 0, 0, 1]),
+        Err("rtcp_malformed")
+    );
+}
+
+#[test]
+fn rtcp_app_packets_round_trip_and_the_writer_refuses_what_rfc_3550_cannot_carry() {
+    let mut out = Vec::new();
+    let len = write_app(
+        &mut out,
+        3,
+        0xdead_beef,
+        *b"GSIU",
+        &[1, 2, 3, 4, 5, 6, 7, 8],
+    )
+    .unwrap();
+    assert_eq!(len, out.len());
+    assert_eq!(
+        parse_compound(&out).unwrap(),
+        [RtcpItem::App {
+            subtype: 3,
+            ssrc: 0xdead_beef,
+            name: *b"GSIU",
+            data: vec![1, 2, 3, 4, 5, 6, 7, 8],
+        }]
+    );
+    assert_eq!(
+        write_app(&mut out, 32, 1, *b"GSIU", &[]),
+        Err(RtcpWriteError::Unaligned)
+    );
+    assert_eq!(
+        write_app(&mut out, 0, 1, *b"GSIU", &[1, 2]),
+        Err(RtcpWriteError::Unaligned)
     );
 }
 

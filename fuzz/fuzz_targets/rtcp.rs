@@ -76,6 +76,12 @@ fn rewrite(item: &RtcpItem) -> Option<Vec<u8>> {
             rtcp::write_tmmbn(&mut out, *sender_ssrc, entries)
         }
         RtcpItem::Ccfb(ccfb) => return rewrite_ccfb(ccfb),
+        RtcpItem::App {
+            subtype,
+            ssrc,
+            name,
+            data,
+        } => rtcp::write_app(&mut out, *subtype, *ssrc, *name, data),
         RtcpItem::Tmmbr { .. } | RtcpItem::Tmmbn { .. } | RtcpItem::Other { .. } => {
             return None;
         }

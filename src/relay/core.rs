@@ -28,6 +28,7 @@ use super::room::Room;
 use super::session::{Session, TokenBucket};
 use super::state::State;
 use super::stats::RelayStats;
+use super::union;
 use crate::rtp::rtcp::{self, RtcpItem};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -366,6 +367,7 @@ impl Relay {
             link_seq: None,
             // A link is sent the whole room at once, then every `link_refresh`.
             refresh_at: req.sends.containers().then_some(now),
+            union: None,
             publish: req.publish,
             subscribe: req.subscribe,
             dialect: req.dialect,
@@ -600,6 +602,12 @@ impl Relay {
                     }
                 }
                 RtcpItem::Bye { ssrcs } => self.on_bye(from, &ssrcs),
+                RtcpItem::App {
+                    subtype: union::SUBTYPE,
+                    ssrc,
+                    name,
+                    data,
+                } => union::on_app(&mut self.st, from, own, (name, ssrc, &data)),
                 RtcpItem::Fir { .. }
                 | RtcpItem::Pli { .. }
                 | RtcpItem::Nack { .. }
@@ -649,6 +657,7 @@ impl Relay {
         self.reports.send_due(&mut self.st, &self.agg, now);
         if self.next_sweep.is_some_and(|t| now >= t) {
             self.sweep(now);
+            union::send_unions(&mut self.st);
         }
     }
 

@@ -465,6 +465,11 @@ fn select(
                 }
             };
         }
+        // A link's peer wants at full rate only what its own subscribers look at; the
+        // rest reaches it with the link's refresh.
+        if wanted && let (Some(union), Some((_, pos))) = (&sub.union, located) {
+            wanted = union.contains(pos);
+        }
         scratch.mask.push(wanted);
     }
 }

@@ -36,6 +36,7 @@ mod session;
 mod state;
 pub mod stats;
 mod store;
+mod union;
 
 pub use api::{
     ControlError, Event, Input, JoinRequest, Joined, Reply, RoomInfo, Sends, SessionId,

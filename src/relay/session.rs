@@ -8,6 +8,7 @@ use super::interest::Interest;
 use super::leg::RtcpLeg;
 use super::pacing::Pacing;
 use super::room::Stream;
+use super::union::Union;
 use crate::rtp::SeqRewriter;
 use crate::wire::Dialect;
 use crate::wire::motion::Motion;
@@ -38,6 +39,9 @@ pub struct Session {
     pub link_seq: Option<u16>,
     /// A link's next refresh: the whole state this replica's own sessions published.
     pub refresh_at: Option<Instant>,
+    /// A link's peer's interest union: what it wants at full rate (everything until it
+    /// sends one).
+    pub union: Option<Union>,
     /// May publish.
     pub publish: bool,
     /// May subscribe.

@@ -37,6 +37,8 @@ pub const PT_RR: u8 = 201;
 pub const PT_SDES: u8 = 202;
 /// RTCP packet type: goodbye.
 pub const PT_BYE: u8 = 203;
+/// RTCP packet type: application-defined (RFC 3550 §6.7).
+pub const PT_APP: u8 = 204;
 /// RTCP packet type: transport-layer feedback (RFC 4585).
 pub const PT_RTPFB: u8 = 205;
 /// RTCP packet type: payload-specific feedback (RFC 4585).
@@ -113,6 +115,9 @@ pub enum RtcpWriteError {
     /// A packet longer than its 16-bit length field can describe.
     #[error("packet too long for its length field")]
     TooLong,
+    /// An APP packet whose subtype passes five bits or whose data is not whole words.
+    #[error("APP subtype over 31 or data not a multiple of four octets")]
+    Unaligned,
     /// A TMMBR/TMMBN measured overhead above 511 (a 9-bit field).
     #[error("overhead {0} does not fit 9 bits")]
     OverheadTooLarge(u16),
@@ -219,6 +224,17 @@ pub enum RtcpItem {
     },
     /// Congestion control feedback (RFC 8888).
     Ccfb(super::ccfb::Ccfb),
+    /// An application-defined packet (RFC 3550 §6.7).
+    App {
+        /// Its subtype (the 5-bit count field).
+        subtype: u8,
+        /// Who sends it.
+        ssrc: u32,
+        /// Its four-octet name (ASCII by RFC 3550; not checked here).
+        name: [u8; 4],
+        /// Its application data, a multiple of four octets.
+        data: Vec<u8>,
+    },
     /// A well-framed packet of a type the relay does not decode (APP, XR, other FMTs...).
     Other {
         /// Its packet type.
@@ -398,6 +414,21 @@ fn decode(p: &Framed<'_>) -> Result<RtcpItem, RtcpError> {
                 entries,
             }
         }
+        (PT_APP, subtype) => {
+            let (head, data) = p.body.split_at_checked(8).ok_or_else(|| p.malformed())?;
+            if !data.len().is_multiple_of(4) {
+                return Err(p.malformed());
+            }
+            let [a, b, c, d, n0, n1, n2, n3] = *head else {
+                return Err(p.malformed());
+            };
+            RtcpItem::App {
+                subtype,
+                ssrc: u32::from_be_bytes([a, b, c, d]),
+                name: [n0, n1, n2, n3],
+                data: data.to_vec(),
+            }
+        }
         (packet_type, count) => RtcpItem::Other { packet_type, count },
     })
 }
@@ -568,6 +599,25 @@ pub fn write_bye(out: &mut Vec<u8>, ssrcs: &[u32]) -> Result<usize, RtcpWriteErr
         for ssrc in ssrcs {
             out.extend_from_slice(&ssrc.to_be_bytes());
         }
+    })
+}
+
+/// Appends an APP packet (RFC 3550 §6.7) to `out`; returns its length. `subtype` must
+/// fit five bits and `data` be a multiple of four octets.
+pub fn write_app(
+    out: &mut Vec<u8>,
+    subtype: u8,
+    ssrc: u32,
+    name: [u8; 4],
+    data: &[u8],
+) -> Result<usize, RtcpWriteError> {
+    if subtype > 31 || !data.len().is_multiple_of(4) {
+        return Err(RtcpWriteError::Unaligned);
+    }
+    append_packet(out, subtype, PT_APP, 8 + data.len(), |out| {
+        out.extend_from_slice(&ssrc.to_be_bytes());
+        out.extend_from_slice(&name);
+        out.extend_from_slice(data);
     })
 }
 
