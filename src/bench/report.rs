@@ -114,6 +114,15 @@ pub struct Report {
     /// by shard index (empty for other targets).
     #[serde(default)]
     pub relay_shard_cpu_s: Vec<f64>,
+    /// Bytes per second the in-process relay's shards sent each other over links (a room
+    /// on several shards); `None` for other targets.
+    #[serde(default)]
+    pub link_bytes_per_s: Option<f64>,
+    /// Link bytes per publisher packet sent in the window: with a room on two shards each
+    /// update crosses one link once, so this over an update's own bytes is what a link
+    /// costs.
+    #[serde(default)]
+    pub link_bytes_per_update: Option<f64>,
     /// Relay (or reflector) CPU per object update delivered to a subscriber in the
     /// window, microseconds: the per-core cost that extrapolates to bigger machines.
     pub relay_cpu_us_per_update: Option<f64>,
@@ -234,7 +243,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 type Cell = fn(&Report) -> String;
 
 /// The table's rows.
-fn rows() -> [(&'static str, Cell); 21] {
+fn rows() -> [(&'static str, Cell); 23] {
     [
         ("target", |r| format!("{:?}", r.target).to_lowercase()),
         ("sent pps", |r| format!("{:.0}", r.sent_pps)),
@@ -255,6 +264,8 @@ fn rows() -> [(&'static str, Cell); 21] {
         ("latency p99.9 µs", |r| format!("{:.0}", r.latency_us.p999)),
         ("latency max µs", |r| format!("{:.0}", r.latency_us.max)),
         ("relay RTT ms", |r| opt(r.relay_rtt_ms, 2)),
+        ("link kB/s", |r| opt(r.link_bytes_per_s.map(|b| b / 1e3), 1)),
+        ("link bytes per update", |r| opt(r.link_bytes_per_update, 1)),
         ("snapshot p50 ms", |r| opt(r.snapshot_ms.map(|s| s.p50), 2)),
         ("snapshot max ms", |r| opt(r.snapshot_ms.map(|s| s.max), 2)),
         ("relay CPU s", |r| opt(r.relay_cpu_s, 2)),

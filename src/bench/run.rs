@@ -19,6 +19,7 @@ use crate::wire::{self, Dialect, Object, Unknown, container};
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
+use prometheus::IntCounter;
 use std::collections::{HashMap, HashSet};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -177,7 +178,10 @@ fn run_in_process(
         scenario,
         opts,
         Arc::new(endpoint),
-        Some(RELAY_THREADS),
+        Watched {
+            threads: Some(RELAY_THREADS),
+            link_bytes: Some(server.metrics.bytes.with_label_values(&["link", "out"])),
+        },
         rts.publishers.clone(),
     ));
     let dropped = proxy.map(|p| stop_proxy(bench_rt, p));
@@ -210,7 +214,7 @@ fn run_remote(
         scenario,
         opts,
         Arc::new(endpoint),
-        None,
+        Watched::default(),
         rts.publishers.clone(),
     ))?;
     let mut report = out.report(scenario, opts, TargetKind::Remote);
@@ -249,7 +253,10 @@ fn run_baseline(
         scenario,
         opts,
         Arc::new(endpoint),
-        Some(baseline::THREAD_NAME),
+        Watched {
+            threads: Some(baseline::THREAD_NAME),
+            link_bytes: None,
+        },
         rts.publishers.clone(),
     ));
     let dropped = proxy.map(|p| stop_proxy(bench_rt, p));
@@ -888,6 +895,7 @@ struct Gathered {
     subs: Vec<SubOut>,
     relay_cpu_s: Option<f64>,
     relay_shard_cpu_s: Vec<f64>,
+    link_bytes: Option<u64>,
     process_cpu_s: f64,
     peak_rss: Option<u64>,
 }
@@ -914,11 +922,20 @@ struct Timeline {
     live: Arc<AtomicU64>,
 }
 
+/// What the bench watches of its target beside the clients, when it runs in process.
+#[derive(Default)]
+struct Watched<'a> {
+    /// Name prefix of the target's threads (their CPU is the target's).
+    threads: Option<&'a str>,
+    /// Bytes the relay's shards sent each other over links.
+    link_bytes: Option<IntCounter>,
+}
+
 async fn drive(
     s: &Scenario,
     opts: &RunOptions,
     endpoint: Arc<Endpoint>,
-    relay_threads: Option<&str>,
+    target: Watched<'_>,
     publishers: Handle,
 ) -> anyhow::Result<Gathered> {
     let epoch = Instant::now();
@@ -962,12 +979,13 @@ async fn drive(
         });
     }
     spawn_late_joiners(&mut sub_tasks, s, &endpoint, &clients.pub_ssrcs, &t);
-    let cpu = watch_window(s, opts, &t, relay_threads).await;
+    let cpu = watch_window(s, opts, &t, &target).await;
     let mut out = Gathered {
         pubs: Vec::new(),
         subs: Vec::new(),
         relay_cpu_s: cpu.relay_s,
         relay_shard_cpu_s: cpu.shards_s,
+        link_bytes: cpu.link_bytes,
         process_cpu_s: cpu.process_s,
         peak_rss: None,
     };
@@ -1094,6 +1112,8 @@ struct WindowCpu {
     relay_s: Option<f64>,
     /// Each of the in-process relay's shard threads.
     shards_s: Vec<f64>,
+    /// Bytes sent over links between the relay's shards.
+    link_bytes: Option<u64>,
     /// The whole process.
     process_s: f64,
 }
@@ -1104,8 +1124,9 @@ async fn watch_window(
     s: &Scenario,
     opts: &RunOptions,
     t: &Timeline,
-    relay_threads: Option<&str>,
+    target: &Watched<'_>,
 ) -> WindowCpu {
+    let relay_threads = target.threads;
     let shards = || sys::numbered_threads_cpu_s(crate::transport::shard::SHARD_THREADS);
     let bar = progress_bar(opts.progress, s);
     // The relay's runtime (HTTP) and its shard threads (the data path).
@@ -1117,6 +1138,7 @@ async fn watch_window(
     tokio::time::sleep_until(t.clock.at(t.clock.w0).into()).await;
     let (relay0, proc0) = (cpu_threads(relay_threads), sys::process_cpu_s());
     let shards0 = shards();
+    let link0 = target.link_bytes.as_ref().map(IntCounter::get);
     let mut last = (Instant::now(), 0u64);
     while Instant::now() < t.clock.at(t.clock.w1) {
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -1144,9 +1166,15 @@ async fn watch_window(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    let link_bytes = target
+        .link_bytes
+        .as_ref()
+        .zip(link0)
+        .map(|(c, at0)| c.get() - at0);
     WindowCpu {
         relay_s: relay_cpu_s,
         shards_s,
+        link_bytes,
         process_s: sys::process_cpu_s() - proc0,
     }
 }
@@ -1210,6 +1238,11 @@ impl Gathered {
             snapshot_ms: self.snapshot_times(s),
             relay_cpu_s: self.relay_cpu_s,
             relay_shard_cpu_s: self.relay_shard_cpu_s,
+            link_bytes_per_s: self.link_bytes.map(|b| b as f64 / secs),
+            link_bytes_per_update: self
+                .link_bytes
+                .filter(|_| sent > 0)
+                .map(|b| b as f64 / sent as f64),
             relay_cpu_us_per_update: self
                 .relay_cpu_s
                 .filter(|_| received_objects > 0)

@@ -22,6 +22,7 @@ use super::limits::BITRATE;
 use super::outbox::{OutboxMark, Transmit};
 use super::pacing::Pacing;
 use super::relevance;
+use super::replica;
 use super::reports::{self, Reports};
 use super::rng::Rng;
 use super::room::Room;
@@ -607,7 +608,7 @@ impl Relay {
                     ssrc,
                     name,
                     data,
-                } => union::on_app(&mut self.st, from, own, (name, ssrc, &data)),
+                } => replica::on_app(&mut self.st, from, own, (name, ssrc, &data)),
                 RtcpItem::Fir { .. }
                 | RtcpItem::Pli { .. }
                 | RtcpItem::Nack { .. }
@@ -657,7 +658,7 @@ impl Relay {
         self.reports.send_due(&mut self.st, &self.agg, now);
         if self.next_sweep.is_some_and(|t| now >= t) {
             self.sweep(now);
-            union::send_unions(&mut self.st);
+            replica::send_unions(&mut self.st);
         }
     }
 

@@ -29,6 +29,7 @@ pub mod limits;
 mod outbox;
 pub mod pacing;
 mod relevance;
+mod replica;
 mod reports;
 mod rng;
 mod room;

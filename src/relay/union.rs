@@ -1,6 +1,7 @@
 //! The interest union a replica sends each of its links (`docs/relay.md`, "Links"): where
 //! its own subscribers look, so that the peer sends at full rate only the objects inside
-//! and leaves the others to the link's refresh.
+//! and leaves the others to the link's refresh. This module is the value and its codec;
+//! [`super::replica`] makes, sends and takes it.
 //!
 //! It travels as an RTCP APP packet (RFC 3550 §6.7) named [`NAME`], subtype 0, from the
 //! sending replica's relay SSRC (the link's own SSRC on the peer). Its data, big-endian:
@@ -18,16 +19,8 @@
 //! decode is dropped and counted (`union_malformed`); a peer that never sent one gets
 //! everything.
 
-use super::api::SessionId;
 use super::area::{Area, DEFAULT_EXIT_SCALE};
 use super::limits::{MAX_COORD, MAX_EXIT_SCALE, MAX_SIZE};
-use super::relevance;
-use super::room::Room;
-use super::session::Session;
-use super::state::State;
-use crate::rtp::PacketClass;
-use crate::rtp::rtcp;
-use std::collections::HashMap;
 
 /// The APP packet's name.
 pub const NAME: [u8; 4] = *b"GSIU";
@@ -94,7 +87,7 @@ impl Region {
     }
 
     /// The region of a subscriber's area around `center`, at its exit size with the margin.
-    fn of_area(area: &Area, center: [f32; 3]) -> Self {
+    pub(super) fn of_area(area: &Area, center: [f32; 3]) -> Self {
         let shape = match (area.radius, area.half_extents) {
             (Some(r), _) => {
                 Shape::Sphere(area.exit_radius.unwrap_or(r * DEFAULT_EXIT_SCALE) * MARGIN)
@@ -119,27 +112,6 @@ impl Union {
             Self::Everything => true,
             Self::Regions(r) => r.iter().any(|r| r.contains(p)),
         }
-    }
-
-    /// The union of the areas of the room's subscribers other than links.
-    pub fn of_room(room: &Room, sessions: &HashMap<SessionId, Session>) -> Self {
-        let mut regions = Vec::new();
-        for s in room.members.iter().filter_map(|id| sessions.get(id)) {
-            if s.is_link() || !s.subscribe {
-                continue;
-            }
-            let Some(area) = &s.interest.area else {
-                return Self::Everything;
-            };
-            // An area whose avatar is not known yet holds nothing.
-            if let Some(c) = relevance::center(room, s) {
-                regions.push(Region::of_area(area, c));
-            }
-        }
-        if regions.len() > MAX_REGIONS {
-            regions = vec![bounding_box(&regions)];
-        }
-        Self::Regions(regions)
     }
 
     /// Appends the APP packet's data.
@@ -185,60 +157,6 @@ impl Union {
     }
 }
 
-/// Sends each link of every room the union of the room's own subscribers (at every
-/// sweep: a union follows its subscribers' avatars).
-pub(super) fn send_unions(st: &mut State) {
-    let mut data = Vec::new();
-    for room in st.rooms.values() {
-        let mut links = room
-            .members
-            .iter()
-            .filter(|id| st.sessions.get(id).is_some_and(Session::is_link))
-            .peekable();
-        if links.peek().is_none() {
-            continue;
-        }
-        data.clear();
-        Union::of_room(room, &st.sessions).encode(&mut data);
-        for &link in links {
-            let (buf, start) = st.out.begin();
-            if rtcp::write_app(buf, SUBTYPE, st.relay_ssrc, NAME, &data).is_ok() {
-                st.out.commit(link, PacketClass::Rtcp, start);
-            } else {
-                st.out.abandon(start);
-            }
-        }
-    }
-}
-
-/// An APP packet from session `from`, whose own SSRC is `own`: a union from a link is
-/// kept as what its peer wants at full rate; anything else named [`NAME`] is dropped and
-/// counted, and other APP packets are not this relay's.
-pub(super) fn on_app(
-    st: &mut State,
-    from: SessionId,
-    own: u32,
-    (name, ssrc, data): ([u8; 4], u32, &[u8]),
-) {
-    if name != NAME {
-        return;
-    }
-    let Some(s) = st.sessions.get_mut(&from) else {
-        return;
-    };
-    let verdict = if !s.is_link() {
-        Err("union_from_sender")
-    } else if ssrc != own {
-        Err("ssrc_mismatch")
-    } else {
-        Union::decode(data)
-    };
-    match verdict {
-        Ok(u) => s.union = Some(u),
-        Err(reason) => st.stats.drop(reason),
-    }
-}
-
 /// One region's 28 octets, checked: a known shape, finite coordinates within the world's
 /// bounds, sizes positive and within an area's largest.
 fn decode_region(c: &[u8]) -> Option<Region> {
@@ -264,7 +182,7 @@ fn decode_region(c: &[u8]) -> Option<Region> {
 }
 
 /// The box around every region (never empty: called with more than MAX_REGIONS).
-fn bounding_box(regions: &[Region]) -> Region {
+pub(super) fn bounding_box(regions: &[Region]) -> Region {
     let mut lo = [f32::MAX; 3];
     let mut hi = [f32::MIN; 3];
     for r in regions {
