@@ -504,3 +504,35 @@ fn a_union_from_a_client_or_one_that_does_not_decode_is_dropped_and_counted() {
     rs[0].w.rtcp_from(link.session, &forged);
     assert_eq!(rs[0].w.dropped("ssrc_mismatch"), 1);
 }
+
+#[test]
+fn a_links_packets_name_no_csrcs_its_containers_name_the_senders() {
+    let mut rs = mesh(2);
+    let alice = rs[0].w.join("r", true, false);
+    let sub = rs[0].w.join_with(JoinRequest {
+        room: "r".into(),
+        identity: "sub".into(),
+        subscribe: true,
+        interest: Interest {
+            delivery: gsrelay::Delivery::aggregated(Some(0)),
+            ..Interest::default()
+        },
+        ..JoinRequest::default()
+    });
+    let sub = sub.expect("join").session;
+    rs[0].w.publish(&alice, &[head(1, 1.0)]);
+    rs[0].w.end_batch();
+    let link = rs[0].links[1].as_ref().expect("link").session;
+    let mut csrcs = std::collections::BTreeMap::new();
+    for s in rs[0].w.sent() {
+        if s.class == PacketClass::Rtp {
+            csrcs.insert(s.to, s.rtp().csrc_count());
+        }
+    }
+    assert_eq!(csrcs.get(&link), Some(&0), "a link's packet lists no CSRC");
+    assert_eq!(
+        csrcs.get(&sub),
+        Some(&1),
+        "a subscriber's names Alice (RFC 3550 §5.1)"
+    );
+}

@@ -30,6 +30,9 @@ pub struct Member {
     pub echo: bool,
     /// Its dialect.
     pub dialect: Dialect,
+    /// Whether its packets name their senders as CSRCs (RFC 3550 §5.1); a link's do not:
+    /// its containers name them, and the CSRCs would cost 4 bytes per update crossing.
+    csrcs: bool,
     next_seq: u16,
     ts_base: u32,
     epoch: Instant,
@@ -42,8 +45,7 @@ impl Member {
     /// A member whose stream starts at a random sequence number and timestamp (RFC 3550).
     pub fn new(
         view: ViewId,
-        own: u32,
-        echo: bool,
+        (own, echo, csrcs): (u32, bool, bool),
         dialect: Dialect,
         random: u64,
         now: Instant,
@@ -53,6 +55,7 @@ impl Member {
             own,
             echo,
             dialect,
+            csrcs,
             next_seq: random as u16,
             ts_base: (random >> 16) as u32,
             epoch: now,
@@ -125,7 +128,7 @@ impl Member {
         let contributors = segments
             .iter()
             .enumerate()
-            .filter(|(i, _)| Some(*i) != own)
+            .filter(|(i, _)| self.csrcs && Some(*i) != own)
             .map(|(_, s)| s.ssrc);
         let written = write_packet(
             out,

@@ -55,6 +55,8 @@ struct ViewKey {
 struct Placement {
     own: u32,
     echo: bool,
+    /// Its packets name their senders as CSRCs (not a link's).
+    csrcs: bool,
     dialect: Dialect,
     max_delay: Duration,
     /// Payload budget of the subscriber's path.
@@ -70,6 +72,7 @@ impl Placement {
         Self {
             own: s.ssrc,
             echo: i.echo,
+            csrcs: !s.is_link(),
             dialect: s.dialect,
             max_delay,
             budget: s.payload_budget,
@@ -256,7 +259,9 @@ impl Aggregator {
                 m.view = vid;
                 m.forget_sent();
             })
-            .or_insert_with(|| Member::new(vid, p.own, p.echo, p.dialect, random, tx.now));
+            .or_insert_with(|| {
+                Member::new(vid, (p.own, p.echo, p.csrcs), p.dialect, random, tx.now)
+            });
     }
 
     /// Takes a subscriber out of aggregated delivery (it left, or went per-stream).
