@@ -144,7 +144,8 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         .with_context(|| format!("binding the WebRTC address {}", cfg.webrtc_addr))?;
     let directory = Arc::new(
         MemoryDirectory::new(count, cfg.relay.max_rooms, cfg.relay.max_sessions)
-            .with_spill(cfg.shard_spill_sessions),
+            .with_spill(cfg.shard_spill_sessions)
+            .with_room_cap(cfg.relay.max_sessions_per_room),
     );
     let (events, shard_events) = event_channel();
     let relays = shard_cores(&cfg.relay, count)?;

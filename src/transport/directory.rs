@@ -156,6 +156,8 @@ pub struct MemoryDirectory {
     max_sessions: usize,
     /// A shard's load (sessions) from which a room's new sessions go to another shard.
     spill: usize,
+    /// Sessions a room may hold, over all its shards.
+    room_cap: usize,
 }
 
 #[derive(Debug)]
@@ -182,6 +184,16 @@ impl MemoryDirectory {
             max_rooms,
             max_sessions,
             spill: usize::MAX,
+            room_cap: usize::MAX,
+        }
+    }
+
+    /// The same directory, refusing a room's session past `sessions` over all the shards
+    /// the room is on (each core counts only its own).
+    pub fn with_room_cap(self, sessions: usize) -> Self {
+        Self {
+            room_cap: sessions,
+            ..self
         }
     }
 
@@ -206,6 +218,11 @@ impl MemoryDirectory {
             }
             let open = s.rooms.len();
             let shard = match s.rooms.get(room) {
+                Some(placed)
+                    if placed.iter().map(|p| p.sessions).sum::<usize>() >= self.room_cap =>
+                {
+                    return Err(ControlError::RoomFull(room.to_owned()));
+                }
                 Some(placed) => self.shard_for(&s.load, placed, usable),
                 None if open >= self.max_rooms => {
                     return Err(ControlError::TooManyRooms(self.max_rooms));
@@ -382,6 +399,23 @@ mod tests {
         // A small room on a quiet shard is not spread.
         let small = d.place_now("b", &ALL).unwrap();
         assert_eq!(d.place_now("b", &ALL).unwrap(), small);
+    }
+
+    #[test]
+    fn a_rooms_cap_counts_its_sessions_on_every_shard() {
+        let d = MemoryDirectory::new(2, 10, 100)
+            .with_spill(1)
+            .with_room_cap(3);
+        for _ in 0..3 {
+            d.place_now("a", &ALL).unwrap();
+        }
+        assert_eq!(shards_of(&d, "a").len(), 2, "spread over both shards");
+        assert_eq!(
+            d.place_now("a", &ALL),
+            Err(ControlError::RoomFull("a".into()))
+        );
+        d.place_now("b", &ALL)
+            .expect("another room has its own cap");
     }
 
     #[test]
