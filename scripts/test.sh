@@ -3,6 +3,8 @@
 #
 # Idempotent and quick once installed. Installs, only when missing:
 #   - Debian's prometheus (promtool and the server the monitoring tests start);
+#   - Debian's redis-server (7.0), the room directory the cluster tests start on free
+#     ports (tests/redis_directory.rs);
 #   - Debian's GStreamer (gst-launch-1.0, the good plugins' rtpbin) with the system
 #     python's GObject bindings, and tshark: independent judges of the relay's RTCP
 #     (tests/rtcp_interop.rs runs tests/interop/gst_rtp.py under /usr/bin/python3, which
@@ -43,6 +45,11 @@ apt_install() {
 if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
   say "installing Debian's prometheus"
   apt_install prometheus
+fi
+
+if ! command -v redis-server >/dev/null; then
+  say "installing Debian's redis-server"
+  apt_install redis-server
 fi
 
 gst_ok() {

@@ -39,6 +39,9 @@ pub enum LogFormat {
 /// third of one.
 const DEFAULT_SHARD_SPILL: usize = 250;
 
+/// The directory's key prefix unless configured.
+const DEFAULT_REDIS_PREFIX: &str = "gsrelay";
+
 /// Socket buffer asked for by default: a few milliseconds of a busy shard's traffic.
 const DEFAULT_UDP_BUFFER: usize = 4 << 20;
 
@@ -92,6 +95,14 @@ pub struct ServeConfig {
     pub log_format: LogFormat,
     /// How long a graceful drain waits for sessions to leave before stopping, in seconds.
     pub drain_grace_secs: u64,
+    /// The cluster's room directory in Redis (`redis://host:port/db`); `None`: one node,
+    /// its directory in process.
+    pub redis_url: Option<String>,
+    /// Prefix of the directory's keys, shared by a cluster's nodes.
+    pub redis_prefix: String,
+    /// This node's name in the directory, unique in the cluster; `None`: the host name
+    /// and the HTTP port.
+    pub node_name: Option<String>,
     /// The relay core's limits and timings (`[relay]` in the file).
     pub relay: RelayConfig,
     /// The HTTP API's limits (`[http]` in the file).
@@ -120,6 +131,9 @@ impl Default for ServeConfig {
             srtp_profile: SrtpProfile::default(),
             log_format: LogFormat::default(),
             drain_grace_secs: 30,
+            redis_url: None,
+            redis_prefix: DEFAULT_REDIS_PREFIX.into(),
+            node_name: None,
             relay: RelayConfig::default(),
             http: HttpLimits::default(),
         }
@@ -152,6 +166,10 @@ impl fmt::Debug for ServeConfig {
             .field("srtp_profile", &self.srtp_profile)
             .field("log_format", &self.log_format)
             .field("drain_grace_secs", &self.drain_grace_secs)
+            // A Redis URL may hold a password.
+            .field("redis_url", &self.redis_url.as_ref().map(|_| "<set>"))
+            .field("redis_prefix", &self.redis_prefix)
+            .field("node_name", &self.node_name)
             .field("relay", &self.relay)
             .field("http", &self.http)
             .finish()
@@ -283,6 +301,17 @@ pub struct ServeArgs {
     /// Seconds a graceful drain waits for sessions to leave [default: 30].
     #[arg(long, env = "GSRELAY_DRAIN_GRACE_SECS", value_name = "SECS")]
     pub drain_grace_secs: Option<u64>,
+    /// The cluster's room directory in Redis, `redis://host:port/db` [default: none, one
+    /// node with its directory in process].
+    #[arg(long, env = "GSRELAY_REDIS_URL", value_name = "URL")]
+    pub redis_url: Option<String>,
+    /// Prefix of the directory's keys, shared by a cluster's nodes [default: gsrelay].
+    #[arg(long, env = "GSRELAY_REDIS_PREFIX", value_name = "PREFIX")]
+    pub redis_prefix: Option<String>,
+    /// This node's name in the directory, unique in the cluster [default: the host name
+    /// and the HTTP port].
+    #[arg(long, env = "GSRELAY_NODE_NAME", value_name = "NAME")]
+    pub node_name: Option<String>,
     /// Largest RTP payload the relay builds itself, bytes [default: 1200].
     #[arg(long, env = "GSRELAY_PAYLOAD_BUDGET", value_name = "BYTES")]
     pub payload_budget: Option<usize>,
@@ -424,6 +453,13 @@ impl ServeArgs {
         set(&mut cfg.srtp_profile, &self.srtp_profile);
         set(&mut cfg.log_format, &self.log_format);
         set(&mut cfg.drain_grace_secs, &self.drain_grace_secs);
+        if self.redis_url.is_some() {
+            cfg.redis_url.clone_from(&self.redis_url);
+        }
+        set(&mut cfg.redis_prefix, &self.redis_prefix);
+        if self.node_name.is_some() {
+            cfg.node_name.clone_from(&self.node_name);
+        }
         let r = &mut cfg.relay;
         set(&mut r.payload_budget, &self.payload_budget);
         set(&mut r.max_packet_bytes, &self.max_packet_bytes);

@@ -12,9 +12,10 @@ use crate::control::token::{self, Tokens};
 use crate::metrics::Metrics;
 use crate::relay::{Relay, RelayConfig};
 use crate::transport::command::RelayHandle;
-use crate::transport::directory::{EventSink, MemoryDirectory, event_channel};
+use crate::transport::directory::{Directory, EventSink, MemoryDirectory, event_channel};
 use crate::transport::link::{self, LinkEnd};
 use crate::transport::quic::{self, QuicConfig, QuicEndpoint, QuicInfo, QuicShard};
+use crate::transport::redis_directory::{RedisConfig, RedisDirectory};
 use crate::transport::shard::{self, ShardSetup, ShardThread};
 use crate::transport::shards::Shards;
 use crate::transport::udp::UdpConfig;
@@ -62,6 +63,8 @@ pub struct Server {
     http_task: JoinHandle<()>,
     shard_threads: Vec<std::thread::JoinHandle<()>>,
     lag_probes: Vec<AbortOnDrop>,
+    /// Keeps this node's record in the Redis directory, when there is one.
+    _directory_refresh: Option<AbortOnDrop>,
     /// Closed (every QUIC connection told "relay stopped") when the server is dropped.
     _quic_endpoint: QuicEndpoint,
     /// Stops the WebRTC port's reader when the server is dropped.
@@ -142,11 +145,9 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
     };
     let (webrtc_endpoint, webrtc_parts) = webrtc::bind(webrtc_cfg, &metrics, count)
         .with_context(|| format!("binding the WebRTC address {}", cfg.webrtc_addr))?;
-    let directory = Arc::new(
-        MemoryDirectory::new(count, cfg.relay.max_rooms, cfg.relay.max_sessions)
-            .with_spill(cfg.shard_spill_sessions)
-            .with_room_cap(cfg.relay.max_sessions_per_room),
-    );
+    let local = MemoryDirectory::new(count, cfg.relay.max_rooms, cfg.relay.max_sessions)
+        .with_spill(cfg.shard_spill_sessions)
+        .with_room_cap(cfg.relay.max_sessions_per_room);
     let (events, shard_events) = event_channel();
     let relays = shard_cores(&cfg.relay, count)?;
     let links = link::net(relays.iter().map(Relay::relay_ssrc).collect());
@@ -165,6 +166,8 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         started.push(shard);
     }
     let rtp_addrs: Vec<SocketAddr> = started.iter().map(|s| s.addr).collect();
+    let (directory, directory_refresh) =
+        directory(&cfg, local, http_addr, rtp_addrs.clone()).await?;
     let handles: Vec<RelayHandle> = started.iter().map(|s| s.handle.clone()).collect();
     let router = Shards::new(handles.clone(), directory).with_events(shard_events);
     let quic = quic_endpoint.info.clone();
@@ -236,6 +239,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         http_task,
         shard_threads: started.into_iter().map(|s| s.thread).collect(),
         lag_probes,
+        _directory_refresh: directory_refresh,
         _quic_endpoint: quic_endpoint,
         _webrtc_endpoint: webrtc_endpoint,
     })
@@ -243,6 +247,40 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
 
 /// Starts shard `k` of `count`: its core (the relay-wide caps are the directory's), and its
 /// UDP socket on the configured port plus `k` (a free one for port 0), advertised likewise.
+/// The room directory: in Redis with `redis_url` (and the task that keeps this node's
+/// record there), else in process.
+async fn directory(
+    cfg: &ServeConfig,
+    local: MemoryDirectory,
+    http: SocketAddr,
+    rtp: Vec<SocketAddr>,
+) -> anyhow::Result<(Arc<dyn Directory>, Option<AbortOnDrop>)> {
+    let Some(url) = &cfg.redis_url else {
+        return Ok((Arc::new(local), None));
+    };
+    let node = match &cfg.node_name {
+        Some(n) => n.clone(),
+        None => format!("{}:{}", host_name(), http.port()),
+    };
+    let redis = RedisConfig {
+        url: url.clone(),
+        prefix: cfg.redis_prefix.clone(),
+        node,
+    };
+    let dir = Arc::new(RedisDirectory::connect(local, redis).await?);
+    let refresh = AbortOnDrop(dir.spawn_refresh(http, rtp));
+    Ok((dir, Some(refresh)))
+}
+
+/// The machine's host name (a pod's name in Kubernetes), `gsrelay` when unknown.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "gsrelay".into())
+}
+
 /// One core per shard, each with its own seed and share of the session ids, and each
 /// sending from its own SSRC (a shard's links are joined with their peer's).
 fn shard_cores(cfg: &RelayConfig, count: usize) -> anyhow::Result<Vec<Relay>> {

@@ -201,12 +201,23 @@ impl From<CommandError> for ApiError {
             ),
             CommandError::WebRtcOffer(e) => Self::unprocessable(e.code(), message),
             CommandError::Stopped => relay_stopped(),
+            // 503 with a short Retry-After: the directory reconnects by itself, and the
+            // rooms already open keep flowing meanwhile.
+            CommandError::DirectoryUnavailable(_) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "directory_unavailable",
+                message,
+            )
+            .retry_after(DIRECTORY_RETRY),
             CommandError::Internal => {
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
             }
         }
     }
 }
+
+/// What a join refused for an unavailable directory is told to wait.
+const DIRECTORY_RETRY: Duration = Duration::from_secs(1);
 
 fn relay_stopped() -> ApiError {
     ApiError::new(

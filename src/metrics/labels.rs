@@ -94,6 +94,7 @@ pub const JOIN_REFUSALS: &[&str] = &[
     "relay_full",
     "too_many_rooms",
     "relay_stopped",
+    "directory_unavailable",
     "webrtc_address_unknown",
 ];
 

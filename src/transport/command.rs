@@ -169,6 +169,9 @@ pub enum CommandError {
     /// The relay task has stopped.
     #[error("the relay is not running")]
     Stopped,
+    /// The room directory (Redis) cannot be reached: a join cannot be placed now.
+    #[error("the room directory is unavailable: {0}")]
+    DirectoryUnavailable(String),
     /// A defect in the relay while carrying out the command (counted and logged; the
     /// room concerned was dropped).
     #[error("internal error in the relay; the room concerned was closed")]

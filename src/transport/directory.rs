@@ -206,6 +206,21 @@ impl MemoryDirectory {
         }
     }
 
+    /// Sessions on each shard, joined or joining.
+    pub fn load_now(&self) -> Vec<usize> {
+        self.with(|s| s.load.clone())
+    }
+
+    /// Every room with the sessions it holds over this directory's shards.
+    pub fn rooms(&self) -> Vec<(Arc<str>, usize)> {
+        self.with(|s| {
+            s.rooms
+                .iter()
+                .map(|(r, p)| (r.clone(), p.iter().map(|p| p.sessions).sum()))
+                .collect()
+        })
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
         // The state stays consistent at every step a panic could interrupt.
         f(&mut self.state.lock().unwrap_or_else(PoisonError::into_inner))
@@ -332,7 +347,7 @@ impl Directory for MemoryDirectory {
     }
 
     fn load(&self) -> Pending<'_, Vec<usize>> {
-        ready(Ok(self.with(|s| s.load.clone())))
+        ready(Ok(self.load_now()))
     }
 }
 

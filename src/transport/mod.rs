@@ -6,7 +6,8 @@
 //! - [`batch`] and [`recv`]: datagrams sent with `sendmmsg` and read with `recvmmsg`
 //!   (`mmsg`: both calls without allocation).
 //! - [`directory`]: where rooms and sessions are, behind a trait the control plane calls,
-//!   and the events shards report to it.
+//!   and the events shards report to it; [`redis_directory`]: the same in Redis, where
+//!   a cluster's nodes register and its rooms record their nodes.
 //! - [`shards`]: routing of control operations to the shard of a room or session.
 //! - [`shard`]: a relay task, which owns the core and hosts the transports' ports;
 //!   [`port`]: what a port is to it.
@@ -31,6 +32,7 @@ mod offer;
 mod port;
 pub mod quic;
 pub mod recv;
+pub mod redis_directory;
 pub mod roq;
 pub mod shard;
 pub mod shards;

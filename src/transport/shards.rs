@@ -40,7 +40,7 @@ impl From<DirectoryError> for CommandError {
             DirectoryError::Refused(e) => Self::Control(e),
             DirectoryError::Unavailable(why) => {
                 tracing::warn!(error = %why, "room directory unavailable");
-                Self::Stopped
+                Self::DirectoryUnavailable(why)
             }
         }
     }

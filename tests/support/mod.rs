@@ -4,6 +4,7 @@
 pub mod browser;
 pub mod libsrtp;
 pub mod quic_relay;
+pub mod redis;
 pub mod serve;
 pub mod server;
 pub mod srtp;
