@@ -492,9 +492,10 @@ fn a_union_from_a_client_or_one_that_does_not_decode_is_dropped_and_counted() {
         .expect("app");
     rs[0].w.rtcp_from(client.session, &everything);
     assert_eq!(rs[0].w.dropped("union_from_sender"), 1);
+    // A link signs with its peer's relay SSRC.
+    let peer = rs[1].w.relay.relay_ssrc();
     let mut garbage = Vec::new();
-    gsrelay::rtp::rtcp::write_app(&mut garbage, 0, link.ssrc, *b"GSIU", &[9, 9, 9, 9])
-        .expect("app");
+    gsrelay::rtp::rtcp::write_app(&mut garbage, 0, peer, *b"GSIU", &[9, 9, 9, 9]).expect("app");
     rs[0].w.rtcp_from(link.session, &garbage);
     assert_eq!(rs[0].w.dropped("union_malformed"), 1);
     // Signed with another SSRC than the link's own.
@@ -534,5 +535,48 @@ fn a_links_packets_name_no_csrcs_its_containers_name_the_senders() {
         csrcs.get(&sub),
         Some(&1),
         "a subscriber's names Alice (RFC 3550 §5.1)"
+    );
+}
+
+#[test]
+fn two_rooms_link_the_same_two_replicas_each_on_its_own_links() {
+    let mut rs = mesh(2);
+    // Room "q" on the same two replicas: its links are known by the same peer SSRCs.
+    let mut q_links = Vec::new();
+    for (k, peer) in [(0, 1), (1, 0)] {
+        let ssrc = rs[peer].w.relay.relay_ssrc();
+        let link = rs[k]
+            .w
+            .join_with(JoinRequest::link("q", format!("replica-{peer}"), ssrc))
+            .expect("a second room's link joins");
+        q_links.push(link.session);
+    }
+    let alice = rs[0].w.join("q", true, false);
+    let sub = rs[1].w.join("q", false, true);
+    rs[0].w.publish(&alice, &[head(1, 7.0)]);
+    // Carry A's packets for q's link to B as input from B's link of q.
+    rs[0].w.end_batch();
+    for s in rs[0].w.sent() {
+        if s.to == q_links[0] && s.class == PacketClass::Rtp {
+            rs[1].w.rtp_from(q_links[1], &s.bytes);
+        }
+    }
+    rs[1].w.end_batch();
+    let got: Vec<(u64, PacketClass, Vec<u8>)> = rs[1]
+        .w
+        .sent()
+        .into_iter()
+        .map(|s| (s.to, s.class, s.bytes))
+        .collect();
+    let to_sub = rtp_to(&got, sub.session);
+    assert!(
+        to_sub
+            .iter()
+            .any(|(ssrc, _, xs)| *ssrc == alice.ssrc && xs == &[7.0]),
+        "B's subscriber of q gets Alice through q's link: {to_sub:?}"
+    );
+    assert!(
+        rs[1].w.relay.room_info("r").is_some(),
+        "room r keeps its own links"
     );
 }

@@ -169,3 +169,52 @@ async fn a_replica_whose_sessions_all_leave_drops_out_and_its_publisher_ends_eve
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_rooms_spread_over_the_same_two_shards_each_stay_whole_and_apart() {
+    let server = relay().await;
+    let join_to = async |room: &str, rights| {
+        let mut c = Client::join(
+            &base(&server),
+            &support::server::token(room, rights),
+            room,
+            gsrelay::client::JoinOptions::default(),
+        )
+        .await
+        .unwrap();
+        c.send_rr().await.unwrap();
+        c
+    };
+    // Room a fills shard 0 and spreads to shard 1, where room b starts and fills it;
+    // once a's first session leaves, b spreads to shard 0.
+    let first = join_to("a", SUBSCRIBE).await;
+    let mut a_sub = join_to("a", SUBSCRIBE).await;
+    let _a3 = join_to("a", SUBSCRIBE).await;
+    let mut a_pub = join_to("a", PUBLISH).await;
+    let mut b_pub = join_to("b", PUBLISH).await;
+    let _b2 = join_to("b", SUBSCRIBE).await;
+    first.leave().await.unwrap();
+    let mut b_sub = join_to("b", SUBSCRIBE).await;
+    assert_eq!(
+        placement(&server).await,
+        ([3.0, 3.0], [2.0, 2.0]),
+        "each shard holds a replica of both rooms"
+    );
+    for round in 0..5 {
+        let x = round as f32;
+        a_pub.send_objects(&[head(1, x)]).await.unwrap();
+        b_pub.send_objects(&[head(2, x + 100.0)]).await.unwrap();
+        wait_for(&mut a_sub, &[(a_pub.ssrc(), 1, x)]).await;
+        wait_for(&mut b_sub, &[(b_pub.ssrc(), 2, x + 100.0)]).await;
+    }
+    // Neither room's subscriber got the other room's publisher.
+    for (sub, other) in [(&mut a_sub, b_pub.ssrc()), (&mut b_sub, a_pub.ssrc())] {
+        while let Some(updates) = sub.recv_updates(Duration::from_millis(100)).await.unwrap() {
+            for u in updates {
+                if let Update::Objects { ssrc, .. } = u {
+                    assert_ne!(ssrc, other, "a room's stream leaked into another room");
+                }
+            }
+        }
+    }
+}

@@ -35,6 +35,10 @@ pub struct JoinRequest {
     pub ssrcs: Vec<u32>,
     /// Which RTP inputs the session may send.
     pub sends: Sends,
+    /// A link's: the SSRC its peer replica sends from (the peer's relay SSRC). The link
+    /// is known by it on the wire but does not own it: the peer's links of every room
+    /// it shares with this replica send from it.
+    pub peer_ssrc: Option<u32>,
 }
 
 impl JoinRequest {
@@ -48,8 +52,7 @@ impl JoinRequest {
             identity: peer,
             publish: true,
             subscribe: true,
-            ssrc: Some(peer_ssrc),
-            require_ssrc: true,
+            peer_ssrc: Some(peer_ssrc),
             sends: Sends::Containers,
             interest: Interest {
                 delivery: Delivery::aggregated(Some(0)),

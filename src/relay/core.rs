@@ -366,6 +366,8 @@ impl Relay {
             streams: owned,
             sends: req.sends,
             link_seq: None,
+            // Only a link is known by its peer's SSRC.
+            peer_ssrc: req.peer_ssrc.filter(|_| req.sends.containers()),
             // A link is sent the whole room at once, then every `link_refresh`.
             refresh_at: req.sends.containers().then_some(now),
             union: None,
@@ -543,7 +545,7 @@ impl Relay {
         from: SessionId,
         packet: &[u8],
     ) -> Result<(), &'static str> {
-        let own = self.st.admit(now, from, packet.len())?.ssrc;
+        let own = self.st.admit(now, from, packet.len())?.sends_as();
         let items = rtcp::parse_compound(packet).map_err(|e| e.reason())?;
         for item in items {
             match item {

@@ -65,9 +65,9 @@ impl Ingest {
         from: SessionId,
         packet: &[u8],
     ) -> Result<(), &'static str> {
-        st.admit(now, from, packet.len())?;
+        let sends_as = st.admit(now, from, packet.len())?.peer_ssrc;
         let pkt = RtpPacket::parse(packet).map_err(|e| e.reason())?;
-        if st.owner_of(pkt.ssrc()) != Some(from) {
+        if st.owner_of(pkt.ssrc()) != Some(from) && sends_as != Some(pkt.ssrc()) {
             return Err("ssrc_mismatch");
         }
         let s = st.sessions.get_mut(&from).ok_or("unknown_session")?;

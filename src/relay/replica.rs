@@ -61,7 +61,14 @@ pub(super) fn on_app(
     };
     match verdict {
         Ok(u) => s.union = Some(u),
-        Err(reason) => st.stats.drop(reason),
+        Err(reason) => {
+            // Not the old union either: what the peer wants now is unknown, so it gets
+            // everything until its next union decodes.
+            if reason == "union_malformed" {
+                s.union = None;
+            }
+            st.stats.drop(reason);
+        }
     }
 }
 
@@ -75,13 +82,22 @@ pub(super) fn union_of(room: &Room, sessions: &HashMap<SessionId, Session>) -> U
         let Some(area) = &s.interest.area else {
             return Union::Everything;
         };
-        // An area whose avatar is not known yet holds nothing.
-        if let Some(c) = relevance::center(room, s) {
-            regions.push(Region::of_area(area, c));
+        // An area whose avatar is not known yet, or is not a number, holds nothing.
+        let Some(c) = relevance::center(room, s).filter(|c| c.iter().all(|v| v.is_finite())) else {
+            continue;
+        };
+        let region = Region::of_area(area, c);
+        if !region.encodable() {
+            // Out of the bounds a union can say: the peer sends everything.
+            return Union::Everything;
         }
+        regions.push(region);
     }
     if regions.len() > MAX_REGIONS {
-        regions = vec![bounding_box(&regions)];
+        match bounding_box(&regions) {
+            Some(b) => regions = vec![b],
+            None => return Union::Everything,
+        }
     }
     Union::Regions(regions)
 }

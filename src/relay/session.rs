@@ -37,6 +37,8 @@ pub struct Session {
     pub sends: Sends,
     /// A link's newest container packet sequence number (its packets' order).
     pub link_seq: Option<u16>,
+    /// A link's peer's SSRC, which its packets carry ([`super::api::JoinRequest::peer_ssrc`]).
+    pub peer_ssrc: Option<u32>,
     /// A link's next refresh: the whole state this replica's own sessions published.
     pub refresh_at: Option<Instant>,
     /// A link's peer's interest union: what it wants at full rate (everything until it
@@ -181,6 +183,11 @@ impl Session {
     /// Whether it is a link from a peer replica: a session that may send containers.
     pub fn is_link(&self) -> bool {
         self.sends.containers()
+    }
+
+    /// The SSRC its packets carry as their sender: a link's peer's, anyone else's own.
+    pub fn sends_as(&self) -> u32 {
+        self.peer_ssrc.unwrap_or(self.ssrc)
     }
 
     /// Whether it receives stream `ssrc`: its interest admits it (its own only with

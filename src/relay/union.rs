@@ -78,6 +78,19 @@ impl Region {
         }
     }
 
+    /// Whether a peer takes it: a centre within the world's bounds, sizes positive and
+    /// within an area's largest (with the margin).
+    pub(super) fn encodable(&self) -> bool {
+        let size = |v: f32| v.is_finite() && v > 0.0 && v <= MAX_REGION;
+        self.center
+            .iter()
+            .all(|v| v.is_finite() && v.abs() <= MAX_COORD)
+            && match self.shape {
+                Shape::Sphere(r) => size(r),
+                Shape::Box(h) => h.into_iter().all(size),
+            }
+    }
+
     /// Half extents of the box around it.
     fn half_extents(&self) -> [f32; 3] {
         match self.shape {
@@ -168,21 +181,21 @@ fn decode_region(c: &[u8]) -> Option<Region> {
         *slot = f32::from_be_bytes(b.try_into().ok()?);
     }
     let [x, y, z, a, b, c] = v;
-    let center = [x, y, z];
-    if !center.iter().all(|v| v.is_finite() && v.abs() <= MAX_COORD) {
-        return None;
-    }
-    let size = |v: f32| v.is_finite() && v > 0.0 && v <= MAX_REGION;
     let shape = match shape {
-        0 if size(a) && b == 0.0 && c == 0.0 => Shape::Sphere(a),
-        1 if [a, b, c].into_iter().all(size) => Shape::Box([a, b, c]),
+        0 if b == 0.0 && c == 0.0 => Shape::Sphere(a),
+        1 => Shape::Box([a, b, c]),
         _ => return None,
     };
-    Some(Region { center, shape })
+    let r = Region {
+        center: [x, y, z],
+        shape,
+    };
+    r.encodable().then_some(r)
 }
 
-/// The box around every region (never empty: called with more than MAX_REGIONS).
-pub(super) fn bounding_box(regions: &[Region]) -> Region {
+/// The box around every region, if a peer can take it (its centre within the world's
+/// bounds, its half extents within a region's largest).
+pub(super) fn bounding_box(regions: &[Region]) -> Option<Region> {
     let mut lo = [f32::MAX; 3];
     let mut hi = [f32::MIN; 3];
     for r in regions {
@@ -193,12 +206,12 @@ pub(super) fn bounding_box(regions: &[Region]) -> Region {
         }
     }
     let center = [0, 1, 2].map(|i| (lo[i] + hi[i]) / 2.0);
-    // Within the bounds a peer checks: the world's size bounds any box of areas in it.
-    let half = [0, 1, 2].map(|i| ((hi[i] - lo[i]) / 2.0).clamp(f32::MIN_POSITIVE, MAX_REGION));
-    Region {
+    let half = [0, 1, 2].map(|i| ((hi[i] - lo[i]) / 2.0).max(f32::MIN_POSITIVE));
+    let b = Region {
         center,
         shape: Shape::Box(half),
-    }
+    };
+    b.encodable().then_some(b)
 }
 
 #[cfg(test)]
@@ -275,7 +288,7 @@ mod tests {
     #[test]
     fn many_regions_become_one_box_around_them_all() {
         let regions: Vec<Region> = (0..40).map(|i| sphere(i as f32 * 10.0, 1.0)).collect();
-        let b = bounding_box(&regions);
+        let b = bounding_box(&regions).expect("within the bounds");
         let u = Union::Regions(vec![b]);
         for r in &regions {
             assert!(u.contains(r.center));

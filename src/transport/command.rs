@@ -188,6 +188,8 @@ pub enum Command {
         Vec<usize>,
         oneshot::Sender<Result<JoinAnswer, CommandError>>,
     ),
+    /// Link a room this shard holds to the shards listed, where it has no link yet.
+    Link(String, Vec<usize>, oneshot::Sender<()>),
     /// Remove a session (BYE to the others).
     Leave(SessionId, oneshot::Sender<Result<(), CommandError>>),
     /// Replace a session's interest.
@@ -247,6 +249,11 @@ impl RelayHandle {
         peers: Vec<usize>,
     ) -> Result<JoinAnswer, CommandError> {
         self.call(|r| Command::Join(cmd, peers, r)).await?
+    }
+
+    /// Links `room` to the shards `peers` where this shard has no link of it yet.
+    pub async fn link(&self, room: String, peers: Vec<usize>) -> Result<(), CommandError> {
+        self.call(|r| Command::Link(room, peers, r)).await
     }
 
     /// Removes a session.

@@ -211,6 +211,15 @@ impl MemoryDirectory {
         self.with(|s| s.load.clone())
     }
 
+    /// The sessions `room` holds over this directory's shards.
+    pub fn sessions_of(&self, room: &str) -> usize {
+        self.with(|s| {
+            s.rooms
+                .get(room)
+                .map_or(0, |p| p.iter().map(|p| p.sessions).sum())
+        })
+    }
+
     /// Every room with the sessions it holds over this directory's shards.
     pub fn rooms(&self) -> Vec<(Arc<str>, usize)> {
         self.with(|s| {

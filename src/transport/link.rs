@@ -145,7 +145,9 @@ pub(super) struct LinkPort {
     /// The link session each peer's link session (peer shard, its id) arrives on.
     inbound: HashMap<(usize, SessionId), SessionId>,
     /// Control frames a full inbox did not take yet, in order, per peer shard.
-    backlog: VecDeque<(usize, Frame)>,
+    /// Control frames a full inbox did not take yet, in order, per peer shard: a peer
+    /// whose inbox is full holds back only its own links' packets.
+    backlog: Vec<VecDeque<Frame>>,
     counters: TransportCounters,
     /// `gsrelay_room_replicas` of this shard.
     replicas: IntGauge,
@@ -159,6 +161,7 @@ pub(super) struct LinkPort {
 impl LinkPort {
     /// Shard `end.shard`'s link port.
     pub(super) fn new(end: LinkEnd, metrics: &Metrics) -> Self {
+        let peers = end.net.inboxes.len();
         Self {
             shard: end.shard,
             net: end.net,
@@ -166,7 +169,7 @@ impl LinkPort {
             links: HashMap::new(),
             by_room: HashMap::new(),
             inbound: HashMap::new(),
-            backlog: VecDeque::new(),
+            backlog: (0..peers).map(|_| VecDeque::new()).collect(),
             counters: metrics.transport(TRANSPORT),
             replicas: metrics
                 .room_replicas
@@ -261,26 +264,27 @@ impl LinkPort {
         Some(link.peer)
     }
 
-    /// Sends a control frame, after any still waiting.
+    /// Sends a control frame to `peer`, after any still waiting for it.
     fn control(&mut self, peer: usize, frame: Frame) {
-        self.backlog.push_back((peer, frame));
+        if let Some(waiting) = self.backlog.get_mut(peer) {
+            waiting.push_back(frame);
+        }
         self.send_backlog();
     }
 
-    /// Sends the waiting control frames, in order, while the inboxes take them.
+    /// Sends each peer its waiting control frames, in order, while its inbox takes them.
     fn send_backlog(&mut self) {
-        while let Some((peer, frame)) = self.backlog.pop_front() {
-            let Some(tx) = self.net.inboxes.get(peer) else {
-                continue;
-            };
-            match tx.try_send(frame) {
-                Ok(()) => {}
-                Err(mpsc::error::TrySendError::Full(frame)) => {
-                    self.backlog.push_front((peer, frame));
-                    return;
+        for (waiting, tx) in self.backlog.iter_mut().zip(&self.net.inboxes) {
+            while let Some(frame) = waiting.pop_front() {
+                match tx.try_send(frame) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(frame)) => {
+                        waiting.push_front(frame);
+                        break;
+                    }
+                    // The peer shard has stopped: nothing to tell it.
+                    Err(mpsc::error::TrySendError::Closed(_)) => waiting.clear(),
                 }
-                // The peer shard has stopped: nothing to tell it.
-                Err(mpsc::error::TrySendError::Closed(_)) => {}
             }
         }
     }
@@ -380,7 +384,7 @@ impl Port for LinkPort {
         let Some(tx) = self.net.inboxes.get(link.peer) else {
             return;
         };
-        if !self.backlog.is_empty() {
+        if self.backlog.get(link.peer).is_some_and(|w| !w.is_empty()) {
             // Its `Open` may still be waiting: the peer would not know the packet's link.
             self.full.inc();
             return;

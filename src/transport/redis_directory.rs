@@ -10,7 +10,7 @@
 //! | key | type | what | written |
 //! |---|---|---|---|
 //! | `{prefix}:node:{node}` | string (JSON: [`NodeRecord`]) | a node, alive while the key exists | every [`REFRESH`], expiring after [`NODE_TTL`] |
-//! | `{prefix}:room:{room}` | hash: node → sessions | the nodes a room is on | at each join and end, and rewritten every [`REFRESH`] |
+//! | `{prefix}:room:{room}` | hash: node → sessions | the nodes a room is on | at each join and end (the node's count as it is then), and every [`REFRESH`] |
 //!
 //! Everything in Redis is rebuilt by the nodes: each rewrites its own record and its
 //! rooms' fields every [`REFRESH`], so a Redis restarted empty is whole again within
@@ -122,27 +122,32 @@ impl RedisDirectory {
         format!("{}:room:{room}", self.cfg.prefix)
     }
 
-    /// Adds `delta` to this node's sessions of `room`, removing the field at zero.
-    async fn count(&self, room: &str, delta: i64) -> Result<(), DirectoryError> {
+    /// Writes this node's sessions of `room` as the in-process directory has them now,
+    /// removing the field at zero. Under the same lock as [`Self::refresh`], so the
+    /// writes reach Redis in the order of the states they copy.
+    async fn record(&self, room: &str) -> Result<(), DirectoryError> {
+        let mut written = self.written.lock().await;
+        let sessions = self.local.sessions_of(room);
         let key = self.room_key(room);
         let mut redis = self.redis.clone();
-        let n: i64 = redis::cmd("HINCRBY")
-            .arg(&key)
-            .arg(&self.cfg.node)
-            .arg(delta)
+        let cmd = if sessions > 0 {
+            let mut c = redis::cmd("HSET");
+            c.arg(&key).arg(&self.cfg.node).arg(sessions);
+            c
+        } else {
+            let mut c = redis::cmd("HDEL");
+            c.arg(&key).arg(&self.cfg.node);
+            c
+        };
+        let () = cmd
             .query_async(&mut redis)
             .await
+            .map(|_: i64| ())
             .map_err(unavailable)?;
-        if n <= 0 {
-            let () = redis::cmd("HDEL")
-                .arg(&key)
-                .arg(&self.cfg.node)
-                .query_async(&mut redis)
-                .await
-                .map_err(unavailable)?;
-        }
-        if delta > 0 {
-            self.written.lock().await.insert(Arc::from(room));
+        if sessions > 0 {
+            written.insert(Arc::from(room));
+        } else {
+            written.remove(room);
         }
         Ok(())
     }
@@ -222,7 +227,7 @@ impl Directory for RedisDirectory {
     fn place<'a>(&'a self, room: &'a str, usable: &'a [bool]) -> Pending<'a, usize> {
         Box::pin(async move {
             let shard = self.local.place(room, usable).await?;
-            if let Err(e) = self.count(room, 1).await {
+            if let Err(e) = self.record(room).await {
                 // Not placed after all: the join is refused, so its place is given back.
                 self.local.unplace(room, shard).await?;
                 return Err(e);
@@ -235,7 +240,7 @@ impl Directory for RedisDirectory {
         Box::pin(async move {
             self.local.unplace(room, shard).await?;
             // Redis lags at worst until the next refresh.
-            let _ = self.count(room, -1).await;
+            let _ = self.record(room).await;
             Ok(())
         })
     }
@@ -249,7 +254,7 @@ impl Directory for RedisDirectory {
             self.local.apply(event).await?;
             if let Some(room) = gone {
                 // Applied in process; Redis lags at worst until the next refresh.
-                let _ = self.count(&room, -1).await;
+                let _ = self.record(&room).await;
             }
             Ok(())
         })

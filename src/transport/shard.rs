@@ -402,6 +402,13 @@ impl Shard {
                 self.flush().await;
                 let _ = reply.send(answer);
             }
+            Command::Link(room, peers, reply) => {
+                if let Some(link) = &mut self.ports.link {
+                    link.ensure(now, &Arc::from(room.as_str()), &peers, &mut self.inner);
+                }
+                self.flush().await;
+                let _ = reply.send(());
+            }
             Command::Leave(id, reply) => {
                 let result = self
                     .inner

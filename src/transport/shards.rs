@@ -132,20 +132,27 @@ impl Shards {
             self.directory.unplace(&room, k).await?;
             return Err(CommandError::Stopped);
         };
-        let peers = match self.directory.room(&room).await {
-            Ok(placed) => placed.iter().map(|p| p.shard).filter(|&s| s != k).collect(),
+        let peers = match self.peers(&room, k, &usable, &[]).await {
+            Ok(peers) => peers,
             Err(e) => {
                 self.directory.unplace(&room, k).await?;
-                return Err(e.into());
+                return Err(e);
             }
         };
-        let answer = match handle.join_linked(cmd, peers).await {
+        let answer = match handle.join_linked(cmd, peers.clone()).await {
             Ok(answer) => answer,
             Err(e) => {
                 self.directory.unplace(&room, k).await?;
                 return Err(e);
             }
         };
+        // A shard placed while this join was on its way may have offered a link that the
+        // shard refused then (it held no session of the room yet): link them now.
+        if let Ok(late) = self.peers(&room, k, &usable, &peers).await
+            && !late.is_empty()
+        {
+            let _ = handle.link(room.clone(), late).await;
+        }
         if self.events.is_some() {
             // The shard reported the join before answering it.
             self.settle().await;
@@ -158,6 +165,22 @@ impl Shards {
             self.directory.apply(joined).await?;
         }
         Ok(answer)
+    }
+
+    /// The running shards other than `k` that `room` is on, leaving out `known`.
+    async fn peers(
+        &self,
+        room: &str,
+        k: usize,
+        usable: &[bool],
+        known: &[usize],
+    ) -> Result<Vec<usize>, CommandError> {
+        let placed = self.directory.room(room).await?;
+        Ok(placed
+            .iter()
+            .map(|p| p.shard)
+            .filter(|&s| s != k && usable.get(s) == Some(&true) && !known.contains(&s))
+            .collect())
     }
 
     /// Removes a session.
