@@ -150,7 +150,12 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         .with_room_cap(cfg.relay.max_sessions_per_room);
     let (events, shard_events) = event_channel();
     let relays = shard_cores(&cfg.relay, count)?;
-    let links = link::net(relays.iter().map(Relay::relay_ssrc).collect());
+    let ssrcs: Vec<u32> = relays.iter().map(Relay::relay_ssrc).collect();
+    let relays: Vec<Relay> = relays
+        .into_iter()
+        .map(|r| r.with_peer_ssrcs(&ssrcs))
+        .collect();
+    let links = link::net(ssrcs);
     let mut started: Vec<ShardThread> = Vec::with_capacity(count);
     let parts = quic_parts.into_iter().zip(webrtc_parts).zip(links);
     for (k, (relay, ((quic, webrtc), link))) in relays.into_iter().zip(parts).enumerate() {

@@ -580,3 +580,39 @@ fn two_rooms_link_the_same_two_replicas_each_on_its_own_links() {
         "room r keeps its own links"
     );
 }
+
+#[test]
+fn no_session_may_take_the_ssrc_a_peer_replica_sends_from() {
+    let peer = 0xabcd_1234;
+    let mut relay = gsrelay::Relay::new(RelayConfig::default(), 3).with_peer_ssrcs(&[peer]);
+    let now = std::time::Instant::now();
+    let ask = |require_ssrc| {
+        Input::Join(JoinRequest {
+            room: "r".into(),
+            publish: true,
+            ssrc: Some(peer),
+            require_ssrc,
+            ..JoinRequest::default()
+        })
+    };
+    assert!(matches!(
+        relay.handle_input(now, ask(true)),
+        Err(gsrelay::ControlError::SsrcTaken(s)) if s == peer
+    ));
+    let joined = relay
+        .handle_input(now, ask(false))
+        .expect("join")
+        .joined()
+        .expect("joined");
+    assert_ne!(joined.ssrc, peer, "another SSRC is drawn");
+    // The peer's links still send from it.
+    let link = relay
+        .handle_input(
+            now,
+            Input::Join(JoinRequest::link("r", "peer".into(), peer)),
+        )
+        .expect("link joins")
+        .joined()
+        .expect("joined");
+    assert_ne!(link.ssrc, peer);
+}

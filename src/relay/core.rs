@@ -113,6 +113,17 @@ impl Relay {
         self
     }
 
+    /// The same relay, with `ssrcs` (the SSRCs its peer replicas send from) refused to
+    /// every session.
+    pub fn with_peer_ssrcs(mut self, ssrcs: &[u32]) -> Self {
+        self.st.peer_ssrcs = ssrcs
+            .iter()
+            .copied()
+            .filter(|s| *s != self.st.relay_ssrc)
+            .collect();
+        self
+    }
+
     /// The relay's own SSRC.
     pub fn relay_ssrc(&self) -> u32 {
         self.st.relay_ssrc

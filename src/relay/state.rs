@@ -27,6 +27,9 @@ pub(super) struct State {
     pub cfg: RelayConfig,
     /// The relay's own SSRC: its aggregated streams, reports and FIRs.
     pub relay_ssrc: u32,
+    /// The SSRCs its peer replicas send from: no session may take one, or its stream
+    /// would be claimed on the peer as the peer's own.
+    pub peer_ssrcs: Vec<u32>,
     pub rng: Rng,
     pub rooms: HashMap<Arc<str>, Room>,
     pub sessions: HashMap<SessionId, Session>,
@@ -54,6 +57,7 @@ impl State {
         Self {
             cfg,
             relay_ssrc,
+            peer_ssrcs: Vec::new(),
             rng,
             rooms: HashMap::new(),
             sessions: HashMap::new(),
@@ -83,7 +87,10 @@ impl State {
 
     /// Whether `ssrc` may be given to a session: not zero, not the relay's, not owned.
     pub fn ssrc_free(&self, ssrc: u32) -> bool {
-        ssrc != 0 && ssrc != self.relay_ssrc && !self.by_ssrc.contains_key(&ssrc)
+        ssrc != 0
+            && ssrc != self.relay_ssrc
+            && !self.peer_ssrcs.contains(&ssrc)
+            && !self.by_ssrc.contains_key(&ssrc)
     }
 
     /// A random free SSRC.
