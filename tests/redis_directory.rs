@@ -54,6 +54,15 @@ async fn sessions_of(c: &mut MultiplexedConnection, prefix: &str, node: &str) ->
         .unwrap()
 }
 
+/// The status `/readyz` answers.
+async fn readyz(server: &Server) -> u16 {
+    reqwest::get(format!("{}/readyz", base(server)))
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 /// Waits until `check` holds, or fails naming `what`.
 async fn eventually<F: AsyncFnMut() -> bool>(what: &str, mut check: F) {
     let asked = Instant::now();
@@ -87,6 +96,10 @@ async fn a_node_registers_and_its_rooms_record_it_with_their_sessions() {
     let redis = Redis::start().await;
     let mut c = redis.connection().await.unwrap();
     let server = relay(&redis, "node-a", "gsrelay").await;
+    eventually("ready once registered", async || {
+        readyz(&server).await == 200
+    })
+    .await;
     eventually("the node's record, expiring", async || {
         let ttl: i64 = redis::cmd("PTTL")
             .arg("gsrelay:node:node-a")
@@ -135,6 +148,8 @@ async fn without_redis_joins_wait_and_open_rooms_flow_and_a_restarted_redis_is_w
     assert_eq!(refused.headers()["retry-after"], "1");
     let body: serde_json::Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "directory_unavailable", "{body}");
+    // Not ready while joins cannot be placed: a load balancer sends them elsewhere.
+    assert_eq!(readyz(&server).await, 503);
 
     // Redis comes back empty: the node writes its record and its room back by itself.
     let redis = Redis::start_on(port).await;
@@ -149,6 +164,7 @@ async fn without_redis_joins_wait_and_open_rooms_flow_and_a_restarted_redis_is_w
         .await
         .unwrap();
     assert!(exists, "the node's record rebuilt");
+    eventually("ready again", async || readyz(&server).await == 200).await;
     let mut late = join(&server, SUBSCRIBE).await;
     assert_eq!(sessions_of(&mut c, "gsrelay", "node-a").await, Some(3));
     flows(&mut publisher, &mut late, 1).await;

@@ -837,10 +837,18 @@ async fn readyz(State(state): State<ApiState>) -> Result<Json<StatusBody>, ApiEr
     }))
 }
 
-/// Ready while every shard runs and no drain has started.
+/// Ready while every shard runs, the room directory answers (with `--redis-url`: from
+/// the node's first registration on) and no drain has started.
 fn readiness(state: &ApiState) -> Result<(), ApiError> {
     if state.0.relay.any_stopped() {
         return Err(relay_stopped());
+    }
+    if !state.0.relay.directory_available() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "directory_unavailable",
+            "the room directory is unavailable: joins cannot be placed",
+        ));
     }
     if state.is_draining() {
         return Err(draining());

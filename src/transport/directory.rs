@@ -146,6 +146,12 @@ pub trait Directory: Debug + Send + Sync {
 
     /// Sessions on each shard, joined or joining.
     fn load(&self) -> Pending<'_, Vec<usize>>;
+
+    /// Whether the directory answered its last request: a relay whose directory does not
+    /// cannot place joins, and says so on its readiness probe.
+    fn available(&self) -> bool {
+        true
+    }
 }
 
 /// The in-process directory: one map behind a lock, held only for a look-up.

@@ -30,6 +30,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::Mutex;
 
@@ -71,6 +72,8 @@ pub struct RedisDirectory {
     cfg: RedisConfig,
     /// Rooms whose field this node wrote, so that a refresh can remove those it left.
     written: Mutex<HashSet<Arc<str>>>,
+    /// Whether the last write reached Redis (false until the node is first registered).
+    up: AtomicBool,
 }
 
 impl fmt::Debug for RedisDirectory {
@@ -111,6 +114,7 @@ impl RedisDirectory {
             redis,
             cfg,
             written: Mutex::new(HashSet::new()),
+            up: AtomicBool::new(false),
         })
     }
 
@@ -139,11 +143,12 @@ impl RedisDirectory {
             c.arg(&key).arg(&self.cfg.node);
             c
         };
-        let () = cmd
-            .query_async(&mut redis)
-            .await
-            .map(|_: i64| ())
-            .map_err(unavailable)?;
+        let () = self.noted(
+            cmd.query_async(&mut redis)
+                .await
+                .map(|_: i64| ())
+                .map_err(unavailable),
+        )?;
         if sessions > 0 {
             written.insert(Arc::from(room));
         } else {
@@ -190,9 +195,15 @@ impl RedisDirectory {
                 .ignore();
         }
         let mut redis = self.redis.clone();
-        let () = pipe.query_async(&mut redis).await.map_err(unavailable)?;
+        let () = self.noted(pipe.query_async(&mut redis).await.map_err(unavailable))?;
         *written = held;
         Ok(())
+    }
+
+    /// Notes whether a write reached Redis, for [`Directory::available`].
+    fn noted<T>(&self, r: Result<T, DirectoryError>) -> Result<T, DirectoryError> {
+        self.up.store(r.is_ok(), Ordering::Relaxed);
+        r
     }
 
     /// Refreshes every [`REFRESH`], the first time at once, until the directory is
@@ -270,5 +281,9 @@ impl Directory for RedisDirectory {
 
     fn load(&self) -> Pending<'_, Vec<usize>> {
         self.local.load()
+    }
+
+    fn available(&self) -> bool {
+        self.up.load(Ordering::Relaxed)
     }
 }

@@ -93,6 +93,12 @@ impl Shards {
         self.handles.iter().any(RelayHandle::is_stopped)
     }
 
+    /// Whether the directory answered its last request (joins cannot be placed while it
+    /// does not).
+    pub fn directory_available(&self) -> bool {
+        self.directory.available()
+    }
+
     /// Whether every shard has stopped: the relay serves nothing.
     pub fn all_stopped(&self) -> bool {
         self.handles.iter().all(RelayHandle::is_stopped)
