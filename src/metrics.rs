@@ -72,6 +72,9 @@ pub struct Metrics {
     pub pacing: PacingCounters,
     /// 1 while `/readyz` answers 200.
     pub ready: IntGauge,
+    /// 1 while the room directory answers (always, in process; with Redis, while the
+    /// node's last write reached it).
+    pub directory_available: IntGauge,
     /// 1 once a graceful drain has started.
     pub draining: IntGauge,
     /// HTTP requests refused and connections closed by a limit, by limit.
@@ -338,6 +341,10 @@ impl Metrics {
             ),
             pacing: PacingCounters::new(),
             ready: gauge("gsrelay_ready", "1 while /readyz answers 200."),
+            directory_available: gauge(
+                "gsrelay_directory_available",
+                "1 while the room directory answers (with Redis: the node's last write reached it).",
+            ),
             draining: gauge("gsrelay_draining", "1 once a graceful drain has started."),
             http_limited: counter_vec(
                 "gsrelay_http_limited_total",
@@ -411,6 +418,7 @@ impl Metrics {
             Box::new(m.pacing.coalesced.clone()),
             Box::new(m.pacing.dropped.clone()),
             Box::new(m.ready.clone()),
+            Box::new(m.directory_available.clone()),
             Box::new(m.draining.clone()),
             Box::new(m.http_limited.clone()),
             Box::new(m.feedback_suppressed.clone()),

@@ -63,6 +63,19 @@ async fn readyz(server: &Server) -> u16 {
         .as_u16()
 }
 
+/// `gsrelay_directory_available` as `/metrics` shows it.
+async fn directory_available(server: &Server) -> f64 {
+    let text = reqwest::get(format!("{}/metrics", base(server)))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("gsrelay_directory_available ")?.parse().ok())
+        .expect("gsrelay_directory_available is exported")
+}
+
 /// Waits until `check` holds, or fails naming `what`.
 async fn eventually<F: AsyncFnMut() -> bool>(what: &str, mut check: F) {
     let asked = Instant::now();
@@ -150,6 +163,7 @@ async fn without_redis_joins_wait_and_open_rooms_flow_and_a_restarted_redis_is_w
     assert_eq!(body["error"]["code"], "directory_unavailable", "{body}");
     // Not ready while joins cannot be placed: a load balancer sends them elsewhere.
     assert_eq!(readyz(&server).await, 503);
+    assert_eq!(directory_available(&server).await, 0.0);
 
     // Redis comes back empty: the node writes its record and its room back by itself.
     let redis = Redis::start_on(port).await;
@@ -165,6 +179,7 @@ async fn without_redis_joins_wait_and_open_rooms_flow_and_a_restarted_redis_is_w
         .unwrap();
     assert!(exists, "the node's record rebuilt");
     eventually("ready again", async || readyz(&server).await == 200).await;
+    assert_eq!(directory_available(&server).await, 1.0);
     let mut late = join(&server, SUBSCRIBE).await;
     assert_eq!(sessions_of(&mut c, "gsrelay", "node-a").await, Some(3));
     flows(&mut publisher, &mut late, 1).await;

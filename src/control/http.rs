@@ -811,6 +811,12 @@ async fn room_info(
 async fn render_metrics(State(state): State<ApiState>) -> Response {
     let ready = readiness(&state).is_ok();
     state.0.metrics.ready.set(i64::from(ready));
+    let directory = state.0.relay.directory_available();
+    state
+        .0
+        .metrics
+        .directory_available
+        .set(i64::from(directory));
     (
         [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
         state.0.metrics.render(),
