@@ -16,7 +16,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use support::head;
-use support::server::{PUBLISH, SUBSCRIBE, base, start, token};
+use support::server::{PUBLISH, SUBSCRIBE, base, metric, start, token};
 
 /// The system allocator, counting the allocations made on the relay's shard threads.
 struct Counting;
@@ -149,10 +149,10 @@ async fn provoke_counts(server: &Server, publisher: &Client, subscribers: &mut [
     let media = publisher.ssrc();
     let s = &mut subscribers[0];
     s.send_nack(media, &[1]).await.unwrap();
-    let snapshots = metric(server, SNAPSHOTS).await;
+    let before = snapshots(server).await;
     s.send_fir(media).await.unwrap();
     let asked = Instant::now();
-    while metric(server, SNAPSHOTS).await <= snapshots {
+    while snapshots(server).await <= before {
         assert!(
             asked.elapsed() < WAIT,
             "the FIR got no snapshot within {WAIT:?}"
@@ -164,13 +164,11 @@ async fn provoke_counts(server: &Server, publisher: &Client, subscribers: &mut [
 /// The series counting FIRs answered from the cache.
 const SNAPSHOTS: &str = "gsrelay_snapshots_total";
 
-/// The value of one unlabelled series of the relay's `/metrics`.
-async fn metric(server: &Server, series: &str) -> f64 {
-    let url = format!("{}/metrics", base(server));
-    let text = reqwest::get(url).await.unwrap().text().await.unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("{series} is not in /metrics"))
+/// The snapshots counted so far.
+async fn snapshots(server: &Server) -> f64 {
+    metric(server, SNAPSHOTS)
+        .await
+        .unwrap_or_else(|| panic!("{SNAPSHOTS} is not in /metrics"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

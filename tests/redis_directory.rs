@@ -13,7 +13,7 @@ use redis::aio::MultiplexedConnection;
 use std::time::{Duration, Instant};
 use support::head;
 use support::redis::Redis;
-use support::server::{PUBLISH, SUBSCRIBE, base, config, token};
+use support::server::{PUBLISH, SUBSCRIBE, base, config, metric, token};
 use support::transports::post_join;
 
 const ROOM: &str = "arena";
@@ -65,14 +65,8 @@ async fn readyz(server: &Server) -> u16 {
 
 /// `gsrelay_directory_available` as `/metrics` shows it.
 async fn directory_available(server: &Server) -> f64 {
-    let text = reqwest::get(format!("{}/metrics", base(server)))
+    metric(server, "gsrelay_directory_available")
         .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix("gsrelay_directory_available ")?.parse().ok())
         .expect("gsrelay_directory_available is exported")
 }
 

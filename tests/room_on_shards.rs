@@ -12,7 +12,7 @@ use gsrelay::wire::Object;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use support::head;
-use support::server::{PUBLISH, SUBSCRIBE, base, config};
+use support::server::{PUBLISH, SUBSCRIBE, base, config, metric};
 use support::transports::{Over, WAIT, join};
 
 const ROOM: &str = "arena";
@@ -29,22 +29,18 @@ async fn relay() -> Server {
     serve::start(cfg).await.unwrap()
 }
 
-/// The value of one series of the relay's `/metrics`, `0` when absent.
-async fn metric(server: &Server, series: &str) -> f64 {
-    let url = format!("{}/metrics", base(server));
-    let text = reqwest::get(url).await.unwrap().text().await.unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
-}
-
 /// Sessions on each of the two shards, and the replicas of the room each holds.
 async fn placement(server: &Server) -> ([f64; 2], [f64; 2]) {
     let mut sessions = [0.0; 2];
     let mut replicas = [0.0; 2];
     for k in 0..2 {
-        sessions[k] = metric(server, &format!("gsrelay_shard_sessions{{shard=\"{k}\"}}")).await;
-        replicas[k] = metric(server, &format!("gsrelay_room_replicas{{shard=\"{k}\"}}")).await;
+        let series = |family: &str| format!("{family}{{shard=\"{k}\"}}");
+        sessions[k] = metric(server, &series("gsrelay_shard_sessions"))
+            .await
+            .unwrap_or(0.0);
+        replicas[k] = metric(server, &series("gsrelay_room_replicas"))
+            .await
+            .unwrap_or(0.0);
     }
     (sessions, replicas)
 }

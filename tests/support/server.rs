@@ -68,6 +68,19 @@ pub fn base(server: &Server) -> String {
     format!("http://{}", server.http_addr)
 }
 
+/// The value of the sample `series` (a name, with its labels if it has any) on the
+/// server's `/metrics`; `None` when it is not there.
+pub async fn metric(server: &Server, series: &str) -> Option<f64> {
+    let text = reqwest::get(format!("{}/metrics", base(server)))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
 /// A token for `room` with `rights`, issued now for ten minutes to the identity `tester`.
 pub fn token(room: &str, rights: Rights) -> String {
     token_at(room, rights, now(), 600)
