@@ -12,7 +12,7 @@ use gsrelay::token::Claims;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use support::server::{ALL, SECRET, base, config, now, token, token_as, token_at};
+use support::server::{ALL, SECRET, base, config, metric, now, token, token_as, token_at};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -107,16 +107,8 @@ async fn closed_by_server(stream: &mut TcpStream) -> bool {
 
 /// `gsrelay_http_limited_total{limit}` as `/metrics` shows it.
 async fn limited(server: &Server, limit: &str) -> u64 {
-    let text = reqwest::get(format!("{}/metrics", base(server)))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let name = format!("gsrelay_http_limited_total{{limit=\"{limit}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(name.as_str()))
-        .map_or(0, |v| v.parse().unwrap())
+    let series = format!("gsrelay_http_limited_total{{limit=\"{limit}\"}}");
+    metric(server, &series).await.map_or(0, |v| v as u64)
 }
 
 fn join_head(token: &str, room: &str, content_length: usize) -> String {
