@@ -24,7 +24,7 @@ use crate::rtp::PacketClass;
 use prometheus::{IntCounter, IntGauge};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// Frames a shard's link inbox holds before its peers' packets are dropped.
@@ -33,6 +33,10 @@ const LINK_DEPTH: usize = 4096;
 /// Largest packet a link carries: the aggregated packets a shard builds for a link fit,
 /// and a frame stays a small fixed size in the channel (no allocation per packet).
 pub const LINK_MTU: usize = 1400;
+
+/// How long a link the core refused waits before it is tried again (the room at its
+/// cap while a peer's closed link is still counted, say).
+const LINK_RETRY: Duration = Duration::from_secs(1);
 
 /// The metrics' and logs' name of this transport.
 const TRANSPORT: &str = "link";
@@ -156,6 +160,8 @@ pub(super) struct LinkPort {
     full: IntCounter,
     /// Packets for a link their receiver did not know (`link_unknown`).
     unknown: IntCounter,
+    /// Links the core refused, to be tried again: (room, peer shard, when).
+    retries: Vec<(Arc<str>, usize, Instant)>,
 }
 
 impl LinkPort {
@@ -176,6 +182,7 @@ impl LinkPort {
                 .with_label_values(&[&end.shard.to_string()]),
             full: metrics.dropped.with_label_values(&["link_full"]),
             unknown: metrics.dropped.with_label_values(&["link_unknown"]),
+            retries: Vec::new(),
         }
     }
 
@@ -213,7 +220,10 @@ impl LinkPort {
     ) -> Option<SessionId> {
         let ssrc = *self.net.relay_ssrcs.get(peer)?;
         let Some(id) = core.join_link(now, room, peer, ssrc) else {
-            tracing::warn!(%room, peer, "the core refused a link session");
+            tracing::warn!(%room, peer, "the core refused a link session; trying again");
+            if !self.retries.iter().any(|r| r.0 == *room && r.1 == peer) {
+                self.retries.push((room.clone(), peer, now + LINK_RETRY));
+            }
             return None;
         };
         core.set_path(now, id, LINK_MTU.min(core.max_packet()), None);
@@ -237,6 +247,7 @@ impl LinkPort {
 
     /// Closes every link of `room` (this shard holds no other session of it any more).
     pub(super) fn close_room(&mut self, now: Instant, room: &str, core: &mut impl Core) {
+        self.retries.retain(|r| &*r.0 != room);
         let ids: Vec<SessionId> = self
             .links
             .iter()
@@ -419,5 +430,108 @@ impl Port for LinkPort {
             };
             self.control(peer, close);
         }
+    }
+
+    fn next_timeout(&self) -> Option<Instant> {
+        self.retries.iter().map(|r| r.2).min()
+    }
+
+    /// Tries again the links the core refused, of rooms this shard still holds.
+    fn handle_timeout(&mut self, now: Instant, core: &mut impl Core) {
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.retries)
+            .into_iter()
+            .partition(|r| r.2 <= now);
+        self.retries = later;
+        for (room, peer, _) in due {
+            if core.hosts(&room) && !self.by_room.contains_key(&(room.clone(), peer)) {
+                // Scheduled again if refused again.
+                self.open(now, &room, peer, core);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rtp::PacketClass;
+
+    /// A shard's core that refuses the first `refusals` link joins.
+    #[derive(Default)]
+    struct Refusing {
+        refusals: usize,
+        joined: Vec<SessionId>,
+        hosts: bool,
+    }
+
+    impl Core for Refusing {
+        fn packet(&mut self, _: Instant, _: SessionId, _: PacketClass, _: &[u8]) {}
+        fn set_path(&mut self, _: Instant, _: SessionId, _: usize, _: Option<u64>) {}
+        fn leave(&mut self, _: Instant, _: SessionId) {}
+        fn session_by_ssrc(&self, _: u32) -> Option<SessionId> {
+            None
+        }
+        fn max_packet(&self) -> usize {
+            1500
+        }
+        fn drop_packet(&mut self, _: &'static str) {}
+        fn join_link(&mut self, _: Instant, _: &Arc<str>, _: usize, _: u32) -> Option<SessionId> {
+            if self.refusals > 0 {
+                self.refusals -= 1;
+                return None;
+            }
+            let id = 100 + self.joined.len() as u64;
+            self.joined.push(id);
+            Some(id)
+        }
+        fn hosts(&self, _: &str) -> bool {
+            self.hosts
+        }
+    }
+
+    fn port() -> LinkPort {
+        let mut ends = net(vec![1, 2]);
+        let _peer = ends.pop();
+        LinkPort::new(ends.remove(0), &Metrics::new())
+    }
+
+    #[test]
+    fn a_link_the_core_refused_is_tried_again_while_the_shard_holds_the_room() {
+        let mut port = port();
+        let mut core = Refusing {
+            refusals: 2,
+            hosts: true,
+            ..Refusing::default()
+        };
+        let t0 = Instant::now();
+        let room: Arc<str> = Arc::from("r");
+        port.ensure(t0, &room, &[1], &mut core);
+        assert!(core.joined.is_empty());
+        assert_eq!(port.next_timeout(), Some(t0 + LINK_RETRY));
+        // Not yet due: nothing happens.
+        port.handle_timeout(t0, &mut core);
+        assert!(core.joined.is_empty());
+        // Refused again: scheduled again; then it opens.
+        port.handle_timeout(t0 + LINK_RETRY, &mut core);
+        assert!(core.joined.is_empty());
+        port.handle_timeout(t0 + LINK_RETRY * 2, &mut core);
+        assert_eq!(core.joined, [100]);
+        assert_eq!(port.next_timeout(), None);
+    }
+
+    #[test]
+    fn a_refused_link_of_a_room_the_shard_left_is_not_tried_again() {
+        let mut port = port();
+        let mut core = Refusing {
+            refusals: 1,
+            hosts: true,
+            ..Refusing::default()
+        };
+        let t0 = Instant::now();
+        port.ensure(t0, &Arc::from("r"), &[1], &mut core);
+        core.hosts = false;
+        port.handle_timeout(t0 + LINK_RETRY, &mut core);
+        assert!(core.joined.is_empty());
+        assert_eq!(port.next_timeout(), None);
     }
 }

@@ -251,6 +251,7 @@ impl Shard {
         loop {
             let deadline = self.inner.relay.poll_timeout();
             let webrtc_deadline = self.ports.webrtc.as_ref().and_then(Port::next_timeout);
+            let link_deadline = self.ports.link.as_ref().and_then(Port::next_timeout);
             let Ports {
                 udp,
                 quic,
@@ -272,6 +273,7 @@ impl Shard {
                 got = next_of(webrtc) => self.batch(|p| p.webrtc.as_mut(), got).await,
                 frame = next_of(link) => self.batch(|p| p.link.as_mut(), frame).await,
                 () = sleep_until(webrtc_deadline) => self.port_timeout(|p| p.webrtc.as_mut()).await,
+                () = sleep_until(link_deadline) => self.port_timeout(|p| p.link.as_mut()).await,
             }
             self.inner.exporter.export(&mut self.inner.relay);
         }
