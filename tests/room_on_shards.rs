@@ -12,7 +12,7 @@ use gsrelay::wire::Object;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use support::head;
-use support::server::{PUBLISH, SUBSCRIBE, base, config, metric};
+use support::server::{ADMIN, PUBLISH, SUBSCRIBE, base, config, metric};
 use support::transports::{Over, WAIT, join};
 
 const ROOM: &str = "arena";
@@ -107,6 +107,23 @@ async fn a_room_on_two_shards_is_one_room_for_every_transport() {
         "three sessions on each shard, each holding a replica of the room"
     );
     let mut subscribers = [s1, s2, s3, s4];
+    // The admin view is the whole room: the six sessions of both shards, no link among
+    // them.
+    let info: serde_json::Value = reqwest::Client::new()
+        .get(format!("{}/v1/rooms/{ROOM}", base(&server)))
+        .bearer_auth(support::server::token(ROOM, ADMIN))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let sessions = info["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 6, "{info}");
+    assert!(
+        sessions.iter().all(|s| s["identity"] == "tester"),
+        "only the clients: {info}"
+    );
 
     // Each publisher's every update reaches every subscriber, whichever shard each is on.
     for round in 0..20 {

@@ -178,6 +178,8 @@ impl Relay {
             .members
             .iter()
             .filter_map(|id| self.st.sessions.get(id))
+            // Links are the replicas' plumbing, not the room's sessions.
+            .filter(|s| !s.is_link())
             .map(|s| SessionInfo {
                 session_id: format_session_id(s.id),
                 identity: s.identity.clone(),

@@ -217,15 +217,22 @@ impl Shards {
         }
     }
 
-    /// A room's sessions and streams, from the first shard it is on (`None` when no shard
-    /// holds it).
+    /// A room's sessions on every shard it is on, and its streams (every replica's cache
+    /// is whole: the first shard's); `None` when no shard holds it.
     pub async fn room_info(&self, room: String) -> Result<Option<RoomInfo>, CommandError> {
         self.settle().await;
         let placed = self.directory.room(&room).await?;
-        match placed.first().and_then(|p| self.handles.get(p.shard)) {
-            Some(h) => h.room_info(room).await,
-            None => Ok(None),
+        let mut merged: Option<RoomInfo> = None;
+        for h in placed.iter().filter_map(|p| self.handles.get(p.shard)) {
+            let Some(info) = h.room_info(room.clone()).await? else {
+                continue;
+            };
+            match &mut merged {
+                Some(m) => m.sessions.extend(info.sessions),
+                None => merged = Some(info),
+            }
         }
+        Ok(merged)
     }
 
     /// Starts draining every shard; returns the sessions still joined on the running ones.
