@@ -24,7 +24,12 @@ struct Replica {
 /// `n` replicas of room "r", each with a link session for every other, joined with the
 /// peer's relay SSRC (the SSRC of the aggregated stream the peer sends it).
 fn mesh(n: usize) -> Vec<Replica> {
-    let mut replicas: Vec<Replica> = (0..n).map(|k| replica(k, n)).collect();
+    mesh_with(n, RelayConfig::default())
+}
+
+/// [`mesh`] with replicas configured by `cfg`.
+fn mesh_with(n: usize, cfg: RelayConfig) -> Vec<Replica> {
+    let mut replicas: Vec<Replica> = (0..n).map(|k| replica_with(k, n, cfg.clone())).collect();
     for a in 0..n {
         for b in a + 1..n {
             connect(&mut replicas, a, b);
@@ -35,8 +40,13 @@ fn mesh(n: usize) -> Vec<Replica> {
 
 /// Replica `k` of room "r", with room for links to `n` replicas and none yet.
 fn replica(k: usize, n: usize) -> Replica {
+    replica_with(k, n, RelayConfig::default())
+}
+
+/// [`replica`] configured by `cfg`.
+fn replica_with(k: usize, n: usize, cfg: RelayConfig) -> Replica {
     Replica {
-        w: World::seeded(RelayConfig::default(), 11 + k as u64 * 101),
+        w: World::seeded(cfg, 11 + k as u64 * 101),
         links: vec![None; n],
     }
 }
@@ -613,4 +623,61 @@ fn no_session_may_take_the_ssrc_a_peer_replica_sends_from() {
         .joined()
         .expect("joined");
     assert_ne!(link.ssrc, peer);
+}
+
+#[test]
+fn an_object_its_home_expired_expires_on_every_replica_two_refreshes_later() {
+    let cfg = RelayConfig {
+        object_ttl: Duration::from_secs(5),
+        ..RelayConfig::default()
+    };
+    let mut rs = mesh_with(2, cfg.clone());
+    let alice = rs[0].w.join("r", true, false);
+    rs[1].w.join("r", false, true);
+    // Object 1 once; object 2 all along, which keeps Alice's stream alive.
+    rs[0].w.publish(&alice, &[head(1, 1.0), head(2, 0.0)]);
+    settle(&mut rs);
+    let objects = |r: &Replica| {
+        r.w.relay.room_info("r").map_or(0, |i| {
+            i.streams
+                .iter()
+                .filter(|s| s.ssrc == alice.ssrc)
+                .map(|s| s.objects)
+                .sum::<usize>()
+        })
+    };
+    let step = Duration::from_millis(250);
+    let mut t = Duration::ZERO;
+    let mut expired_at = [None, None];
+    while t < cfg.object_ttl * 3 {
+        rs[0].w.publish(&alice, &[head(2, t.as_secs_f32())]);
+        for r in &mut rs {
+            r.w.advance(step);
+        }
+        settle(&mut rs);
+        t += step;
+        for (k, r) in rs.iter().enumerate() {
+            if objects(r) == 1 && expired_at[k].is_none() {
+                expired_at[k] = Some(t);
+            }
+        }
+        // While its home holds it, the replica holds it: the refresh keeps it.
+        if expired_at[0].is_none() {
+            assert_eq!(
+                objects(&rs[1]),
+                2,
+                "at {t:?} the replica lost object 1 early"
+            );
+        }
+    }
+    let (home, replica) = (
+        expired_at[0].expect("home"),
+        expired_at[1].expect("replica"),
+    );
+    assert!(home >= cfg.object_ttl, "home expired it at {home:?}");
+    let later = replica - home;
+    assert!(
+        later <= cfg.link_refresh * 2 + cfg.sweep_interval * 2,
+        "the replica expired it {later:?} after its home"
+    );
 }

@@ -45,6 +45,12 @@ const MIN_PAYLOAD_BUDGET: usize = 256;
 /// each refresh walks the whole store.
 const MIN_LINK_REFRESH: Duration = Duration::from_millis(100);
 
+/// How long an object of a carried stream lives without news from its home: two
+/// refreshes and a sweep, so that one lost refresh does not expire it.
+fn carried_ttl(cfg: &RelayConfig) -> Duration {
+    cfg.link_refresh.max(MIN_LINK_REFRESH) * 2 + cfg.sweep_interval
+}
+
 /// The relay core.
 #[derive(Debug)]
 pub struct Relay {
@@ -727,6 +733,9 @@ impl Relay {
     fn sweep(&mut self, now: Instant) {
         let st = &mut self.st;
         let object_cutoff = now.checked_sub(st.cfg.object_ttl);
+        // A carried stream's objects live as long as their home refreshes them: one its
+        // home expired stops coming, and goes here two refreshes later.
+        let carried_cutoff = now.checked_sub(st.cfg.object_ttl.min(carried_ttl(&st.cfg)));
         let mut ended = Vec::new();
         let mut expired = std::mem::take(&mut self.expired);
         for (name, room) in &mut st.rooms {
@@ -739,7 +748,12 @@ impl Relay {
             st.busy = members.first().copied();
             expired.clear();
             for (ssrc, stream) in streams {
-                if let Some(cutoff) = object_cutoff {
+                let cutoff = if stream.carried {
+                    carried_cutoff
+                } else {
+                    object_cutoff
+                };
+                if let Some(cutoff) = cutoff {
                     let n = stream.store.expire(cutoff, |id, e| {
                         if let Some(cell) = e.cell() {
                             objects.remove(cell, (*ssrc, id));
