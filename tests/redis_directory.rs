@@ -191,3 +191,18 @@ async fn clusters_with_other_prefixes_share_a_redis_without_seeing_each_other() 
     assert_eq!(sessions_of(&mut c, "blue", "node").await, Some(1));
     assert_eq!(sessions_of(&mut c, "green", "node").await, Some(2));
 }
+
+#[tokio::test]
+async fn a_redis_url_that_cannot_be_used_stops_the_start_naming_it() {
+    for url in ["not a url", "http://127.0.0.1:6379/", "redis://"] {
+        let cfg = serve::ServeConfig {
+            redis_url: Some(url.into()),
+            ..config(1)
+        };
+        let err = match serve::start(cfg).await {
+            Ok(_) => panic!("{url:?} was taken"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(err.contains("redis"), "{url:?}: {err}");
+    }
+}
