@@ -11,7 +11,7 @@ use gsrelay::wire::{Hand1, Head1, Loc2, Object};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use support::server::{ADMIN, PUBLISH, SUBSCRIBE, base, start, token};
+use support::server::{PUBLISH, SUBSCRIBE, base, room_info, start, token};
 
 /// How long what must come may take.
 const WAIT: Duration = Duration::from_secs(5);
@@ -217,15 +217,7 @@ async fn delivery_is_chosen_at_join_changed_with_the_interest_and_validated() {
     let c = join(&server, room, SUBSCRIBE, JoinOptions::default()).await;
     let id = gsrelay::format_session_id(c.session());
     let mode = || async {
-        let info: Value = http
-            .get(format!("{}/v1/rooms/{room}", base(&server)))
-            .bearer_auth(token(room, ADMIN))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let info = room_info(&server, room).await;
         info["sessions"][0]["delivery"].clone()
     };
     assert_eq!(mode().await, "per_stream");

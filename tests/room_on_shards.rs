@@ -12,7 +12,7 @@ use gsrelay::wire::Object;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use support::head;
-use support::server::{ADMIN, PUBLISH, SUBSCRIBE, base, config, metric};
+use support::server::{PUBLISH, SUBSCRIBE, config, metric, room_info};
 use support::transports::{Over, WAIT, join};
 
 const ROOM: &str = "arena";
@@ -109,15 +109,7 @@ async fn a_room_on_two_shards_is_one_room_for_every_transport() {
     let mut subscribers = [s1, s2, s3, s4];
     // The admin view is the whole room: the six sessions of both shards, no link among
     // them.
-    let info: serde_json::Value = reqwest::Client::new()
-        .get(format!("{}/v1/rooms/{ROOM}", base(&server)))
-        .bearer_auth(support::server::token(ROOM, ADMIN))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let info = room_info(&server, ROOM).await;
     let sessions = info["sessions"].as_array().expect("sessions");
     assert_eq!(sessions.len(), 6, "{info}");
     assert!(
@@ -186,28 +178,16 @@ async fn a_replica_whose_sessions_all_leave_drops_out_and_its_publisher_ends_eve
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_rooms_spread_over_the_same_two_shards_each_stay_whole_and_apart() {
     let server = relay().await;
-    let join_to = async |room: &str, rights| {
-        let mut c = Client::join(
-            &base(&server),
-            &support::server::token(room, rights),
-            room,
-            gsrelay::client::JoinOptions::default(),
-        )
-        .await
-        .unwrap();
-        c.send_rr().await.unwrap();
-        c
-    };
     // Room a fills shard 0 and spreads to shard 1, where room b starts and fills it;
     // once a's first session leaves, b spreads to shard 0.
-    let first = join_to("a", SUBSCRIBE).await;
-    let mut a_sub = join_to("a", SUBSCRIBE).await;
-    let _a3 = join_to("a", SUBSCRIBE).await;
-    let mut a_pub = join_to("a", PUBLISH).await;
-    let mut b_pub = join_to("b", PUBLISH).await;
-    let _b2 = join_to("b", SUBSCRIBE).await;
+    let first = join(&server, "a", SUBSCRIBE, Over::Udp).await;
+    let mut a_sub = join(&server, "a", SUBSCRIBE, Over::Udp).await;
+    let _a3 = join(&server, "a", SUBSCRIBE, Over::Udp).await;
+    let mut a_pub = join(&server, "a", PUBLISH, Over::Udp).await;
+    let mut b_pub = join(&server, "b", PUBLISH, Over::Udp).await;
+    let _b2 = join(&server, "b", SUBSCRIBE, Over::Udp).await;
     first.leave().await.unwrap();
-    let mut b_sub = join_to("b", SUBSCRIBE).await;
+    let mut b_sub = join(&server, "b", SUBSCRIBE, Over::Udp).await;
     assert_eq!(
         placement(&server).await,
         ([3.0, 3.0], [2.0, 2.0]),

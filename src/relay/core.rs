@@ -683,19 +683,20 @@ impl Relay {
         }
     }
 
+    /// The sessions `keep` picks, in the reused scratch list: the caller hands it back
+    /// to `drain_ids` when done, so a wake-up allocates nothing.
+    fn sessions_where(&mut self, keep: impl Fn(&Session) -> bool) -> Vec<SessionId> {
+        let mut ids = std::mem::take(&mut self.drain_ids);
+        ids.clear();
+        ids.extend(self.st.sessions.values().filter(|s| keep(s)).map(|s| s.id));
+        ids
+    }
+
     /// Sends each link whose refresh is due the whole state of the streams this replica's
     /// own sessions publish (a link never gets a carried stream), and schedules the next.
     fn refresh_links(&mut self, now: Instant) {
         let every = self.st.cfg.link_refresh.max(MIN_LINK_REFRESH);
-        let mut ids = std::mem::take(&mut self.drain_ids);
-        ids.clear();
-        ids.extend(
-            self.st
-                .sessions
-                .values()
-                .filter(|s| s.refresh_at.is_some_and(|t| now >= t))
-                .map(|s| s.id),
-        );
+        let ids = self.sessions_where(|s| s.refresh_at.is_some_and(|t| now >= t));
         let relay = self.st.relay_ssrc;
         for &id in &ids {
             self.st.busy = Some(id);
@@ -711,15 +712,9 @@ impl Relay {
     /// Sends every subscriber's due pending updates and deferred snapshots, and schedules
     /// the next drain.
     fn drain_paced(&mut self, now: Instant) {
-        let mut ids = std::mem::take(&mut self.drain_ids);
-        ids.clear();
-        ids.extend(
-            self.st
-                .sessions
-                .values()
-                .filter(|s| !s.pacing.pending.is_empty() || s.feedback.next_deferred().is_some())
-                .map(|s| s.id),
-        );
+        let ids = self.sessions_where(|s| {
+            !s.pacing.pending.is_empty() || s.feedback.next_deferred().is_some()
+        });
         self.st.pace_at = None;
         for &id in &ids {
             self.st.busy = Some(id);

@@ -81,6 +81,19 @@ pub async fn metric(server: &Server, series: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
+/// `GET /v1/rooms/{room}` with an admin token: the room as the server shows it.
+pub async fn room_info(server: &Server, room: &str) -> serde_json::Value {
+    reqwest::Client::new()
+        .get(format!("{}/v1/rooms/{room}", base(server)))
+        .bearer_auth(token(room, ADMIN))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// A token for `room` with `rights`, issued now for ten minutes to the identity `tester`.
 pub fn token(room: &str, rights: Rights) -> String {
     token_at(room, rights, now(), 600)
