@@ -42,6 +42,9 @@ const DEFAULT_SHARD_SPILL: usize = 250;
 /// The directory's key prefix unless configured.
 const DEFAULT_REDIS_PREFIX: &str = "gsrelay";
 
+/// Default [`ServeConfig::node_spill_sessions`].
+const DEFAULT_NODE_SPILL: usize = 2000;
+
 /// Socket buffer asked for by default: a few milliseconds of a busy shard's traffic.
 const DEFAULT_UDP_BUFFER: usize = 4 << 20;
 
@@ -103,6 +106,17 @@ pub struct ServeConfig {
     /// This node's name in the directory, unique in the cluster; `None`: the host name
     /// and the HTTP port.
     pub node_name: Option<String>,
+    /// The QUIC endpoint for links between nodes (UDP), bound only in a cluster
+    /// (`redis_url` set).
+    pub link_addr: SocketAddr,
+    /// The link address other nodes dial instead of the bound one (a pod's IP).
+    pub link_advertise_addr: Option<SocketAddr>,
+    /// The HTTP address other nodes forward joins and session requests to instead of the
+    /// bound one (a pod's IP).
+    pub http_advertise_addr: Option<SocketAddr>,
+    /// A node's load, in sessions of all its rooms, from which a room's new sessions go
+    /// to another node of the cluster, which then holds a replica of the room.
+    pub node_spill_sessions: usize,
     /// The relay core's limits and timings (`[relay]` in the file).
     pub relay: RelayConfig,
     /// The HTTP API's limits (`[http]` in the file).
@@ -134,6 +148,10 @@ impl Default for ServeConfig {
             redis_url: None,
             redis_prefix: DEFAULT_REDIS_PREFIX.into(),
             node_name: None,
+            link_addr: SocketAddr::from(([0, 0, 0, 0], 7100)),
+            link_advertise_addr: None,
+            http_advertise_addr: None,
+            node_spill_sessions: DEFAULT_NODE_SPILL,
             relay: RelayConfig::default(),
             http: HttpLimits::default(),
         }
@@ -170,6 +188,10 @@ impl fmt::Debug for ServeConfig {
             .field("redis_url", &self.redis_url.as_ref().map(|_| "<set>"))
             .field("redis_prefix", &self.redis_prefix)
             .field("node_name", &self.node_name)
+            .field("link_addr", &self.link_addr)
+            .field("link_advertise_addr", &self.link_advertise_addr)
+            .field("http_advertise_addr", &self.http_advertise_addr)
+            .field("node_spill_sessions", &self.node_spill_sessions)
             .field("relay", &self.relay)
             .field("http", &self.http)
             .finish()
@@ -312,6 +334,21 @@ pub struct ServeArgs {
     /// and the HTTP port].
     #[arg(long, env = "GSRELAY_NODE_NAME", value_name = "NAME")]
     pub node_name: Option<String>,
+    /// UDP address of the QUIC endpoint for links between a cluster's nodes, bound only
+    /// with --redis-url [default: 0.0.0.0:7100].
+    #[arg(long, env = "GSRELAY_LINK_ADDR", value_name = "ADDR")]
+    pub link_addr: Option<SocketAddr>,
+    /// Link address other nodes dial instead of the bound one (a pod's IP).
+    #[arg(long, env = "GSRELAY_LINK_ADVERTISE_ADDR", value_name = "ADDR")]
+    pub link_advertise_addr: Option<SocketAddr>,
+    /// HTTP address other nodes forward joins and session requests to instead of the
+    /// bound one (a pod's IP).
+    #[arg(long, env = "GSRELAY_HTTP_ADVERTISE_ADDR", value_name = "ADDR")]
+    pub http_advertise_addr: Option<SocketAddr>,
+    /// Sessions on a node (all rooms) from which a room's new sessions go to another node
+    /// of the cluster, which then holds a linked replica of the room [default: 2000].
+    #[arg(long, env = "GSRELAY_NODE_SPILL_SESSIONS", value_name = "N")]
+    pub node_spill_sessions: Option<usize>,
     /// Largest RTP payload the relay builds itself, bytes [default: 1200].
     #[arg(long, env = "GSRELAY_PAYLOAD_BUDGET", value_name = "BYTES")]
     pub payload_budget: Option<usize>,
@@ -460,6 +497,14 @@ impl ServeArgs {
         if self.node_name.is_some() {
             cfg.node_name.clone_from(&self.node_name);
         }
+        set(&mut cfg.link_addr, &self.link_addr);
+        if self.link_advertise_addr.is_some() {
+            cfg.link_advertise_addr = self.link_advertise_addr;
+        }
+        if self.http_advertise_addr.is_some() {
+            cfg.http_advertise_addr = self.http_advertise_addr;
+        }
+        set(&mut cfg.node_spill_sessions, &self.node_spill_sessions);
         let r = &mut cfg.relay;
         set(&mut r.payload_budget, &self.payload_budget);
         set(&mut r.max_packet_bytes, &self.max_packet_bytes);

@@ -94,6 +94,17 @@ pub struct Metrics {
     /// WebTransport sessions (QUIC connections with ALPN `h3`) by outcome, as
     /// [`Self::quic_connections`].
     pub webtransport_sessions: IntCounterVec,
+    /// `gsrelay_cluster_links`: QUIC links to other nodes that are up.
+    pub cluster_links: IntGauge,
+    /// `gsrelay_cluster_nodes`: live nodes in the directory, this one included.
+    pub cluster_nodes: IntGauge,
+    /// `gsrelay_cluster_link_losses_total{reason}`: links to other nodes lost.
+    pub cluster_link_losses: IntCounterVec,
+    /// `gsrelay_cluster_links_refused_total{reason}`: links to or from other nodes
+    /// refused.
+    pub cluster_links_refused: IntCounterVec,
+    /// `gsrelay_cluster_forwarded_total{route}`: HTTP requests forwarded to another node.
+    pub cluster_forwarded: IntCounterVec,
 }
 
 /// What pacing does to object updates, each counter resolved once so the hot path does
@@ -387,6 +398,31 @@ impl Metrics {
                 "WebTransport sessions by outcome: attached to a session, or why refused or closed.",
                 &["outcome"],
             ),
+            cluster_links: gauge(
+                "gsrelay_cluster_links",
+                "QUIC links to other nodes of the cluster that are up.",
+            ),
+            cluster_nodes: gauge(
+                "gsrelay_cluster_nodes",
+                "Live nodes in the room directory, this one included (0 without a cluster).",
+            ),
+            cluster_link_losses: counter_vec(
+                "gsrelay_cluster_link_losses_total",
+                "Links to other nodes lost, by reason: silent (keep-alives stopped), closed \
+                 (the peer closed it), expired (the peer left the directory).",
+                &["reason"],
+            ),
+            cluster_links_refused: counter_vec(
+                "gsrelay_cluster_links_refused_total",
+                "Links to or from other nodes refused, by reason: auth (another cluster's \
+                 secret), protocol (bad framing).",
+                &["reason"],
+            ),
+            cluster_forwarded: counter_vec(
+                "gsrelay_cluster_forwarded_total",
+                "HTTP requests forwarded to the node serving the room or session, by route.",
+                &["route"],
+            ),
             registry,
         };
         let collectors: Vec<Box<dyn Collector>> = vec![
@@ -428,6 +464,11 @@ impl Metrics {
             Box::new(m.quic_connections.clone()),
             Box::new(m.webrtc_connections.clone()),
             Box::new(m.webtransport_sessions.clone()),
+            Box::new(m.cluster_links.clone()),
+            Box::new(m.cluster_nodes.clone()),
+            Box::new(m.cluster_link_losses.clone()),
+            Box::new(m.cluster_links_refused.clone()),
+            Box::new(m.cluster_forwarded.clone()),
             Box::new(build_info()),
             Box::new(kernel::UdpRcvbufErrors::new()),
         ];
@@ -444,7 +485,7 @@ impl Metrics {
     /// exported before its first event.
     fn create_known_series(&self) {
         use labels::*;
-        let families: [(&IntCounterVec, &[&[&str]]); 8] = [
+        let families: [(&IntCounterVec, &[&[&str]]); 11] = [
             (&self.feedback, &[FEEDBACK_KINDS]),
             (&self.feedback_suppressed, &[FEEDBACK_SUPPRESSED]),
             (&self.internal_errors, &[INTERNAL_ERROR_PLACES]),
@@ -459,6 +500,9 @@ impl Metrics {
                 &[SESSION_OUTCOMES, WEBTRANSPORT_OUTCOMES],
             ),
             (&self.webrtc_connections, &[WEBRTC_OUTCOMES]),
+            (&self.cluster_link_losses, &[LINK_LOSSES]),
+            (&self.cluster_links_refused, &[LINK_REFUSALS]),
+            (&self.cluster_forwarded, &[FORWARDED_ROUTES]),
         ];
         for (family, lists) in families {
             for value in lists.iter().copied().flatten() {

@@ -11,11 +11,12 @@ use crate::control::http::{self, ApiState};
 use crate::control::token::{self, Tokens};
 use crate::metrics::Metrics;
 use crate::relay::{Relay, RelayConfig};
+use crate::transport::cluster::{Cluster, ClusterConfig, wire};
 use crate::transport::command::RelayHandle;
-use crate::transport::directory::{Directory, EventSink, MemoryDirectory, event_channel};
-use crate::transport::link::{self, LinkEnd};
+use crate::transport::directory::{EventSink, MemoryDirectory, event_channel};
+use crate::transport::link::{self, LinkEnd, LinkNet, RemoteNodes};
 use crate::transport::quic::{self, QuicConfig, QuicEndpoint, QuicInfo, QuicShard};
-use crate::transport::redis_directory::{RedisConfig, RedisDirectory};
+use crate::transport::redis_directory::{Advertised, RedisConfig, RedisDirectory};
 use crate::transport::shard::{self, ShardSetup, ShardThread};
 use crate::transport::shards::Shards;
 use crate::transport::udp::UdpConfig;
@@ -57,14 +58,16 @@ pub struct Server {
     /// The random token secret generated because none was configured; `None` when the
     /// configuration supplied one.
     pub dev_secret: Option<String>,
+    /// Where the QUIC endpoint for links between nodes is bound, in a cluster.
+    pub link_addr: Option<SocketAddr>,
     api: ApiState,
     grace: Duration,
     stop_http: oneshot::Sender<()>,
     http_task: JoinHandle<()>,
     shard_threads: Vec<std::thread::JoinHandle<()>>,
     lag_probes: Vec<AbortOnDrop>,
-    /// Keeps this node's record in the Redis directory, when there is one.
-    _directory_refresh: Option<AbortOnDrop>,
+    /// This node's part in a cluster, when it is one.
+    node: Option<ClusterNode>,
     /// Closed (every QUIC connection told "relay stopped") when the server is dropped.
     _quic_endpoint: QuicEndpoint,
     /// Stops the WebRTC port's reader when the server is dropped.
@@ -155,7 +158,8 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         .into_iter()
         .map(|r| r.with_peer_ssrcs(&ssrcs))
         .collect();
-    let links = link::net(ssrcs);
+    let remotes = Arc::new(RemoteNodes::default());
+    let (net, links) = link::net(ssrcs, remotes.clone());
     let mut started: Vec<ShardThread> = Vec::with_capacity(count);
     let parts = quic_parts.into_iter().zip(webrtc_parts).zip(links);
     for (k, (relay, ((quic, webrtc), link))) in relays.into_iter().zip(parts).enumerate() {
@@ -171,10 +175,25 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         started.push(shard);
     }
     let rtp_addrs: Vec<SocketAddr> = started.iter().map(|s| s.addr).collect();
-    let (directory, directory_refresh) =
-        directory(&cfg, local, http_addr, rtp_addrs.clone()).await?;
     let handles: Vec<RelayHandle> = started.iter().map(|s| s.handle.clone()).collect();
-    let router = Shards::new(handles.clone(), directory).with_events(shard_events);
+    let mut router;
+    let mut node = None;
+    match &cfg.redis_url {
+        None => {
+            router = Shards::new(handles.clone(), Arc::new(local));
+        }
+        Some(url) => {
+            let links = LinkParts { net, remotes };
+            let started = join_cluster(
+                &cfg, url, local, links, &secret, http_addr, &rtp_addrs, &metrics,
+            )
+            .await?;
+            router = Shards::new(handles.clone(), started.directory.clone())
+                .with_cluster(started.cluster.clone());
+            node = Some(started);
+        }
+    }
+    router = router.with_events(shard_events);
     let quic = quic_endpoint.info.clone();
 
     let api = ApiState::new(
@@ -244,7 +263,8 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         http_task,
         shard_threads: started.into_iter().map(|s| s.thread).collect(),
         lag_probes,
-        _directory_refresh: directory_refresh,
+        link_addr: node.as_ref().map(|n| n.link_addr),
+        node,
         _quic_endpoint: quic_endpoint,
         _webrtc_endpoint: webrtc_endpoint,
     })
@@ -252,29 +272,107 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
 
 /// Starts shard `k` of `count`: its core (the relay-wide caps are the directory's), and its
 /// UDP socket on the configured port plus `k` (a free one for port 0), advertised likewise.
-/// The room directory: in Redis with `redis_url` (and the task that keeps this node's
-/// record there), else in process.
-async fn directory(
+/// What a cluster node keeps running: its directory's refresh and its links.
+struct ClusterNode {
+    directory: Arc<RedisDirectory>,
+    cluster: Arc<Cluster>,
+    link_addr: SocketAddr,
+    _refresh: AbortOnDrop,
+}
+
+/// The shards' link net and the other nodes' links it reaches.
+struct LinkParts {
+    net: Arc<LinkNet>,
+    remotes: Arc<RemoteNodes>,
+}
+
+/// Joins the cluster whose directory is the Redis at `url`: registers this node (every
+/// [`crate::transport::redis_directory::REFRESH`]) and opens its QUIC endpoint for links.
+#[allow(clippy::too_many_arguments)]
+async fn join_cluster(
     cfg: &ServeConfig,
+    url: &str,
     local: MemoryDirectory,
-    http: SocketAddr,
-    rtp: Vec<SocketAddr>,
-) -> anyhow::Result<(Arc<dyn Directory>, Option<AbortOnDrop>)> {
-    let Some(url) = &cfg.redis_url else {
-        return Ok((Arc::new(local), None));
-    };
+    links: LinkParts,
+    secret: &str,
+    http_addr: SocketAddr,
+    rtp_addrs: &[SocketAddr],
+    metrics: &Metrics,
+) -> anyhow::Result<ClusterNode> {
     let node = match &cfg.node_name {
         Some(n) => n.clone(),
-        None => format!("{}:{}", host_name(), http.port()),
+        None => format!("{}:{}", host_name(), http_addr.port()),
     };
+    validate_node_name(&node)?;
+    if cfg.token_secret.is_none() {
+        tracing::warn!(
+            "a cluster node with a generated token secret links to no other node: give every \
+             node the same --token-secret"
+        );
+    }
     let redis = RedisConfig {
-        url: url.clone(),
+        url: url.to_owned(),
         prefix: cfg.redis_prefix.clone(),
         node,
     };
-    let dir = Arc::new(RedisDirectory::connect(local, redis).await?);
-    let refresh = AbortOnDrop(dir.spawn_refresh(http, rtp));
-    Ok((dir, Some(refresh)))
+    let directory = Arc::new(RedisDirectory::connect(local, redis).await?);
+    let cluster_cfg = ClusterConfig {
+        secret: secret.as_bytes().to_vec(),
+        prefix: cfg.redis_prefix.clone(),
+        bind: cfg.link_addr,
+        spill: cfg.node_spill_sessions,
+    };
+    let cluster = Cluster::start(
+        &cluster_cfg,
+        directory.clone(),
+        links.net,
+        links.remotes,
+        metrics,
+    )
+    .with_context(|| format!("binding the link address {}", cfg.link_addr))?;
+    let link_addr = cluster.local_addr()?;
+    let advertised = Advertised {
+        http: cfg
+            .http_advertise_addr
+            .unwrap_or_else(|| reachable(http_addr)),
+        rtp: rtp_addrs.to_vec(),
+        link: Some(
+            cfg.link_advertise_addr
+                .unwrap_or_else(|| reachable(link_addr)),
+        ),
+    };
+    tracing::info!(node = %directory.node(), link = %link_addr, http = %advertised.http, "cluster node");
+    let refresh = AbortOnDrop(directory.spawn_refresh(advertised));
+    Ok(ClusterNode {
+        directory,
+        cluster,
+        link_addr,
+        _refresh: refresh,
+    })
+}
+
+/// `addr`, or loopback at its port when it is the unspecified address: what another node
+/// on this machine reaches (a node elsewhere needs an advertised address).
+fn reachable(addr: SocketAddr) -> SocketAddr {
+    match addr.ip().is_unspecified() {
+        true => SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port()),
+        false => addr,
+    }
+}
+
+/// A node name: 1 to 63 characters of letters, digits, `.`, `_`, `-` and `:` (the
+/// directory's fields put `#` after it).
+fn validate_node_name(name: &str) -> anyhow::Result<()> {
+    let ok = (1..=wire::MAX_NODE_NAME).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':'));
+    anyhow::ensure!(
+        ok,
+        "node name {name:?}: 1 to {} letters, digits, '.', '_', '-' or ':'",
+        wire::MAX_NODE_NAME
+    );
+    Ok(())
 }
 
 /// The machine's host name (a pod's name in Kubernetes), `gsrelay` when unknown.
@@ -372,6 +470,10 @@ impl Server {
             tracing::warn!(sessions = left, "drain grace period over; stopping anyway");
         }
 
+        if let Some(node) = &self.node {
+            // The other nodes end this node's streams now rather than at the link's timeout.
+            node.cluster.close();
+        }
         let _ = self.stop_http.send(());
         let mut http_task = self.http_task;
         match tokio::time::timeout(STOP_TIMEOUT, &mut http_task).await {

@@ -26,6 +26,7 @@ async fn relay(redis: &Redis, node: &str, prefix: &str) -> Server {
         redis_url: Some(redis.url()),
         redis_prefix: prefix.into(),
         node_name: Some(node.into()),
+        link_addr: "127.0.0.1:0".parse().unwrap(),
         ..config(1)
     };
     serve::start(cfg).await.unwrap()
@@ -48,7 +49,8 @@ async fn join(server: &Server, rights: gsrelay::token::Rights) -> Client {
 async fn sessions_of(c: &mut MultiplexedConnection, prefix: &str, node: &str) -> Option<u64> {
     redis::cmd("HGET")
         .arg(format!("{prefix}:room:{ROOM}"))
-        .arg(node)
+        // The node's one shard.
+        .arg(format!("{node}#0"))
         .query_async(c)
         .await
         .unwrap()

@@ -12,6 +12,7 @@
 //! and `/readyz` are exempt, so probes and scrapes still answer under load. The `/v1`
 //! routes and `/client/` answer other origins' pages as [`super::cors`] allows.
 
+use super::forward::{self, Forwarder};
 use super::limits::{HttpLimits, IdentityLimiter};
 use super::token::{self, AuthzError, Claims, NameError, Right, TokenError, Tokens};
 use crate::api::{
@@ -35,7 +36,7 @@ use axum::body::Bytes;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{DefaultBodyLimit, FromRequest, MatchedPath, Path, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
@@ -246,6 +247,8 @@ struct Shared {
     limiter: IdentityLimiter,
     /// `None` when no other origin is allowed.
     cors: Option<CorsLayer>,
+    /// Hands requests to the other nodes of a cluster.
+    forwarder: Forwarder,
 }
 
 /// The API's state: the relay handle, the token verifier, metrics, and readiness.
@@ -274,6 +277,7 @@ impl ApiState {
             limiter: IdentityLimiter::new(&limits)?,
             cors: limits.cors_allowed_origins.layer()?,
             limits,
+            forwarder: Forwarder::new(),
         })))
     }
 
@@ -326,6 +330,41 @@ impl ApiState {
                 )
                 .retry_after(wait)
             })
+    }
+
+    /// Forwards a request on `route` to the node at `to` and answers with its answer.
+    async fn forward(
+        &self,
+        to: std::net::SocketAddr,
+        route: &'static str,
+        req: Forwarded<'_>,
+    ) -> Result<Response, ApiError> {
+        self.0
+            .metrics
+            .cluster_forwarded
+            .with_label_values(&[route])
+            .inc();
+        let from = self.0.relay.node_name().unwrap_or_default();
+        self.0
+            .forwarder
+            .forward(to, from, req.method, &req.path, req.headers, req.body)
+            .await
+    }
+
+    /// The other node serving session `id`, for a request that reached this node first.
+    async fn session_elsewhere(
+        &self,
+        headers: &HeaderMap,
+        id: &str,
+    ) -> Result<Option<std::net::SocketAddr>, ApiError> {
+        if forward::is_forwarded(headers) {
+            return Ok(None);
+        }
+        match parse_session_id(id) {
+            Some(session) => Ok(self.0.relay.session_elsewhere(session).await?),
+            // Refused as unknown where it is looked up.
+            None => Ok(None),
+        }
     }
 
     fn count_limited(&self, limit: &str) {
@@ -593,6 +632,7 @@ async fn join(
             "joining needs the publish or subscribe right",
         ));
     }
+    let raw = body.clone();
     let body: JoinBody = parse_json(&body, None)?;
     let webrtc = webrtc_offer(&body, &headers)?;
     // The QUIC endpoint's transport the join asks for, if any.
@@ -632,6 +672,17 @@ async fn join(
     body.interest
         .validate()
         .map_err(|m| ApiError::unprocessable("invalid_interest", m))?;
+    if !forward::is_forwarded(&headers)
+        && let Some(to) = state.0.relay.placement(&room).await?
+    {
+        let req = Forwarded {
+            method: Method::POST,
+            path: format!("/v1/rooms/{room}/sessions"),
+            headers: &headers,
+            body: raw,
+        };
+        return state.forward(to, JOIN_ROUTE, req).await;
+    }
     if state.is_draining() {
         return Err(draining());
     }
@@ -764,9 +815,18 @@ async fn set_interest(
     id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     TimedBody(body): TimedBody,
-) -> Result<StatusCode, ApiError> {
+) -> Result<Response, ApiError> {
     let id = path_param(id)?;
     let claims = state.authenticate(&headers)?;
+    if let Some(to) = state.session_elsewhere(&headers, &id).await? {
+        let req = Forwarded {
+            method: Method::PUT,
+            path: format!("/v1/sessions/{id}/interest"),
+            headers: &headers,
+            body,
+        };
+        return state.forward(to, "/v1/sessions/{id}/interest", req).await;
+    }
     state.check_rate(&claims)?;
     let session = state.session_for(&claims, &id).await?;
     let interest: Interest = parse_json(&body, Some("interest"))?;
@@ -774,20 +834,29 @@ async fn set_interest(
         .validate()
         .map_err(|m| ApiError::unprocessable("invalid_interest", m))?;
     state.0.relay.set_interest(session, interest).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn leave(
     State(state): State<ApiState>,
     id: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
-) -> Result<StatusCode, ApiError> {
+) -> Result<Response, ApiError> {
     let id = path_param(id)?;
     let claims = state.authenticate(&headers)?;
+    if let Some(to) = state.session_elsewhere(&headers, &id).await? {
+        let req = Forwarded {
+            method: Method::DELETE,
+            path: format!("/v1/sessions/{id}"),
+            headers: &headers,
+            body: Bytes::new(),
+        };
+        return state.forward(to, "/v1/sessions/{id}", req).await;
+    }
     let session = state.session_for(&claims, &id).await?;
     state.0.relay.leave(session).await?;
     tracing::info!(session = %id, "session left");
-    Ok(StatusCode::NO_CONTENT)
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn room_info(
@@ -799,12 +868,54 @@ async fn room_info(
     let room = path_param(room)?;
     token::validate_room(&room)?;
     token::require(&claims, &room, Right::Admin)?;
-    match state.0.relay.room_info(room.clone()).await? {
+    let local = state.0.relay.room_info(room.clone()).await?;
+    let mut merged = local
+        .map(|info| serde_json::to_value(info).unwrap_or_default())
+        .filter(serde_json::Value::is_object);
+    if !forward::is_forwarded(&headers) {
+        for to in state.0.relay.room_elsewhere(&room).await? {
+            state
+                .0
+                .metrics
+                .cluster_forwarded
+                .with_label_values(&["/v1/rooms/{room}"])
+                .inc();
+            let from = state.0.relay.node_name().unwrap_or_default();
+            if let Some(part) = state.0.forwarder.room(to, from, &room, &headers).await? {
+                merge_room(&mut merged, part);
+            }
+        }
+    }
+    match merged {
         Some(info) => Ok(Json(info).into_response()),
         None => Err(ApiError::not_found(
             "room_not_found",
             format!("no room {room:?}"),
         )),
+    }
+}
+
+/// A request to hand to another node.
+struct Forwarded<'a> {
+    method: Method,
+    path: String,
+    headers: &'a HeaderMap,
+    body: Bytes,
+}
+
+/// Adds another node's sessions of a room to `merged`; its streams are taken only when
+/// this node holds none of the room (every replica's cache is whole).
+fn merge_room(merged: &mut Option<serde_json::Value>, part: serde_json::Value) {
+    let Some(m) = merged else {
+        *merged = Some(part);
+        return;
+    };
+    let sessions = part.get("sessions").and_then(|s| s.as_array()).cloned();
+    if let (Some(list), Some(more)) = (
+        m.get_mut("sessions").and_then(|s| s.as_array_mut()),
+        sessions,
+    ) {
+        list.extend(more);
     }
 }
 

@@ -4,6 +4,8 @@
 //!   `/v1` request carries as a bearer token, and checks their rights.
 //! - [`http`] serves the API of `docs/api.md` (sessions, rooms, metrics, health, readiness)
 //!   and drives the relay task through its command channel.
+//! - [`forward`] hands a request to the node of the cluster that serves its room or
+//!   session.
 //! - [`cors`] decides which other origins' pages may call the API and import the client.
 //! - [`conn`] accepts the TCP connections and closes those that stall (slowloris, idle).
 //! - [`limits`] holds the HTTP limits' configuration and the per-identity rate limit.
@@ -11,6 +13,7 @@
 
 pub mod conn;
 pub mod cors;
+pub mod forward;
 pub mod http;
 pub mod limits;
 pub mod token;

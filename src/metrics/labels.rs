@@ -121,3 +121,19 @@ pub const WEBTRANSPORT_OUTCOMES: &[&str] = &["wrong_path", "h3_failed"];
 
 /// `gsrelay_webrtc_connections_total{outcome}`.
 pub const WEBRTC_OUTCOMES: &[&str] = &["connected", "failed", "closed", "never_connected"];
+
+/// `gsrelay_cluster_link_losses_total{reason}`: how a link to another node was lost.
+pub const LINK_LOSSES: &[&str] = &["silent", "closed", "expired"];
+
+/// `gsrelay_cluster_links_refused_total{reason}`: why a link to or from another node was
+/// refused.
+pub const LINK_REFUSALS: &[&str] = &["auth", "protocol"];
+
+/// `gsrelay_cluster_forwarded_total{route}`: the routes a node forwards to the node
+/// serving the room or session.
+pub const FORWARDED_ROUTES: &[&str] = &[
+    "/v1/rooms/{room}/sessions",
+    "/v1/rooms/{room}",
+    "/v1/sessions/{id}/interest",
+    "/v1/sessions/{id}",
+];

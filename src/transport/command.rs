@@ -1,6 +1,7 @@
 //! Control operations sent to the relay task, which owns the core: the HTTP layer never
 //! touches relay state directly, so the core keeps a single owner and needs no lock.
 
+use super::link::Peer;
 use crate::relay::{ControlError, Interest, JoinRequest, Joined, RoomInfo, SessionId};
 use crate::rtp::SrtpProfile;
 use std::net::{IpAddr, SocketAddr};
@@ -181,15 +182,15 @@ pub enum CommandError {
 /// One operation for the relay task, with the channel its answer goes back on.
 #[derive(Debug)]
 pub enum Command {
-    /// Join a session, after linking its room to the shards listed (the other shards the
-    /// room is on).
+    /// Join a session, after linking its room to the replicas listed (the other shards,
+    /// of this node or others, the room is on).
     Join(
         JoinCommand,
-        Vec<usize>,
+        Vec<Peer>,
         oneshot::Sender<Result<JoinAnswer, CommandError>>,
     ),
-    /// Link a room this shard holds to the shards listed, where it has no link yet.
-    Link(String, Vec<usize>, oneshot::Sender<()>),
+    /// Link a room this shard holds to the replicas listed, where it has no link yet.
+    Link(String, Vec<Peer>, oneshot::Sender<()>),
     /// Remove a session (BYE to the others).
     Leave(SessionId, oneshot::Sender<Result<(), CommandError>>),
     /// Replace a session's interest.
@@ -241,18 +242,18 @@ impl RelayHandle {
         self.join_linked(cmd, Vec::new()).await
     }
 
-    /// Joins a session to a room that is also on the shards `peers`: the shard links the
-    /// room to each first.
+    /// Joins a session to a room that is also on the replicas `peers`: the shard links
+    /// the room to each first.
     pub async fn join_linked(
         &self,
         cmd: JoinCommand,
-        peers: Vec<usize>,
+        peers: Vec<Peer>,
     ) -> Result<JoinAnswer, CommandError> {
         self.call(|r| Command::Join(cmd, peers, r)).await?
     }
 
-    /// Links `room` to the shards `peers` where this shard has no link of it yet.
-    pub async fn link(&self, room: String, peers: Vec<usize>) -> Result<(), CommandError> {
+    /// Links `room` to the replicas `peers` where this shard has no link of it yet.
+    pub async fn link(&self, room: String, peers: Vec<Peer>) -> Result<(), CommandError> {
         self.call(|r| Command::Link(room, peers, r)).await
     }
 

@@ -226,14 +226,24 @@ impl MemoryDirectory {
         })
     }
 
-    /// Every room with the sessions it holds over this directory's shards.
-    pub fn rooms(&self) -> Vec<(Arc<str>, usize)> {
+    /// Every room with its sessions on each of this directory's shards.
+    pub fn rooms(&self) -> Vec<(Arc<str>, Vec<RoomPlacement>)> {
         self.with(|s| {
             s.rooms
                 .iter()
-                .map(|(r, p)| (r.clone(), p.iter().map(|p| p.sessions).sum()))
+                .map(|(r, p)| (r.clone(), p.clone()))
                 .collect()
         })
+    }
+
+    /// The shards `room` is on, with its sessions on each.
+    pub fn placements_of(&self, room: &str) -> Vec<RoomPlacement> {
+        self.with(|s| s.rooms.get(room).cloned().unwrap_or_default())
+    }
+
+    /// Every session joined, as the shards reported them.
+    pub fn sessions(&self) -> Vec<SessionId> {
+        self.with(|s| s.sessions.keys().copied().collect())
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {

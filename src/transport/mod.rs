@@ -23,6 +23,7 @@
 //! `shards` imports `command` and `directory`, never a shard or a port.
 
 pub mod batch;
+pub mod cluster;
 pub mod command;
 pub mod directory;
 pub mod guard;

@@ -9,9 +9,46 @@
 use crate::metrics::export::StatsExporter;
 use crate::relay::{SessionId, Transmit};
 use crate::rtp::PacketClass;
+use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
+
+/// A replica's place: a shard of this relay, or of another node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Peer {
+    /// The node: [`Peer::THIS_NODE`], or the number this node gave its link to another.
+    pub node: u16,
+    /// The shard on that node.
+    pub shard: u16,
+}
+
+impl Peer {
+    /// The node number of this relay's own shards.
+    pub const THIS_NODE: u16 = 0;
+
+    /// Shard `shard` of this relay.
+    pub fn local(shard: usize) -> Self {
+        Self {
+            node: Self::THIS_NODE,
+            shard: u16::try_from(shard).unwrap_or(u16::MAX),
+        }
+    }
+
+    /// Whether it is a shard of this relay.
+    pub fn is_local(self) -> bool {
+        self.node == Self::THIS_NODE
+    }
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.is_local() {
+            true => write!(f, "shard-{}", self.shard),
+            false => write!(f, "node-{}/shard-{}", self.node, self.shard),
+        }
+    }
+}
 
 /// Inputs (datagrams, events) a port handles per wake-up before the shard looks at its
 /// other inputs again.
@@ -39,13 +76,13 @@ pub(super) trait Core {
     /// Counts a packet the port dropped, by reason.
     fn drop_packet(&mut self, reason: &'static str);
 
-    /// Joins a link session of `room` for shard `peer`, which sends from `peer_ssrc`
+    /// Joins a link session of `room` for replica `peer`, which sends from `peer_ssrc`
     /// (the link port, `super::link`); `None` when the core refuses it.
     fn join_link(
         &mut self,
         now: Instant,
         room: &Arc<str>,
-        peer: usize,
+        peer: Peer,
         peer_ssrc: u32,
     ) -> Option<SessionId>;
 

@@ -21,7 +21,7 @@ use super::command::{
 };
 use super::directory::EventSink;
 use super::guard::guarded;
-use super::link::{LinkEnd, LinkPort};
+use super::link::{LinkEnd, LinkPort, Peer};
 use super::port::{Core, Port};
 use super::quic::{self, QuicPort, QuicShard};
 use super::udp::{self, UdpConfig, UdpPort};
@@ -648,14 +648,14 @@ impl Core for Inner {
         &mut self,
         now: Instant,
         room: &Arc<str>,
-        peer: usize,
+        peer: Peer,
         peer_ssrc: u32,
     ) -> Option<SessionId> {
-        let request = JoinRequest::link(room, format!("shard-{peer}"), peer_ssrc);
+        let request = JoinRequest::link(room, peer.to_string(), peer_ssrc);
         let joined = match self.input("command", now, Input::Join(request))? {
             Ok(reply) => reply.joined()?,
             Err(e) => {
-                tracing::warn!(%room, peer, error = %e, "link session refused");
+                tracing::warn!(%room, %peer, error = %e, "link session refused");
                 return None;
             }
         };

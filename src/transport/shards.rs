@@ -10,9 +10,12 @@
 //! stopped answers [`CommandError::Stopped`] for its own rooms and sessions; the others
 //! keep working.
 
+use super::cluster::{Cluster, Placement};
 use super::command::{CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner};
 use super::directory::{Directory, DirectoryError, MemoryDirectory, ShardEvent, ShardEvents};
+use super::link::Peer;
 use crate::relay::{ControlError, Interest, RoomInfo, SessionId};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -24,6 +27,8 @@ pub struct Shards {
     /// The shards' events not applied to the directory yet; `None` when the shards report
     /// none, and the router then reports their joins itself.
     events: Option<Arc<Mutex<Unapplied>>>,
+    /// The other nodes, when this relay is one node of a cluster.
+    cluster: Option<Arc<Cluster>>,
 }
 
 /// Shard events on their way to the directory.
@@ -53,6 +58,55 @@ impl Shards {
             handles: handles.into(),
             directory,
             events: None,
+            cluster: None,
+        }
+    }
+
+    /// Links rooms to their replicas on the other nodes of `cluster` too.
+    pub fn with_cluster(self, cluster: Arc<Cluster>) -> Self {
+        Self {
+            cluster: Some(cluster),
+            ..self
+        }
+    }
+
+    /// This node's name in its cluster; `None` without one.
+    pub fn node_name(&self) -> Option<&str> {
+        self.cluster.as_deref().map(Cluster::node)
+    }
+
+    /// The node a join of `room` is served on: `None` for this one (always, without a
+    /// cluster).
+    pub async fn placement(&self, room: &str) -> Result<Option<SocketAddr>, CommandError> {
+        let Some(cluster) = &self.cluster else {
+            return Ok(None);
+        };
+        Ok(match cluster.place(room).await? {
+            Placement::Here => None,
+            Placement::Node { http, .. } => Some(http),
+        })
+    }
+
+    /// The HTTP API of the other node serving `id`, when this node does not and another
+    /// node of the cluster does.
+    pub async fn session_elsewhere(
+        &self,
+        id: SessionId,
+    ) -> Result<Option<SocketAddr>, CommandError> {
+        let Some(cluster) = &self.cluster else {
+            return Ok(None);
+        };
+        if self.directory.session_shard(id).await?.is_some() {
+            return Ok(None);
+        }
+        Ok(cluster.session_node(id).await?)
+    }
+
+    /// The HTTP APIs of the other nodes `room` is on.
+    pub async fn room_elsewhere(&self, room: &str) -> Result<Vec<SocketAddr>, CommandError> {
+        match &self.cluster {
+            Some(cluster) => Ok(cluster.room_nodes(room).await?),
+            None => Ok(Vec::new()),
         }
     }
 
@@ -173,20 +227,27 @@ impl Shards {
         Ok(answer)
     }
 
-    /// The running shards other than `k` that `room` is on, leaving out `known`.
+    /// The replicas of `room` other than shard `k`, leaving out `known`: the running
+    /// shards of this node it is on, and its shards on the other nodes of the cluster.
     async fn peers(
         &self,
         room: &str,
         k: usize,
         usable: &[bool],
-        known: &[usize],
-    ) -> Result<Vec<usize>, CommandError> {
+        known: &[Peer],
+    ) -> Result<Vec<Peer>, CommandError> {
         let placed = self.directory.room(room).await?;
-        Ok(placed
+        let mut peers: Vec<Peer> = placed
             .iter()
             .map(|p| p.shard)
-            .filter(|&s| s != k && usable.get(s) == Some(&true) && !known.contains(&s))
-            .collect())
+            .filter(|&s| s != k && usable.get(s) == Some(&true))
+            .map(Peer::local)
+            .collect();
+        if let Some(cluster) = &self.cluster {
+            peers.extend(cluster.remote_peers(room).await?);
+        }
+        peers.retain(|p| !known.contains(p));
+        Ok(peers)
     }
 
     /// Removes a session.
@@ -237,6 +298,10 @@ impl Shards {
 
     /// Starts draining every shard; returns the sessions still joined on the running ones.
     pub async fn drain(&self) -> Result<usize, CommandError> {
+        if let Some(cluster) = &self.cluster {
+            // Joins placed by other nodes go elsewhere from the next refresh of its record.
+            cluster.set_draining();
+        }
         let mut left = 0;
         let mut running = 0;
         for h in self.handles.iter() {

@@ -179,6 +179,12 @@ fn load(
     Ok((chain, key))
 }
 
+/// A self-signed certificate for a QUIC endpoint whose certificate no one checks (the
+/// links between nodes authenticate otherwise), valid for [`DEFAULT_LIFETIME`].
+pub fn self_signed() -> io::Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
+    generate(DEFAULT_LIFETIME)
+}
+
 /// A self-signed ECDSA P-256 certificate for `localhost`, valid from [`BACKDATE`] ago
 /// until `lifetime` from now.
 fn generate(

@@ -23,7 +23,7 @@ pub mod cert;
 mod conn;
 mod port;
 
-pub use cert::{CertSource, Certificates};
+pub use cert::{CertSource, Certificates, self_signed};
 pub use conn::{ErrorCode, transport_config, udp_socket};
 pub(super) use port::{Peer, QuicPort};
 

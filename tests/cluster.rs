@@ -1,0 +1,226 @@
+//! Rooms across nodes: three relays sharing a real `redis-server` and linked by QUIC.
+//! A publisher on one node reaches subscribers on the others; any node takes any join
+//! and serves it where the room is; a late joiner gets the whole room from its own node;
+//! inspection answers for the whole room from any node; rooms stay apart; and a node of
+//! another cluster cannot link. (Killing nodes and Redis is `tests/cluster_failover.rs`.)
+
+mod support;
+
+use gsrelay::client::{Client, JoinOptions};
+use gsrelay::serve::{self, Server};
+use gsrelay::token::Rights;
+use gsrelay::wire::Object;
+use std::time::{Duration, Instant};
+use support::head;
+use support::redis::Redis;
+use support::server::{ADMIN, PUBLISH, SUBSCRIBE, base, config, metric, token};
+
+/// How long a cluster may take to link up or show what it must.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A node of the cluster on `redis`, named `name`, spilling a room to another node
+/// past `spill` sessions.
+async fn node(redis: &Redis, name: &str, spill: usize) -> Server {
+    node_with(redis, name, spill, None).await
+}
+
+async fn node_with(redis: &Redis, name: &str, spill: usize, secret: Option<&str>) -> Server {
+    let mut cfg = serve::ServeConfig {
+        redis_url: Some(redis.url()),
+        node_name: Some(name.into()),
+        link_addr: "127.0.0.1:0".parse().unwrap(),
+        node_spill_sessions: spill,
+        ..config(1)
+    };
+    if let Some(s) = secret {
+        cfg.token_secret = Some(s.into());
+    }
+    serve::start(cfg).await.unwrap()
+}
+
+/// Waits until `check` holds, or fails naming `what`.
+async fn eventually<F: AsyncFnMut() -> bool>(what: &str, mut check: F) {
+    let asked = Instant::now();
+    while !check().await {
+        assert!(asked.elapsed() < WAIT, "{what} within {WAIT:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until every node has a link to every other.
+async fn linked(nodes: &[&Server]) {
+    let want = (nodes.len() - 1) as f64;
+    for n in nodes {
+        eventually("every node linked to the others", async || {
+            metric(n, "gsrelay_cluster_links").await == Some(want)
+        })
+        .await;
+    }
+}
+
+async fn join(server: &Server, room: &str, rights: Rights) -> Client {
+    let mut c = Client::join(
+        &base(server),
+        &token(room, rights),
+        room,
+        JoinOptions::default(),
+    )
+    .await
+    .unwrap();
+    c.send_rr().await.unwrap();
+    c
+}
+
+/// Receives until an update of object `id` with x = `x` arrives.
+async fn sees(c: &mut Client, id: u64, x: f32) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "object {id} at x={x} did not arrive");
+        let Ok(Some((_, objects))) = c.recv_objects(left).await else {
+            continue;
+        };
+        let seen = objects.iter().any(|o| match o {
+            Object::Head1(h) => h.id == id && h.location.x == x,
+            _ => false,
+        });
+        if seen {
+            return;
+        }
+    }
+}
+
+/// Which node's RTP address a client was given.
+fn served_by(c: &Client, nodes: &[&Server]) -> usize {
+    let addr = c.relay_addr().unwrap();
+    nodes
+        .iter()
+        .position(|n| n.rtp_addrs.contains(&addr))
+        .expect("served by one of the nodes")
+}
+
+#[tokio::test]
+async fn a_publisher_on_one_node_reaches_subscribers_on_the_others() {
+    let redis = Redis::start().await;
+    // A room spills past one session per node: each join stays where it arrives.
+    let (a, b, c) = (
+        node(&redis, "node-a", 1).await,
+        node(&redis, "node-b", 1).await,
+        node(&redis, "node-c", 1).await,
+    );
+    linked(&[&a, &b, &c]).await;
+    let mut publisher = join(&a, "arena", PUBLISH).await;
+    let mut on_b = join(&b, "arena", SUBSCRIBE).await;
+    let mut on_c = join(&c, "arena", SUBSCRIBE).await;
+    assert_eq!(served_by(&on_b, &[&a, &b, &c]), 1);
+    assert_eq!(served_by(&on_c, &[&a, &b, &c]), 2);
+    for i in 0..20 {
+        let x = i as f32;
+        publisher.send_objects(&[head(7, x)]).await.unwrap();
+        sees(&mut on_b, 7, x).await;
+        sees(&mut on_c, 7, x).await;
+    }
+    // A late joiner on C gets the room from C's own replica.
+    let mut late = join(&c, "arena", SUBSCRIBE).await;
+    let relay_ssrc = late.relay_ssrc();
+    late.send_fir(relay_ssrc).await.unwrap();
+    sees(&mut late, 7, 19.0).await;
+}
+
+#[tokio::test]
+async fn any_node_takes_any_join_and_serves_it_where_the_room_is() {
+    let redis = Redis::start().await;
+    let (a, b) = (
+        node(&redis, "node-a", 1000).await,
+        node(&redis, "node-b", 1000).await,
+    );
+    linked(&[&a, &b]).await;
+    let mut publisher = join(&a, "arena", PUBLISH).await;
+    // Through B's API, served by A, where the room is.
+    let mut subscriber = join(&b, "arena", SUBSCRIBE).await;
+    assert_eq!(served_by(&subscriber, &[&a, &b]), 0);
+    publisher.send_objects(&[head(1, 5.0)]).await.unwrap();
+    sees(&mut subscriber, 1, 5.0).await;
+
+    // Inspection through either node answers for the whole room.
+    for n in [&a, &b] {
+        let info: serde_json::Value = reqwest::Client::new()
+            .get(format!("{}/v1/rooms/arena", base(n)))
+            .bearer_auth(token("arena", ADMIN))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(info["sessions"].as_array().map(Vec::len), Some(2), "{info}");
+    }
+    // Leaving through B reaches the session on A.
+    subscriber.leave().await.unwrap();
+    assert_eq!(
+        metric(
+            &a,
+            "gsrelay_cluster_forwarded_total{route=\"/v1/rooms/{room}/sessions\"}"
+        )
+        .await,
+        Some(0.0)
+    );
+    assert!(
+        metric(
+            &b,
+            "gsrelay_cluster_forwarded_total{route=\"/v1/sessions/{id}\"}"
+        )
+        .await
+            >= Some(1.0)
+    );
+}
+
+#[tokio::test]
+async fn rooms_stay_apart_across_nodes() {
+    let redis = Redis::start().await;
+    let (a, b) = (
+        node(&redis, "node-a", 1).await,
+        node(&redis, "node-b", 1).await,
+    );
+    linked(&[&a, &b]).await;
+    let mut red = join(&a, "red", PUBLISH).await;
+    let _blue_pub = join(&a, "blue", PUBLISH).await;
+    // Each on B: the rooms spill there (A holds two sessions).
+    let mut on_red = join(&b, "red", SUBSCRIBE).await;
+    let mut on_blue = join(&b, "blue", SUBSCRIBE).await;
+    red.send_objects(&[head(3, 1.0)]).await.unwrap();
+    sees(&mut on_red, 3, 1.0).await;
+    // Blue's subscriber sees nothing of red, past the time red took to arrive.
+    let got = on_blue
+        .recv_objects(Duration::from_millis(500))
+        .await
+        .unwrap();
+    assert!(got.is_none(), "a red update reached blue: {got:?}");
+}
+
+#[tokio::test]
+async fn a_node_of_another_cluster_cannot_link() {
+    let redis = Redis::start().await;
+    let a = node(&redis, "node-a", 1).await;
+    let stranger = node_with(
+        &redis,
+        "node-z",
+        1,
+        Some("another-clusters-secret-0123456789"),
+    )
+    .await;
+    eventually("the stranger's link refused for its proof", async || {
+        let refused = |s| async move {
+            metric(s, "gsrelay_cluster_links_refused_total{reason=\"auth\"}")
+                .await
+                .unwrap_or(0.0)
+        };
+        refused(&a).await + refused(&stranger).await >= 1.0
+    })
+    .await;
+    assert_eq!(metric(&a, "gsrelay_cluster_links").await, Some(0.0));
+    assert_eq!(metric(&stranger, "gsrelay_cluster_links").await, Some(0.0));
+    // A join through A stays on A: the stranger is no candidate.
+    let c = join(&a, "arena", PUBLISH).await;
+    assert_eq!(served_by(&c, &[&a, &stranger]), 0);
+}
