@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test file uses a different part of it
 
 pub mod browser;
+pub mod cluster;
 pub mod libsrtp;
 pub mod quic_relay;
 pub mod redis;

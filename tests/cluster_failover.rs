@@ -1,0 +1,223 @@
+//! Rooms across nodes, when parts fail: three `gsrelay serve` processes and a real
+//! `redis-server`. A node killed with `kill -9` is dropped by the others within its
+//! link's idle timeout (they end its streams), and its clients, rejoining through the
+//! Service after the silence they set, hold the whole room again from a surviving node;
+//! the recovery time is printed. Redis killed and restarted: the rooms already open keep
+//! flowing across nodes with no loss, joins are refused with 503 meanwhile, and the
+//! directory is whole again within a refresh.
+
+mod support;
+
+use gsrelay::client::{Client, JoinOptions};
+use gsrelay::token::Rights;
+use gsrelay::wire::Object;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+use support::cluster::{Node, Service, linked};
+use support::head;
+use support::redis::Redis;
+use support::server::{PUBLISH, SUBSCRIBE, token};
+
+const ROOM: &str = "arena";
+
+/// Objects the publisher keeps in the room: the whole room a rejoined client must hold.
+const OBJECTS: u64 = 20;
+
+/// The silence after which the test's clients take their node for gone: the publisher
+/// sends every 20 ms, so a live node is never this quiet.
+const SILENCE: Duration = Duration::from_millis(300);
+
+async fn join(base: &str, rights: Rights) -> Client {
+    let opts = JoinOptions {
+        silence: Some(SILENCE),
+        ..JoinOptions::default()
+    };
+    let mut c = Client::join(base, &token(ROOM, rights), ROOM, opts)
+        .await
+        .unwrap();
+    c.send_rr().await.unwrap();
+    c
+}
+
+/// Three nodes spilling a room past one session each, linked, behind a Service.
+async fn cluster(redis: &Redis) -> (Vec<Node>, Service) {
+    let mut nodes = Vec::new();
+    for name in ["node-a", "node-b", "node-c"] {
+        nodes.push(Node::start(redis, name, &["--node-spill-sessions", "1"]).await);
+    }
+    linked(&nodes.iter().collect::<Vec<_>>()).await;
+    let service = Service::start(nodes.iter().map(|n| n.http).collect(), 0).await;
+    (nodes, service)
+}
+
+/// The ids of the publisher's objects in `objects` at generation `round`.
+fn of_round(objects: &[Object], round: f32) -> impl Iterator<Item = u64> + '_ {
+    objects.iter().filter_map(move |o| match o {
+        Object::Head1(h) if h.location.x == round => Some(h.id),
+        _ => None,
+    })
+}
+
+#[tokio::test]
+async fn a_killed_nodes_clients_rejoin_through_the_service_and_hold_the_whole_room() {
+    let redis = Redis::start().await;
+    let (mut nodes, service) = cluster(&redis).await;
+    // The publisher on A; one subscriber on B, one on C, each through the Service.
+    service.next_to(0);
+    let mut publisher = join(&service.base(), PUBLISH).await;
+    service.next_to(1);
+    let mut on_b = join(&service.base(), SUBSCRIBE).await;
+    service.next_to(2);
+    let mut on_c = join(&service.base(), SUBSCRIBE).await;
+    let objects: Vec<Object> = (1..=OBJECTS).map(|id| head(id, 1.0)).collect();
+    publisher.send_objects(&objects).await.unwrap();
+    for c in [&mut on_b, &mut on_c] {
+        let mut seen = HashSet::new();
+        while seen.len() < OBJECTS as usize {
+            let got = c.recv_objects(Duration::from_secs(5)).await.unwrap();
+            let (_, objs) = got.expect("the room's objects reach every node");
+            seen.extend(of_round(&objs, 1.0));
+        }
+    }
+
+    nodes[1].kill();
+    let killed = Instant::now();
+    // The publisher keeps the room alive; B's subscriber rejoins when it finds B silent
+    // and asks its new node for the whole room.
+    let mut held = HashSet::new();
+    let mut rejoined = None;
+    while held.len() < OBJECTS as usize {
+        assert!(
+            killed.elapsed() < Duration::from_secs(15),
+            "not whole again in time"
+        );
+        publisher.send_objects(&[head(0, 2.0)]).await.unwrap();
+        if on_b.rejoin_if_silent().await.unwrap_or(false) {
+            rejoined = Some(killed.elapsed());
+            held.clear();
+        }
+        if let Ok(Some((_, objs))) = on_b.recv_objects(Duration::from_millis(20)).await
+            && rejoined.is_some()
+        {
+            held.extend(of_round(&objs, 1.0));
+        }
+    }
+    let whole = killed.elapsed();
+    eprintln!("node killed -> rejoined {rejoined:?}, whole room again {whole:?}");
+    assert!(rejoined.is_some(), "B's subscriber rejoined");
+    let addr = on_b.relay_addr().unwrap();
+    assert!(addr != nodes[1].http, "served by a surviving node");
+    // The survivors dropped B: its link is gone, counted, and it left the directory.
+    for n in [&nodes[0], &nodes[2]] {
+        assert_eq!(n.metric("gsrelay_cluster_links").await, Some(1.0));
+        let lost = n
+            .metric("gsrelay_cluster_link_losses_total{reason=\"silent\"}")
+            .await
+            .unwrap_or(0.0)
+            + n.metric("gsrelay_cluster_link_losses_total{reason=\"closed\"}")
+                .await
+                .unwrap_or(0.0);
+        assert!(lost >= 1.0, "{} counted the lost link", n.name);
+    }
+    // C's subscriber never noticed: it still gets the publisher's updates.
+    publisher.send_objects(&[head(0, 3.0)]).await.unwrap();
+    loop {
+        let (_, objs) = on_c
+            .recv_objects(Duration::from_secs(5))
+            .await
+            .unwrap()
+            .expect("C still flows");
+        if of_round(&objs, 3.0).next().is_some() {
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn with_redis_killed_rooms_flow_across_nodes_and_a_restarted_redis_is_whole_again() {
+    let redis = Redis::start().await;
+    let (nodes, service) = cluster(&redis).await;
+    service.next_to(0);
+    let mut publisher = join(&service.base(), PUBLISH).await;
+    service.next_to(1);
+    let mut subscriber = join(&service.base(), SUBSCRIBE).await;
+    assert_ne!(
+        publisher.relay_addr().unwrap().port(),
+        subscriber.relay_addr().unwrap().port()
+    );
+
+    let port = redis.kill();
+    let down = Instant::now();
+    // Every update crosses from A to B while Redis is away (10 s in the benchmark; long
+    // enough here for every node's key to have expired).
+    let mut n = 0u32;
+    while down.elapsed() < Duration::from_secs(7) {
+        n += 1;
+        let x = n as f32;
+        publisher.send_objects(&[head(1, x)]).await.unwrap();
+        loop {
+            let (_, objs) = subscriber
+                .recv_objects(Duration::from_secs(2))
+                .await
+                .unwrap()
+                .unwrap_or_else(|| panic!("update {n} lost while Redis was away"));
+            if objs
+                .iter()
+                .any(|o| matches!(o, Object::Head1(h) if h.location.x == x))
+            {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A join cannot be placed meanwhile.
+    let refused = reqwest::Client::new()
+        .post(format!("{}/v1/rooms/{ROOM}/sessions", nodes[2].base()))
+        .bearer_auth(token(ROOM, SUBSCRIBE))
+        .json(&serde_json::json!({"transport": "rtp"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+
+    let redis = Redis::start_on(port).await;
+    let back = Instant::now();
+    let mut c = redis.connection().await.unwrap();
+    loop {
+        let nodes_back: Vec<String> = redis::cmd("KEYS")
+            .arg("gsrelay:node:*")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let room: Vec<String> = redis::cmd("HKEYS")
+            .arg(format!("gsrelay:room:{ROOM}"))
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        if nodes_back.len() == 3 && room.len() == 2 {
+            break;
+        }
+        assert!(
+            back.elapsed() < Duration::from_secs(5),
+            "directory whole within 5 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eprintln!("Redis back -> directory whole in {:?}", back.elapsed());
+    // The links stood: no node was dropped while Redis was away.
+    for n in &nodes {
+        assert_eq!(
+            n.metric("gsrelay_cluster_links").await,
+            Some(2.0),
+            "{}",
+            n.name
+        );
+    }
+    // And joins are placed again, across nodes.
+    service.next_to(2);
+    let mut late = join(&service.base(), SUBSCRIBE).await;
+    let relay_ssrc = late.relay_ssrc();
+    late.send_fir(relay_ssrc).await.unwrap();
+    let got = late.recv_objects(Duration::from_secs(5)).await.unwrap();
+    assert!(got.is_some(), "the late joiner gets the room");
+}
