@@ -95,6 +95,7 @@ pub const JOIN_REFUSALS: &[&str] = &[
     "too_many_rooms",
     "relay_stopped",
     "directory_unavailable",
+    "node_unavailable",
     "webrtc_address_unknown",
 ];
 
