@@ -224,3 +224,23 @@ async fn a_node_of_another_cluster_cannot_link() {
     let c = join(&a, "arena", PUBLISH).await;
     assert_eq!(served_by(&c, &[&a, &stranger]), 0);
 }
+
+#[tokio::test]
+async fn a_draining_node_sends_new_joins_elsewhere_and_keeps_its_links() {
+    let redis = Redis::start().await;
+    let (a, b) = (
+        node(&redis, "node-a", 1).await,
+        node(&redis, "node-b", 1).await,
+    );
+    linked(&[&a, &b]).await;
+    let mut publisher = join(&a, "arena", PUBLISH).await;
+    let mut on_b = join(&b, "arena", SUBSCRIBE).await;
+    assert_eq!(served_by(&on_b, &[&a, &b]), 1);
+    b.begin_drain().await.unwrap();
+    // B holds its session and its link: the publisher on A still reaches it.
+    publisher.send_objects(&[head(4, 1.0)]).await.unwrap();
+    sees(&mut on_b, 4, 1.0).await;
+    // A join reaching B is served by A, the room's other node.
+    let late = join(&b, "arena", SUBSCRIBE).await;
+    assert_eq!(served_by(&late, &[&a, &b]), 0);
+}

@@ -117,6 +117,8 @@ pub struct RedisDirectory {
     up: AtomicBool,
     /// Whether this node is draining, as its record says.
     draining: AtomicBool,
+    /// What the record advertises, once the refresh has started.
+    advertised: std::sync::OnceLock<Advertised>,
 }
 
 impl fmt::Debug for RedisDirectory {
@@ -159,6 +161,7 @@ impl RedisDirectory {
             written: Mutex::new(HashSet::new()),
             up: AtomicBool::new(false),
             draining: AtomicBool::new(false),
+            advertised: std::sync::OnceLock::new(),
         })
     }
 
@@ -172,9 +175,15 @@ impl RedisDirectory {
         self.local.load_now()
     }
 
-    /// Marks this node draining in its record (from the next refresh).
-    pub fn set_draining(&self) {
+    /// Marks this node draining in its record, rewritten at once so that the other
+    /// nodes stop placing joins on it (a failed write is repeated by the next refresh).
+    pub async fn set_draining(&self) {
         self.draining.store(true, Ordering::Relaxed);
+        if let Some(addrs) = self.advertised.get()
+            && let Err(e) = self.refresh(addrs).await
+        {
+            tracing::warn!(error = %e, "could not mark this node draining in the directory yet");
+        }
     }
 
     /// Whether this node is draining.
@@ -305,6 +314,7 @@ impl RedisDirectory {
     /// Refreshes every [`REFRESH`], the first time at once, until the directory is
     /// dropped.
     pub fn spawn_refresh(self: &Arc<Self>, addrs: Advertised) -> tokio::task::JoinHandle<()> {
+        let _ = self.advertised.set(addrs.clone());
         let dir = Arc::downgrade(self);
         tokio::spawn(async move {
             let mut every = tokio::time::interval(REFRESH);

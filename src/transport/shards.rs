@@ -299,8 +299,8 @@ impl Shards {
     /// Starts draining every shard; returns the sessions still joined on the running ones.
     pub async fn drain(&self) -> Result<usize, CommandError> {
         if let Some(cluster) = &self.cluster {
-            // Joins placed by other nodes go elsewhere from the next refresh of its record.
-            cluster.set_draining();
+            // The other nodes place no more joins here.
+            cluster.set_draining().await;
         }
         let mut left = 0;
         let mut running = 0;

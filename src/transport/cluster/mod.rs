@@ -175,8 +175,8 @@ impl Cluster {
 
     /// Marks this node draining: the other nodes place no join on it any more, and it
     /// keeps its links while its sessions remain.
-    pub fn set_draining(&self) {
-        self.directory.set_draining();
+    pub async fn set_draining(&self) {
+        self.directory.set_draining().await;
     }
 
     /// Closes every link (this node stops): the peers end its streams at once.
