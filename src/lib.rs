@@ -52,6 +52,6 @@ pub mod internal {
     pub use crate::metrics::labels;
     pub use crate::relay::limits as relay_limits;
     pub use crate::relay::pacing;
-    pub use crate::transport::cluster::wire as link_wire;
+    pub use crate::transport::cluster::{self, wire as link_wire};
     pub use crate::transport::{command, directory, quic, roq, shard, shards, udp, webtransport};
 }

@@ -7,6 +7,7 @@
 mod support;
 
 use gsrelay::client::{Client, JoinOptions};
+use gsrelay::internal::cluster::{self, node_link};
 use gsrelay::serve::{self, Server};
 use gsrelay::token::Rights;
 use gsrelay::wire::Object;
@@ -243,4 +244,88 @@ async fn a_draining_node_sends_new_joins_elsewhere_and_keeps_its_links() {
     // A join reaching B is served by A, the room's other node.
     let late = join(&b, "arena", SUBSCRIBE).await;
     assert_eq!(served_by(&late, &[&a, &b]), 0);
+}
+
+/// Opens a link to `server` as a node named `name` would, proving `secret`.
+async fn dial_link(
+    server: &Server,
+    name: &str,
+    secret: &str,
+) -> Result<node_link::Opened, node_link::OpenError> {
+    let (endpoint, client) = cluster::endpoint("127.0.0.1:0".parse().unwrap()).unwrap();
+    let me = node_link::Me {
+        node: name.into(),
+        ssrcs: vec![0x5151_5151],
+    };
+    let key = node_link::LinkKey::new(secret.as_bytes(), "gsrelay");
+    let addr = server
+        .link_addr
+        .expect("a cluster node has a link endpoint");
+    node_link::dial(&endpoint, client, addr, &me, &key).await
+}
+
+#[tokio::test]
+async fn garbage_on_a_link_is_dropped_and_counted_and_a_bad_frame_closes_only_that_link() {
+    let redis = Redis::start().await;
+    let (a, b) = (
+        node(&redis, "node-a", 1).await,
+        node(&redis, "node-b", 1).await,
+    );
+    linked(&[&a, &b]).await;
+    // A wrong secret: refused, counted.
+    let wrong = dial_link(&a, "intruder", "not-the-cluster-secret-0123456789").await;
+    assert!(wrong.is_err(), "a wrong proof is refused");
+    eventually("the refusal counted", async || {
+        metric(&a, "gsrelay_cluster_links_refused_total{reason=\"auth\"}").await >= Some(1.0)
+    })
+    .await;
+
+    // The right secret, then garbage datagrams: each dropped by reason, the link stands.
+    let mut link = dial_link(&a, "tester", support::server::SECRET)
+        .await
+        .unwrap();
+    eventually("the tester linked", async || {
+        metric(&a, "gsrelay_cluster_links").await == Some(2.0)
+    })
+    .await;
+    link.conn.send_datagram(vec![1, 2, 3].into()).unwrap();
+    let mut bad_class = vec![0u8; 13];
+    bad_class[12] = 9;
+    link.conn.send_datagram(bad_class.into()).unwrap();
+    let mut unknown = vec![0u8; 13];
+    unknown.extend_from_slice(&[0x80, 0, 0, 1]);
+    link.conn.send_datagram(unknown.into()).unwrap();
+    eventually("garbage datagrams counted by reason", async || {
+        let truncated = "gsrelay_dropped_packets_total{reason=\"link_truncated\"}";
+        let class = "gsrelay_dropped_packets_total{reason=\"link_bad_class\"}";
+        let unknown = "gsrelay_dropped_packets_total{reason=\"link_unknown\"}";
+        metric(&a, truncated).await >= Some(1.0)
+            && metric(&a, class).await >= Some(1.0)
+            && metric(&a, unknown).await >= Some(1.0)
+    })
+    .await;
+    assert_eq!(metric(&a, "gsrelay_cluster_links").await, Some(2.0));
+
+    // A frame that does not parse closes that link, counted, and no other.
+    link.send.write_all(&[0, 3, 99, 0, 0]).await.unwrap();
+    eventually("the tester's link closed for its frame", async || {
+        metric(
+            &a,
+            "gsrelay_cluster_links_refused_total{reason=\"protocol\"}",
+        )
+        .await
+            >= Some(1.0)
+    })
+    .await;
+    let closed = link.conn.closed().await;
+    assert!(
+        matches!(closed, quinn::ConnectionError::ApplicationClosed(_)),
+        "{closed:?}"
+    );
+    assert_eq!(metric(&a, "gsrelay_cluster_links").await, Some(1.0));
+    // A and B still carry a room.
+    let mut publisher = join(&a, "arena", PUBLISH).await;
+    let mut on_b = join(&b, "arena", SUBSCRIBE).await;
+    publisher.send_objects(&[head(2, 9.0)]).await.unwrap();
+    sees(&mut on_b, 2, 9.0).await;
 }

@@ -586,7 +586,7 @@ async fn maintain_loop(cluster: Weak<Cluster>) {
 /// self-signed certificate that no one checks (each side proves the cluster's secret
 /// over the TLS session instead, [`node_link`]), datagrams on, keep-alives every
 /// [`node_link::KEEP_ALIVE`].
-fn endpoint(bind: SocketAddr) -> std::io::Result<(quinn::Endpoint, quinn::ClientConfig)> {
+pub fn endpoint(bind: SocketAddr) -> std::io::Result<(quinn::Endpoint, quinn::ClientConfig)> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let (chain, key) = super::quic::self_signed()?;
     let mut server_tls = rustls::ServerConfig::builder_with_provider(provider.clone())

@@ -134,8 +134,10 @@ pub struct Me {
 pub struct Opened {
     /// The connection.
     pub conn: quinn::Connection,
-    send: quinn::SendStream,
-    recv: quinn::RecvStream,
+    /// The stream control frames go out on.
+    pub send: quinn::SendStream,
+    /// The stream the peer's control frames come in on.
+    pub recv: quinn::RecvStream,
     /// What the peer said of itself.
     pub peer: Hello,
 }
