@@ -2,7 +2,9 @@
 //! reference implementation's interop vectors, against garbage, and against the Rust codec
 //! in both directions (Rust encodes → JS decodes and re-encodes; JS encodes → Rust and
 //! `gsrelay decode` read them alike), and prediction against `src/wire/predict.rs`; the
-//! room state and transport framing (`web/test/state.mjs`). Needs `node` (scripts/test.sh installs it).
+//! room state and transport framing (`web/test/state.mjs`); the session's silence watchdog
+//! and rejoin over stand-in transports (`web/test/liveness.mjs`). Needs `node`
+//! (scripts/test.sh installs it).
 
 use gsrelay::wire::{self, Dialect, Object, predict};
 use serde_json::{Value, json};
@@ -297,4 +299,12 @@ fn js_room_state_and_framing() {
     let (passed, failed) = tally(&out);
     assert_eq!(failed, 0, "{}", String::from_utf8_lossy(&out.stdout));
     assert!(out.status.success() && passed >= 37, "{passed} checks");
+}
+
+#[test]
+fn js_session_rejoins_when_the_relay_goes_silent() {
+    let out = node("liveness.mjs", &[], "");
+    let (passed, failed) = tally(&out);
+    assert_eq!(failed, 0, "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(out.status.success() && passed >= 27, "{passed} checks");
 }

@@ -4,7 +4,7 @@
 //! nothing per packet. A bench driving thousands of receivers on the relay's own cores
 //! needs this: one system call and one task wake-up per batch, not per packet.
 
-use super::{Client, ClientError, Link, Received, open};
+use super::{Client, ClientError, Link, Received, is_report, note_refused, open};
 use crate::rtp::{PacketClass, RtcpItem, RtpPacket, classify};
 use crate::transport::recv::{Datagram, RecvBatch};
 use std::io::{self, ErrorKind};
@@ -37,8 +37,9 @@ impl Client {
     /// timeout). Datagrams that fail to unprotect or parse count in
     /// [`rejected`](Self::rejected); the relay's sender reports are kept for
     /// [`sender_report`](Self::sender_report) as [`recv`](Self::recv) keeps them, and
-    /// other RTCP is dropped. Over QUIC or WebRTC this is [`recv`](Self::recv), one packet
-    /// at a time.
+    /// other RTCP is dropped; whatever authenticates counts as heard from the relay
+    /// ([`is_silent`](Self::is_silent)). Over QUIC or WebRTC this is
+    /// [`recv`](Self::recv), one packet at a time.
     pub async fn recv_batch(
         &mut self,
         batch: &mut RecvBatch,
@@ -61,6 +62,7 @@ impl Client {
             rejected,
             arrivals,
             sender_reports,
+            liveness,
             ..
         } = self
         else {
@@ -68,10 +70,14 @@ impl Client {
         };
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let n = read_batch(socket, batch, deadline).await?;
+            let n = read_batch(socket, batch, deadline)
+                .await
+                .inspect_err(|e| note_refused(liveness, e))?;
             if n == 0 {
                 return Ok(0);
             }
+            // One clock read per batch: the liveness watch needs no finer time.
+            let now = Instant::now();
             let mut rtp = 0;
             for i in 0..n {
                 let Datagram::Whole(bytes, _) = batch.datagram(i) else {
@@ -84,9 +90,10 @@ impl Client {
                     PacketClass::Rtcp => {
                         match open(srtp, bytes) {
                             Ok(Received::Rtcp(items)) => {
+                                liveness.heard(now, is_report(&items));
                                 for item in items {
                                     if let RtcpItem::SenderReport { ssrc, info, .. } = item {
-                                        sender_reports.insert(ssrc, (info, Instant::now()));
+                                        sender_reports.insert(ssrc, (info, now));
                                     }
                                 }
                             }
@@ -109,6 +116,7 @@ impl Client {
                     *rejected += 1;
                     continue;
                 };
+                liveness.heard(now, false);
                 if let Some(a) = arrivals {
                     a.record(p.ssrc(), p.sequence_number(), Instant::now());
                 }

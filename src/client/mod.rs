@@ -9,6 +9,48 @@
 //! objects, and [`Client::recv_updates`] reads both modes as per-sender [`Update`]s that a
 //! [`RoomState`] keeps.
 //!
+//! **When the relay goes away** (its node died, or it restarted and forgot the session),
+//! the client notices and comes back through the same HTTP base URL (a Kubernetes Service
+//! in front of several relays lands it on a surviving one). A live relay is never silent
+//! for long: besides the room's RTP it sends every session an RTCP report at least every
+//! 6.2 s (`rtcp_min_interval`, 5 s, randomised; `docs/relay.md`, "RTCP reports"). So the
+//! relay counts as gone ([`Client::is_silent`]) once nothing authenticated came from it
+//! for [`DEFAULT_SILENCE`] (15 s), or for [`SILENCE_REPORT_GAPS`] (3) times the longer of
+//! the last two gaps between its reports when that is longer (RFC 3550 spaces the reports
+//! of a quiet room with many streams further apart), or at once when its link failed (port
+//! unreachable, QUIC or WebRTC connection closed). An app whose room always carries
+//! traffic may set a shorter silence ([`JoinOptions::silence`], [`Client::set_silence`]),
+//! used as it is. [`Client::rejoin_if_silent`] then rejoins with the same room, token,
+//! options and SSRC, and asks for the whole room (a FIR naming the relay), which the new
+//! relay answers from its cache; the app starts its [`RoomState`] afresh and sends its
+//! own state again. Failed attempts are retried no sooner than 0.25 s later, doubling to
+//! 8 s. The session must be heard by the relay for its reports to reach it: a UDP session
+//! is latched by its first packet, and one that publishes nothing sends an RR now and then
+//! ([`Client::send_rr`]) anyway, or the relay times it out after `session_timeout` (60 s).
+//!
+//! ```no_run
+//! # async fn watch(mut c: gsrelay::client::Client) -> Result<(), gsrelay::client::ClientError> {
+//! use gsrelay::client::RoomState;
+//! use std::time::{Duration, Instant};
+//!
+//! let mut room = RoomState::default();
+//! loop {
+//!     match c.recv_updates(Duration::from_millis(250)).await {
+//!         Ok(updates) => updates.iter().flatten().for_each(|u| room.apply(u)),
+//!         // The link failed: the relay is gone, and the client knows it.
+//!         Err(_) if c.is_silent(Instant::now()) => {}
+//!         Err(e) => return Err(e),
+//!     }
+//!     match c.rejoin_if_silent().await {
+//!         Ok(true) => room = RoomState::default(),
+//!         Ok(false) => {}
+//!         // Nothing to join yet: the client is as it was, and tries again later.
+//!         Err(e) => eprintln!("rejoin failed: {e}"),
+//!     }
+//! }
+//! # }
+//! ```
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), gsrelay::client::ClientError> {
 //! use gsrelay::client::{Client, JoinOptions};
@@ -25,10 +67,12 @@
 
 pub mod batch;
 mod feedback;
+mod liveness;
 mod quic;
 mod state;
 mod webrtc;
 
+pub use liveness::{DEFAULT_SILENCE, SILENCE_REPORT_GAPS};
 pub use quic::{client_config as quic_client_config, client_config_for as quic_client_config_for};
 pub use state::{RoomState, Update, updates};
 pub use webrtc::WebRtcPeer;
@@ -43,6 +87,7 @@ use crate::rtp::{
 };
 use crate::transport::command::{JoinAnswer, QuicAnswer, SrtpKeys, TransportAnswer};
 use crate::wire::{self, DecodeError, Dialect, EncodeError, Object};
+use liveness::Liveness;
 use quic::QuicLink;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -57,6 +102,13 @@ const CLOCK_RATE: u64 = 90_000;
 
 /// How long a WebRTC join waits for its data channel to open.
 const WEBRTC_OPEN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long an HTTP request (join, leave) may take: a rejoin must not hang on a relay
+/// that accepts connections but no longer answers.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a rejoin waits for the old session's leave before joining anyway.
+pub const REJOIN_LEAVE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What a join asks for, beyond the room and the token.
 #[derive(Debug, Clone, Default)]
@@ -81,6 +133,10 @@ pub struct JoinOptions {
     /// Carry the session over a WebRTC data channel instead of UDP/SRTP (ignored with
     /// `quic` or `webtransport`).
     pub webrtc: bool,
+    /// Silence from the relay after which the client takes it for gone
+    /// ([`Client::is_silent`]); `None`: [`DEFAULT_SILENCE`], longer when the relay's
+    /// reports come further apart.
+    pub silence: Option<Duration>,
 }
 
 impl JoinOptions {
@@ -192,6 +248,8 @@ pub struct Client {
     sender_reports: HashMap<u32, (SenderInfo, Instant)>,
     /// Arrivals to report as congestion feedback, once enabled.
     arrivals: Option<feedback::Arrivals>,
+    /// What was heard of the relay, to tell when it is gone.
+    liveness: Liveness,
 }
 
 impl Client {
@@ -203,7 +261,7 @@ impl Client {
         opts: JoinOptions,
     ) -> Result<Self, ClientError> {
         let http = Http {
-            client: reqwest::Client::new(),
+            client: reqwest::Client::builder().timeout(HTTP_TIMEOUT).build()?,
             base: http_base.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
             room: room.to_owned(),
@@ -215,23 +273,90 @@ impl Client {
 
     /// Joins again with the same room, token and options, asking for the same SSRC
     /// (which it requires only if the first join did): for when the relay seems to have
-    /// forgotten the session, e.g. after a restart. The old session is left first in case
-    /// the relay still holds it, so that its SSRC is free again (after a restart the relay
-    /// answers 404 or 403, which are ignored). The new session gets a new socket and new SRTP keys.
-    /// On failure the client is unchanged and may try again.
+    /// forgotten the session, e.g. after a restart, or to be gone. The old session is left
+    /// first in case the relay still holds it, so that its SSRC is free again; that is
+    /// best effort, bounded by [`REJOIN_LEAVE_TIMEOUT`]: after a restart the relay answers
+    /// 404 or 403, a relay that is gone does not answer, and a cluster node may answer 503
+    /// for a node that died, none of which must keep the client from joining. The new
+    /// session gets a new socket and new SRTP keys. On failure the client is unchanged
+    /// and may try again. It does not ask for the room:
+    /// [`rejoin_if_silent`](Self::rejoin_if_silent) does both.
     pub async fn rejoin(&mut self) -> Result<(), ClientError> {
         let http = self.http.clone().ok_or(ClientError::NoHttp)?;
-        match delete_session(&http, self.joined.session).await {
-            // 404: the relay has no such session. 403: a restarted relay numbers sessions
-            // afresh, so the old id may now name someone else's.
-            Ok(())
-            | Err(ClientError::Status {
-                status: 403 | 404, ..
-            }) => {}
-            Err(e) => return Err(e),
+        if let Err(e) = delete_session(&http, self.joined.session, REJOIN_LEAVE_TIMEOUT).await {
+            tracing::debug!(error = %e, "leaving the old session before a rejoin failed");
         }
         *self = Self::open(http, Some(self.joined.ssrc)).await?;
         Ok(())
+    }
+
+    /// When the client last heard from the relay: the latest packet that authenticated,
+    /// or the (re)join when none came since.
+    pub fn last_heard(&self) -> Instant {
+        self.liveness.last_heard()
+    }
+
+    /// The silence after which the relay counts as gone: the one set
+    /// ([`JoinOptions::silence`], [`set_silence`](Self::set_silence)), else
+    /// [`DEFAULT_SILENCE`] or [`SILENCE_REPORT_GAPS`] times the longer of the last two gaps
+    /// between the relay's reports, whichever is longer.
+    pub fn silence(&self) -> Duration {
+        self.liveness.threshold()
+    }
+
+    /// Sets the silence after which the relay counts as gone (`None`: automatic, see
+    /// [`silence`](Self::silence)); rejoins keep it.
+    pub fn set_silence(&mut self, silence: Option<Duration>) {
+        self.liveness.set_silence(silence);
+        if let Some(http) = &mut self.http {
+            http.opts.silence = silence;
+        }
+    }
+
+    /// Replaces the token that rejoins and [`leave`](Self::leave) present, e.g. when a
+    /// rejoin failed with 401 because the first one expired.
+    pub fn set_token(&mut self, token: &str) {
+        if let Some(http) = &mut self.http {
+            http.token = token.to_owned();
+        }
+    }
+
+    /// Whether the relay seems gone at `now`: nothing came from it for
+    /// [`silence`](Self::silence), or its link failed (port unreachable, QUIC or WebRTC
+    /// connection closed; for the rest of the session). Packets are heard as
+    /// [`recv`](Self::recv) and the other receiving methods read them, so a client that
+    /// stops reading hears nothing.
+    pub fn is_silent(&self, now: Instant) -> bool {
+        self.liveness.is_silent(now)
+    }
+
+    /// When the relay is silent ([`is_silent`](Self::is_silent)), rejoins as
+    /// [`rejoin`](Self::rejoin) does and asks the new session for the whole room (a FIR
+    /// naming the relay, which also latches a UDP session's address); true if it rejoined.
+    /// The app then starts its [`RoomState`] afresh and sends its own state again. A failed
+    /// rejoin leaves the client as it was and returns the error; until the next attempt is
+    /// due (0.25 s after the first failure, doubling to 8 s, randomised) this returns
+    /// false.
+    pub async fn rejoin_if_silent(&mut self) -> Result<bool, ClientError> {
+        let now = Instant::now();
+        if !self.liveness.is_silent(now) || !self.liveness.may_retry(now) {
+            return Ok(false);
+        }
+        tracing::debug!(
+            session = %crate::relay::format_session_id(self.joined.session),
+            silent = ?now.saturating_duration_since(self.liveness.last_heard()),
+            "relay silent; rejoining"
+        );
+        if let Err(e) = self.rejoin().await {
+            self.liveness.retry_failed(Instant::now(), jitter());
+            return Err(e);
+        }
+        // The client has rejoined whatever happens to the FIR: an error here would tell
+        // the app otherwise. A lost FIR is the app's to repeat, as after a join.
+        if let Err(e) = self.send_fir(self.joined.relay_ssrc).await {
+            tracing::debug!(error = %e, "FIR after a rejoin not sent");
+        }
+        Ok(true)
     }
 
     /// Posts the join for `http`'s room and options, wanting `ssrc`.
@@ -311,6 +436,7 @@ impl Client {
             }
             (None, None) => return Err(ClientError::BadAnswer("no transport answer".into())),
         };
+        client.liveness.set_silence(http.opts.silence);
         client.http = Some(http);
         Ok(client)
     }
@@ -346,6 +472,7 @@ impl Client {
             rejected: 0,
             sender_reports: HashMap::new(),
             arrivals: None,
+            liveness: Liveness::new(None, Instant::now()),
         })
     }
 
@@ -554,11 +681,18 @@ impl Client {
                         _ => srtp.protect_rtp(&mut self.out)?,
                     }
                 }
-                socket.send(&self.out).await?;
+                socket
+                    .send(&self.out)
+                    .await
+                    .inspect_err(|e| note_refused(&mut self.liveness, e))?;
                 Ok(())
             }
             Link::Quic(q) => q.send(&self.out).await,
-            Link::WebRtc(w) => w.send(&self.out).await,
+            Link::WebRtc(w) => w.send(&self.out).await.inspect_err(|e| {
+                if let ClientError::Io(io) = e {
+                    note_refused(&mut self.liveness, io);
+                }
+            }),
         }
     }
 
@@ -573,7 +707,7 @@ impl Client {
                 Link::Udp { socket, srtp } => {
                     let len =
                         match tokio::time::timeout_at(deadline, socket.recv(&mut self.buf)).await {
-                            Ok(got) => got?,
+                            Ok(got) => got.inspect_err(|e| note_refused(&mut self.liveness, e))?,
                             Err(_elapsed) => return Ok(None),
                         };
                     let datagram = self.buf.get_mut(..len).unwrap_or_default();
@@ -582,6 +716,7 @@ impl Client {
                 Link::Quic(q) => match tokio::time::timeout_at(deadline, q.recv()).await {
                     Ok(Some(packet)) => parse(classify(&packet), &packet),
                     Ok(None) => {
+                        self.liveness.failed();
                         return Err(ClientError::Quic(format!(
                             "connection closed: {:?}",
                             q.close_reason()
@@ -589,16 +724,30 @@ impl Client {
                     }
                     Err(_elapsed) => return Ok(None),
                 },
-                Link::WebRtc(w) => match w.recv(deadline).await? {
-                    Some(packet) => parse(classify(&packet), &packet),
-                    None => return Ok(None),
+                Link::WebRtc(w) => match w.recv(deadline).await {
+                    Ok(Some(packet)) => parse(classify(&packet), &packet),
+                    Ok(None) => return Ok(None),
+                    Err(e) => {
+                        if w.is_closed() {
+                            self.liveness.failed();
+                        }
+                        if let ClientError::Io(io) = &e {
+                            note_refused(&mut self.liveness, io);
+                        }
+                        return Err(e);
+                    }
                 },
             };
+            let now = Instant::now();
+            let report = matches!(&got, Ok(Received::Rtcp(items)) if is_report(items));
+            if got.is_ok() {
+                self.liveness.heard(now, report);
+            }
             match got {
-                Ok(Received::Rtcp(items)) if is_report(&items) => {
+                Ok(Received::Rtcp(items)) if report => {
                     for item in items {
                         if let RtcpItem::SenderReport { ssrc, info, .. } = item {
-                            self.sender_reports.insert(ssrc, (info, Instant::now()));
+                            self.sender_reports.insert(ssrc, (info, now));
                         }
                     }
                 }
@@ -606,7 +755,7 @@ impl Client {
                     if let (Some(a), Received::Rtp { ssrc, seq, .. }) =
                         (&mut self.arrivals, &received)
                     {
-                        a.record(*ssrc, *seq, Instant::now());
+                        a.record(*ssrc, *seq, now);
                     }
                     return Ok(Some(received));
                 }
@@ -660,7 +809,7 @@ impl Client {
     /// Leaves the session (`DELETE /v1/sessions/{id}`); the relay sends the others a BYE.
     pub async fn leave(self) -> Result<(), ClientError> {
         let http = self.http.ok_or(ClientError::NoHttp)?;
-        delete_session(&http, self.joined.session).await
+        delete_session(&http, self.joined.session, HTTP_TIMEOUT).await
     }
 }
 
@@ -736,6 +885,23 @@ async fn webtransport_answer(w: WebTransportBody) -> Result<QuicAnswer, ClientEr
     })
 }
 
+/// Notes a UDP socket error that says the relay's port is closed (an ICMP port
+/// unreachable came back): the relay is gone.
+fn note_refused(liveness: &mut Liveness, e: &std::io::Error) {
+    if e.kind() == std::io::ErrorKind::ConnectionRefused {
+        liveness.failed();
+    }
+}
+
+/// A factor in [0.5, 1.5) to spread retries; 1 if the system has no randomness to give.
+fn jitter() -> f64 {
+    let mut b = [0u8; 2];
+    match getrandom::fill(&mut b) {
+        Ok(()) => 0.5 + f64::from(u16::from_be_bytes(b)) / 65_536.0,
+        Err(_) => 1.0,
+    }
+}
+
 /// Resolves an address of a join answer.
 async fn resolve(addr: &str, field: &str) -> Result<SocketAddr, ClientError> {
     tokio::net::lookup_host(addr)
@@ -759,13 +925,18 @@ enum Link {
     WebRtc(Box<WebRtcPeer>),
 }
 
-/// `DELETE /v1/sessions/{id}`.
-async fn delete_session(http: &Http, session: SessionId) -> Result<(), ClientError> {
+/// `DELETE /v1/sessions/{id}`, given at most `timeout`.
+async fn delete_session(
+    http: &Http,
+    session: SessionId,
+    timeout: Duration,
+) -> Result<(), ClientError> {
     let id = crate::relay::format_session_id(session);
     let resp = http
         .client
         .delete(format!("{}/v1/sessions/{id}", http.base))
         .bearer_auth(&http.token)
+        .timeout(timeout)
         .send()
         .await?;
     checked(resp).await?;

@@ -153,6 +153,11 @@ impl WebRtcPeer {
         self.flush().await
     }
 
+    /// Whether the connection failed or closed (ICE consent lost, or the relay closed it).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
     /// The next message, or `None` when none arrives before `deadline`.
     pub async fn recv(&mut self, deadline: Instant) -> Result<Option<BytesMut>, ClientError> {
         loop {

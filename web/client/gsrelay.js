@@ -1365,6 +1365,16 @@ export class RoomState {
     if (this.streams.delete(ssrc)) this.changed();
   }
 
+  /**
+   * Drops every stream: a session that rejoined holds what the new relay sends, and the
+   * relay numbers a new session's packets afresh, so older state would block newer.
+   */
+  clear() {
+    if (this.streams.size === 0) return;
+    this.streams.clear();
+    this.changed();
+  }
+
   changed() {
     if (typeof this.onchange === "function") this.onchange(this);
   }
@@ -1659,56 +1669,257 @@ export class WebRtcConnection {
 export const REPORT_INTERVAL_MS = 5000;
 
 /**
- * A session: join, connect, room state, publish, snapshot request, leave. `roomState`
- * lets the caller supply the RoomState to fill (it must speak `dialect`).
+ * Silence from the relay after which a session takes it for gone (its node died, or it
+ * restarted and forgot the session) and rejoins, unless the app sets its own or the
+ * relay's reports come further apart (`SILENCE_REPORT_GAPS`). A live relay is never quiet
+ * for long: besides the room's RTP it sends every session an RTCP report at least every
+ * 6.2 s (`rtcp_min_interval`, 5 s, randomised over [0.5, 1.5] and divided by e − 3/2), so
+ * 15 s is more than two of the longest gaps: one lost report is no reason to rejoin.
+ */
+export const SILENCE_MS = 15000;
+
+/**
+ * Without a silence set by the app, it must also last this many of the longer of the last
+ * two gaps between the relay's reports: RFC 3550 spaces the reports of a quiet room with
+ * many streams further apart, and a gap can be three times the one before it.
+ */
+export const SILENCE_REPORT_GAPS = 3;
+
+/** Report packets closer together than this are one report split over several packets. */
+const REPORT_BURST_MS = 50;
+
+/** How often a session looks at its liveness. */
+const WATCHDOG_TICK_MS = 250;
+
+/** First wait before trying a failed rejoin again; it doubles with each failure, to the next. */
+const REJOIN_RETRY_MS = 250;
+const REJOIN_RETRY_MAX_MS = 8000;
+
+/** The longest a rejoin waits for the old session's leave (its relay may hang). */
+const LEAVE_WAIT_MS = 2000;
+
+/** Whether a packet is one of the relay's periodic reports (a compound starting with SR or RR). */
+function isReport(packet) {
+  return isRtcp(packet) && (packet[1] === RTCP.SR || packet[1] === RTCP.RR);
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * What a session heard of the relay, to tell when it is gone: silent for `thresholdMs`,
+ * or its transport closed. `silenceMs` is the app's threshold, used
+ * as it is (null: `SILENCE_MS`, or `SILENCE_REPORT_GAPS` times the longer of the last two
+ * report gaps when that is longer). `now` is the clock (ms).
+ */
+export class Liveness {
+  constructor({ silenceMs = null, now = () => performance.now() } = {}) {
+    this.silenceMs = silenceMs;
+    this.now = now;
+    /** The latest packet from the relay, or the join. */
+    this.heardMs = now();
+    this.reportMs = null;
+    this.gaps = [0, 0];
+    /** The transport closed. */
+    this.failed = false;
+  }
+
+  /** A packet came from the relay; `report` if it was one of its periodic reports. */
+  heard(report = false) {
+    const t = this.now();
+    this.heardMs = t;
+    if (!report) return;
+    if (this.reportMs !== null && t - this.reportMs < REPORT_BURST_MS) return;
+    if (this.reportMs !== null) this.gaps = [this.gaps[1], t - this.reportMs];
+    this.reportMs = t;
+  }
+
+  /**
+   * The transport closed: the relay is gone whatever the silence, for good (a packet read
+   * after the close was sent before it).
+   */
+  fail() {
+    this.failed = true;
+  }
+
+  /** The silence after which the relay counts as gone (ms). */
+  get thresholdMs() {
+    if (this.silenceMs !== null && this.silenceMs !== undefined) return this.silenceMs;
+    return Math.max(SILENCE_MS, SILENCE_REPORT_GAPS * Math.max(...this.gaps));
+  }
+
+  /** Milliseconds since the relay was last heard. */
+  silentMs() {
+    return this.now() - this.heardMs;
+  }
+
+  /** Whether the relay counts as gone now. */
+  isSilent() {
+    return this.failed || this.silentMs() >= this.thresholdMs;
+  }
+}
+
+/** The wait before rejoin attempt `n + 1` after `n` failed: doubling, bounded, randomised. */
+export function rejoinDelayMs(failures, random = Math.random) {
+  const base = Math.min(REJOIN_RETRY_MAX_MS, REJOIN_RETRY_MS * 2 ** Math.min(failures - 1, 5));
+  return base * (0.5 + random());
+}
+
+/**
+ * A session: join, connect, room state, publish, snapshot request, leave; and a watchdog
+ * that rejoins when the relay goes silent. `roomState` lets the caller supply the
+ * RoomState to fill (it must speak `dialect`). `silenceMs` sets the silence after which
+ * the relay counts as gone (default: automatic, see `SILENCE_MS`); with `autoRejoin:
+ * false` the app watches `isSilent()` and calls `rejoin()` itself.
  *
  *   const s = await Session.connect({baseUrl, room, token});
  *   s.room.onchange = (room) => render(room);
+ *   s.onrejoin = ({reason, silentMs}) => console.log("back", reason, silentMs);
  *   await s.publish([{type: "Head1", id: 1, time: time1(), location, rotation}]);
  *   await s.close();
  */
 export class Session {
   static async connect({ baseUrl = location.origin, room, token, dialect = "draft01", interest,
-    roomState, transport = hasWebTransport() ? "webtransport" : "webrtc" } = {}) {
+    roomState, transport = hasWebTransport() ? "webtransport" : "webrtc", silenceMs = null,
+    autoRejoin = true } = {}) {
     const request = { transport, dialect };
     if (interest) request.interest = interest;
     const startedMs = performance.now();
-    const s = new Session({ baseUrl, token, answer: null, dialect, startedMs, roomState });
-    const onpacket = (p) => s.onPacket(p);
-    try {
-      if (transport === "webrtc") {
-        const joinWith = (sdp) => join({ baseUrl, room, token, request: { ...request, sdp_offer: sdp } });
-        s.conn = await WebRtcConnection.open(joinWith, { onpacket, onanswer: (a) => { s.answer = a; } });
-      } else {
-        s.answer = await join({ baseUrl, room, token, request });
-        s.conn = await WebTransportConnection.open(s.answer, { onpacket });
-      }
-    } catch (e) {
-      if (s.answer) await leave({ baseUrl, sessionId: s.answer.session_id, token }).catch(() => {});
-      throw e;
-    }
+    const s = new Session({ baseUrl, token, answer: null, dialect, startedMs, roomState, roomName: room,
+      request, silenceMs });
+    await s.open(request, (a) => { s.answer = a; });
     await s.requestSnapshot();
     s.reports = setInterval(() => s.conn.send(buildRr(s.answer.ssrc)).catch(() => {}), REPORT_INTERVAL_MS);
+    if (autoRejoin) s.watchdog = setInterval(() => s.check(), WATCHDOG_TICK_MS);
     return s;
   }
 
-  constructor({ baseUrl, token, answer, dialect, startedMs, roomState }) {
+  constructor({ baseUrl, token, answer, dialect, startedMs, roomState, roomName, request, silenceMs = null }) {
     this.baseUrl = baseUrl;
     this.token = token;
     this.answer = answer;
     this.room = roomState ?? new RoomState({ dialect });
+    this.roomName = roomName;
+    this.request = request ?? { transport: "webtransport", dialect };
     this.startedMs = startedMs;
     this.firstStateMs = null;
     this.seq = Math.floor(Math.random() * 65536);
     this.firSeq = 0;
     this.conn = null;
     this.reports = null;
+    this.watchdog = null;
+    this.liveness = new Liveness({ silenceMs });
+    /** Rejoins done. */
+    this.rejoins = 0;
+    /** Called after each rejoin with `{reason, previousSessionId, sessionId, ssrc, silentMs, attempts}`. */
+    this.onrejoin = null;
+    /** Called with the error of each failed rejoin attempt (it is tried again). */
+    this.onrejoinerror = null;
+    this.generation = 0;
+    this.rejoining = null;
+    this.closing = false;
+  }
+
+  /**
+   * Joins with `request` and connects; resolves once the transport is up, with `answer`
+   * and `conn` set. `onanswer(answer)` is called as soon as the join answers. On failure
+   * the session it joined is left.
+   */
+  async open(request, onanswer = () => {}) {
+    const { baseUrl, token } = this;
+    const room = this.roomName;
+    const gen = ++this.generation;
+    // Packets and closings of an older connection say nothing about this one.
+    const onpacket = (p) => { if (gen === this.generation) this.onPacket(p); };
+    let answer = null;
+    let conn;
+    try {
+      if (request.transport === "webrtc") {
+        const joinWith = (sdp) => join({ baseUrl, room, token, request: { ...request, sdp_offer: sdp } });
+        conn = await WebRtcConnection.open(joinWith, { onpacket, onanswer: (a) => { answer = a; onanswer(a); } });
+      } else {
+        answer = await join({ baseUrl, room, token, request });
+        onanswer(answer);
+        conn = await WebTransportConnection.open(answer, { onpacket });
+      }
+    } catch (e) {
+      if (answer) await leave({ baseUrl, sessionId: answer.session_id, token }).catch(() => {});
+      throw e;
+    }
+    this.answer = answer;
+    this.conn = conn;
+    this.liveness = new Liveness({ silenceMs: this.liveness.silenceMs });
+    const lost = () => { if (gen === this.generation) this.liveness.fail(); };
+    Promise.resolve(conn.closed).then(lost, lost);
   }
 
   onPacket(p) {
+    this.liveness.heard(isReport(p));
     if (this.room.ingest(p) === "rtp" && this.firstStateMs === null) {
       this.firstStateMs = performance.now() - this.startedMs;
     }
+  }
+
+  /** When the relay was last heard (`performance.now()` time, ms): its latest packet, or the join. */
+  get lastHeardMs() {
+    return this.liveness.heardMs;
+  }
+
+  /** Whether the relay seems gone: silent for `liveness.thresholdMs`, or the transport closed. */
+  isSilent() {
+    return this.liveness.isSilent();
+  }
+
+  /** The watchdog's tick: rejoins when the relay is silent. */
+  check() {
+    if (this.closing || this.rejoining || !this.liveness.isSilent()) return;
+    this.rejoin(this.liveness.failed ? "closed" : "silence").catch(() => {});
+  }
+
+  /**
+   * Rejoins through the same base URL, with the same room, token, request and SSRC: leaves
+   * the old session if its relay still answers, joins and connects again (trying again
+   * after 0.25 s, doubling to 8 s, until it succeeds or the session is closed), starts the
+   * room state afresh, asks for the whole room (FIR) and calls `onrejoin`. Resolves to
+   * true once rejoined (false if closed meanwhile); a rejoin under way is shared.
+   */
+  rejoin(reason = "asked") {
+    this.rejoining ??= this.rejoinNow(reason).finally(() => { this.rejoining = null; });
+    return this.rejoining;
+  }
+
+  async rejoinNow(reason) {
+    const previous = this.answer;
+    const silentMs = this.liveness.silentMs();
+    const { baseUrl, token } = this;
+    this.generation++;
+    try { this.conn?.close(); } catch { /* already closed */ }
+    // After a restart the relay answers 404 or 403; a relay that hangs must not hold us.
+    await Promise.race([leave({ baseUrl, sessionId: previous.session_id, token }).catch(() => {}), sleep(LEAVE_WAIT_MS)]);
+    const request = { ...this.request, ssrc: previous.ssrc };
+    let attempts = 0;
+    for (;;) {
+      if (this.closing) return false;
+      attempts++;
+      try {
+        await this.open(request);
+        break;
+      } catch (e) {
+        this.onrejoinerror?.(e);
+        await sleep(rejoinDelayMs(attempts));
+      }
+    }
+    if (this.closing) {
+      await this.close();
+      return false;
+    }
+    this.rejoins++;
+    this.room.clear();
+    await this.requestSnapshot().catch(() => {});
+    this.onrejoin?.({ reason, previousSessionId: previous.session_id, sessionId: this.answer.session_id,
+      ssrc: this.answer.ssrc, silentMs, attempts });
+    return true;
   }
 
   /** Asks the relay for the full state of `media` (default: every stream, via relay_ssrc). */
@@ -1726,9 +1937,12 @@ export class Session {
       ssrc: this.answer.ssrc, payload }));
   }
 
-  /** Closes the transport and leaves the room. */
+  /** Closes the transport and leaves the room; a rejoin under way stops. */
   async close() {
+    this.closing = true;
+    this.generation++;
     clearInterval(this.reports);
+    clearInterval(this.watchdog);
     try { this.conn?.close(); } finally {
       await leave({ baseUrl: this.baseUrl, sessionId: this.answer.session_id, token: this.token })
         .catch(() => {});

@@ -58,7 +58,11 @@ async function start(token, room) {
   for (const [i, chosen] of tries.entries()) {
     try {
       viewer.session = await gs.Session.connect({ room, token, roomState: viewer.room, transport: chosen });
-      $("transport").textContent = `${TRANSPORT_NAMES[chosen] ?? chosen}, session ${viewer.session.answer.session_id}`;
+      const shown = (id) => { $("transport").textContent = `${TRANSPORT_NAMES[chosen] ?? chosen}, session ${id}`; };
+      shown(viewer.session.answer.session_id);
+      // The relay went silent and the session came back (on the same relay or another).
+      viewer.session.onrejoin = ({ sessionId }) => { shown(sessionId); setStatus(`live in ${room} (rejoined)`, "live"); };
+      viewer.session.onrejoinerror = () => setStatus("relay silent: rejoining…", "error");
       setStatus(`live in ${room}`, "live");
       return;
     } catch (e) {

@@ -1,0 +1,169 @@
+// The client's silence watchdog (driven by tests/web_client.rs): `Liveness` on an injected
+// clock, the rejoin back-off, and a `Session` whose transport and HTTP are stand-ins, taken
+// from silence to a rejoin that asks for the whole room again. Prints "N passed, M failed".
+import * as gs from "../client/gsrelay.js";
+import { Tally } from "./support.mjs";
+
+const t = new Tally();
+let clock = 0;
+const now = () => clock;
+const rr = gs.buildRr(0xaaaa);
+const head = { type: "Head1", id: 1, time: 0, location: { x: 1, y: 0, z: 0, vx: 0, vy: 0, vz: 0 },
+  rotation: { si: 0, sj: 0, sk: 0, ei: 0, ej: 0, ek: 0 } };
+const rtp = gs.buildRtp({ sequenceNumber: 1, timestamp: 0, ssrc: 7, payload: gs.encode([head]) });
+
+// Silent after SILENCE_MS of nothing; any packet from the relay resets it.
+let l = new gs.Liveness({ now });
+t.check(l.thresholdMs === gs.SILENCE_MS && gs.SILENCE_MS === 15000, `default ${l.thresholdMs}`);
+clock = 14999;
+t.check(!l.isSilent(), "not silent before the threshold");
+clock = 15000;
+t.check(l.isSilent() && l.silentMs() === 15000, "silent at the threshold");
+l.heard(false);
+t.check(!l.isSilent() && l.heardMs === 15000, "heard again");
+
+// Reports 3 s apart (the relay's minimum interval) keep the default.
+l = new gs.Liveness({ now });
+for (clock = 0; clock <= 9000; clock += 3000) l.heard(true);
+t.check(l.thresholdMs === gs.SILENCE_MS, `reports at the minimum interval: ${l.thresholdMs}`);
+
+// Reports 20 s then 10 s apart (one split over two packets) stretch it to three of the
+// longer gap; a silence the app sets is used as it is.
+l = new gs.Liveness({ now });
+for (const [ms, report] of [[0, true], [20000, true], [20010, true], [25000, false], [30000, true]]) {
+  clock = ms;
+  l.heard(report);
+}
+t.check(l.thresholdMs === 60000, `stretched to ${l.thresholdMs}`);
+clock = 89999;
+t.check(!l.isSilent(), "quiet room: not silent within three report gaps");
+clock = 90000;
+t.check(l.isSilent(), "quiet room: silent after them");
+l.silenceMs = 2000;
+t.check(l.thresholdMs === 2000, "the app's silence");
+
+// A closed transport is silence at once, and for good: a packet read after the close was
+// sent before it.
+l = new gs.Liveness({ now });
+l.fail();
+t.check(l.isSilent(), "closed: silent at once");
+l.heard(false);
+t.check(l.isSilent(), "still silent after a packet read late");
+
+// Back-off: 0.25 s doubling to 8 s, randomised over [0.5, 1.5).
+t.check(gs.rejoinDelayMs(1, () => 0.5) === 250, "first retry");
+t.check(gs.rejoinDelayMs(3, () => 0.5) === 1000, "third retry");
+t.check(gs.rejoinDelayMs(20, () => 0.5) === 8000, "bounded");
+t.check(gs.rejoinDelayMs(20, () => 0) === 4000 && gs.rejoinDelayMs(1, () => 0.999) < 375, "randomised");
+
+// RoomState.clear drops every stream and tells onchange once; nothing to clear, no change.
+const room = new gs.RoomState();
+let changes = 0;
+room.onchange = () => changes++;
+room.ingest(rtp);
+room.clear();
+room.clear();
+t.check(room.streams.size === 0 && changes === 2, `cleared: ${room.streams.size} streams, ${changes} changes`);
+
+// A Session over a stand-in WebTransport and HTTP, on the real clock with a 300 ms
+// silence: the relay's reports keep it; then silence → rejoin with the same request and
+// SSRC, the old session left, the room started afresh, a FIR for the relay's SSRC,
+// onrejoin told; a failed attempt is told and tried again; a lost connection rejoins
+// without waiting for the silence; a closed session rejoins no more.
+const FLOW = 5;
+const transports = [];
+class FakeWebTransport {
+  constructor(url) {
+    this.url = url;
+    this.sent = [];
+    this.closed = new Promise((resolve, reject) => { this.closeOk = resolve; this.lose = () => reject(new Error("lost")); });
+    this.closed.catch(() => {});
+    this.ready = Promise.resolve();
+    const readable = new ReadableStream({ start: (c) => { this.incoming = c; } });
+    this.datagrams = { readable, writable: new WritableStream({ write: (d) => { this.sent.push(gs.parseDatagram(d).packet); } }),
+      maxDatagramSize: 1200 };
+    this.incomingUnidirectionalStreams = new ReadableStream({});
+    transports.push(this);
+  }
+  deliver(packet) { this.incoming.enqueue(gs.frameDatagram(FLOW, packet)); }
+  async createBidirectionalStream() {
+    const line = new TextEncoder().encode("ok s\n");
+    return { writable: new WritableStream({}), readable: new ReadableStream({ start: (c) => { c.enqueue(line); c.close(); } }) };
+  }
+  close() { this.closedByClient = true; this.closeOk(); }
+}
+globalThis.WebTransport = FakeWebTransport;
+const http = { requests: [], down: false, joins: 0 };
+globalThis.fetch = async (url, init) => {
+  const path = new URL(url).pathname;
+  http.requests.push({ method: init.method, path, body: init.body && JSON.parse(init.body) });
+  if (init.method === "DELETE") return new Response("", { status: 404 });
+  if (http.down) throw new TypeError("fetch failed");
+  http.joins++;
+  return new Response(JSON.stringify({ session_id: `s${http.joins}`, ssrc: 0x1234, relay_ssrc: 0xfeed,
+    webtransport: { url: "https://relay.test/webtransport", flow_id: FLOW, session_token: "t" } }), { status: 200 });
+};
+const until = async (what, f, ms = 5000) => {
+  const deadline = performance.now() + ms;
+  while (!f()) {
+    if (performance.now() > deadline) { t.check(false, `not within ${ms} ms: ${what}`); return false; }
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return true;
+};
+
+const s = await gs.Session.connect({ baseUrl: "http://relay.test", room: "lobby", token: "tok",
+  transport: "webtransport", roomState: room, silenceMs: 300 });
+const told = { rejoin: [], errors: [] };
+s.onrejoin = (info) => told.rejoin.push(info);
+s.onrejoinerror = (e) => told.errors.push(e.message);
+const first = transports[0];
+t.check(http.requests[0].method === "POST" && http.requests[0].path === "/v1/rooms/lobby/sessions" &&
+  http.requests[0].body.transport === "webtransport", `joined: ${JSON.stringify(http.requests[0])}`);
+first.deliver(rtp);
+await until("first state", () => room.streams.has(7));
+// Reports every 100 ms for a second: never silent.
+for (let i = 0; i < 10; i++) {
+  first.deliver(rr);
+  await new Promise((r) => setTimeout(r, 100));
+}
+t.check(s.rejoins === 0 && !s.isSilent(), "heard reports: no rejoin");
+// The relay goes silent, and its HTTP is down for the first attempt.
+http.down = true;
+await until("a failed attempt", () => told.errors.length > 0);
+http.down = false;
+await until("rejoined", () => told.rejoin.length === 1);
+const info = told.rejoin[0];
+t.check(info.reason === "silence" && info.previousSessionId === "s1" && info.sessionId === "s2" &&
+  info.ssrc === 0x1234 && info.silentMs >= 300 && info.attempts >= 2, `onrejoin: ${JSON.stringify(info)}`);
+t.check(first.closedByClient, "the old transport closed");
+const deletes = http.requests.filter((r) => r.method === "DELETE").map((r) => r.path);
+t.check(deletes.join() === "/v1/sessions/s1", `the old session left: ${deletes}`);
+const rejoinBody = http.requests.filter((r) => r.method === "POST").at(-1).body;
+t.check(rejoinBody.ssrc === 0x1234 && rejoinBody.transport === "webtransport" && rejoinBody.dialect === "draft01",
+  `joined again asking for the same SSRC: ${JSON.stringify(rejoinBody)}`);
+t.check(room.streams.size === 0 && s.room === room, "the room started afresh");
+const second = transports.at(-1);
+const fir = gs.parseRtcp(second.sent[0]);
+t.check(fir.ok && fir.items[0].type === "fir" && fir.items[0].entries[0].ssrc === 0xfeed,
+  `asked for the whole room: ${JSON.stringify(fir)}`);
+first.deliver(rtp);
+second.deliver(rr);
+await new Promise((r) => setTimeout(r, 20));
+t.check(!room.streams.has(7), "the old transport's packets are ignored");
+
+// The connection is lost: rejoin at once.
+const lostAt = performance.now();
+second.deliver(rr);
+second.lose();
+await until("rejoined after the loss", () => told.rejoin.length === 2);
+t.check(told.rejoin[1].reason === "closed" && performance.now() - lostAt < 300 + 250,
+  `rejoined after the loss: ${JSON.stringify(told.rejoin[1])}`);
+
+// Closed: no more rejoins.
+await s.close();
+const joins = http.joins;
+await new Promise((r) => setTimeout(r, 700));
+t.check(http.joins === joins && s.rejoins === 2, "no rejoin once closed");
+
+t.finish();
