@@ -86,6 +86,18 @@ impl Node {
             .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
     }
 
+    /// The sessions the node serves (links aside), over all its shards.
+    pub async fn sessions(&self) -> f64 {
+        let Ok(resp) = reqwest::get(format!("{}/metrics", self.base())).await else {
+            return 0.0;
+        };
+        let text = resp.text().await.unwrap_or_default();
+        text.lines()
+            .filter(|l| l.starts_with("gsrelay_shard_sessions{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
     /// Kills the process at once (`kill -9`).
     pub fn kill(&mut self) {
         self.serve.signal("KILL");
