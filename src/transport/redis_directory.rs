@@ -178,7 +178,10 @@ impl RedisDirectory {
     /// Marks this node draining in its record, rewritten at once so that the other
     /// nodes stop placing joins on it (a failed write is repeated by the next refresh).
     pub async fn set_draining(&self) {
-        self.draining.store(true, Ordering::Relaxed);
+        if self.draining.swap(true, Ordering::Relaxed) {
+            // Already marked: a drain asks again every 100 ms until its sessions are gone.
+            return;
+        }
         if let Some(addrs) = self.advertised.get()
             && let Err(e) = self.refresh(addrs).await
         {

@@ -1,15 +1,15 @@
 //! The cluster: this node's place among the relay's nodes, which share a room directory
-//! in Redis ([`RedisDirectory`]) and hold each room's replicas joined by QUIC links.
+//! in Redis (`RedisDirectory`) and hold each room's replicas joined by QUIC links.
 //!
 //! - **Links.** One QUIC connection per pair of nodes ([`node_link`]), dialled by the
 //!   node whose name sorts first as soon as the directory shows the other, kept alive
 //!   every 100 ms, and carrying the link protocol between the shards that hold a room on
-//!   each side. The shards see another node's shards as [`Peer`]s reached through
-//!   [`RemoteNodes`]; nothing else in the data path knows there is a cluster.
+//!   each side. The shards see another node's shards as `Peer`s reached through
+//!   `link::RemoteNodes`; nothing else in the data path knows there is a cluster.
 //! - **Failure.** A link that goes silent past [`node_link::IDLE_TIMEOUT`], that the
 //!   peer closes, or whose node has been missing from the directory for
 //!   [`EXPIRE_AFTER`] while Redis answered, is dropped: every shard closes its links to
-//!   that node ([`Frame::NodeLost`]), which ends its streams with a BYE to every
+//!   that node (`Frame::NodeLost`), which ends its streams with a BYE to every
 //!   subscriber, and the node is taken out of the directory.
 //! - **Placement.** [`Cluster::place`] picks the node a join is served on: one of the
 //!   room's nodes under the spill threshold, so a room's sessions gather on as few nodes

@@ -287,7 +287,7 @@ impl Ended {
 
 /// What a running link needs: its number, the shards' inboxes, and the drop counter.
 pub struct Running {
-    /// The number this node gave the link (its replicas' [`Peer::node`]).
+    /// The number this node gave the link (its replicas' `Peer::node`).
     pub id: u16,
     /// This node's shards.
     pub net: Arc<LinkNet>,
