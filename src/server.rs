@@ -183,7 +183,11 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
             router = Shards::new(handles.clone(), Arc::new(local));
         }
         Some(url) => {
-            let links = LinkParts { net, remotes };
+            let links = LinkParts {
+                net,
+                remotes,
+                shards: handles.clone(),
+            };
             let started = join_cluster(
                 &cfg, url, local, links, &secret, http_addr, &rtp_addrs, &metrics,
             )
@@ -280,10 +284,11 @@ struct ClusterNode {
     _refresh: AbortOnDrop,
 }
 
-/// The shards' link net and the other nodes' links it reaches.
+/// The shards' link net, the other nodes' links it reaches, and the shards.
 struct LinkParts {
     net: Arc<LinkNet>,
     remotes: Arc<RemoteNodes>,
+    shards: Vec<RelayHandle>,
 }
 
 /// Joins the cluster whose directory is the Redis at `url`: registers this node (every
@@ -327,6 +332,7 @@ async fn join_cluster(
         directory.clone(),
         links.net,
         links.remotes,
+        links.shards,
         metrics,
     )
     .with_context(|| format!("binding the link address {}", cfg.link_addr))?;

@@ -10,8 +10,8 @@ use gsrelay::client::{Client, JoinOptions};
 use gsrelay::internal::cluster::{self, node_link};
 use gsrelay::serve::{self, Server};
 use gsrelay::token::Rights;
-use gsrelay::wire::Object;
 use std::time::{Duration, Instant};
+use support::cluster::{sees, until_links};
 use support::head;
 use support::redis::Redis;
 use support::server::{ADMIN, PUBLISH, SUBSCRIBE, base, config, metric, token};
@@ -52,10 +52,7 @@ async fn eventually<F: AsyncFnMut() -> bool>(what: &str, mut check: F) {
 async fn linked(nodes: &[&Server]) {
     let want = (nodes.len() - 1) as f64;
     for n in nodes {
-        eventually("every node linked to the others", async || {
-            metric(n, "gsrelay_cluster_links").await == Some(want)
-        })
-        .await;
+        until_links("a node", want, || metric(n, "gsrelay_cluster_links")).await;
     }
 }
 
@@ -70,25 +67,6 @@ async fn join(server: &Server, room: &str, rights: Rights) -> Client {
     .unwrap();
     c.send_rr().await.unwrap();
     c
-}
-
-/// Receives until an update of object `id` with x = `x` arrives.
-async fn sees(c: &mut Client, id: u64, x: f32) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(!left.is_zero(), "object {id} at x={x} did not arrive");
-        let Ok(Some((_, objects))) = c.recv_objects(left).await else {
-            continue;
-        };
-        let seen = objects.iter().any(|o| match o {
-            Object::Head1(h) => h.id == id && h.location.x == x,
-            _ => false,
-        });
-        if seen {
-            return;
-        }
-    }
 }
 
 /// Which node's RTP address a client was given.

@@ -15,7 +15,7 @@ use gsrelay::token::Rights;
 use gsrelay::wire::Object;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
-use support::cluster::{Node, Service, linked};
+use support::cluster::{Node, Service, linked, sees};
 use support::head;
 use support::redis::Redis;
 use support::server::{PUBLISH, SUBSCRIBE, token};
@@ -58,24 +58,6 @@ fn of_round(objects: &[Object], round: f32) -> impl Iterator<Item = u64> + '_ {
         Object::Head1(h) if h.location.x == round => Some(h.id),
         _ => None,
     })
-}
-
-/// Receives until an update of object `id` at x = `x` arrives.
-async fn sees(c: &mut Client, id: u64, x: f32) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(!left.is_zero(), "object {id} at x={x} did not arrive");
-        let Ok(Some((_, objects))) = c.recv_objects(left).await else {
-            continue;
-        };
-        if objects
-            .iter()
-            .any(|o| matches!(o, Object::Head1(h) if h.id == id && h.location.x == x))
-        {
-            return;
-        }
-    }
 }
 
 #[tokio::test]

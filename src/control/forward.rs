@@ -129,10 +129,11 @@ impl Forwarder {
             StatusCode::NOT_FOUND => Ok(None),
             s if s.is_success() => resp.json().await.map(Some).map_err(|e| unavailable(to, &e)),
             s => Err(ApiError::new(
-                StatusCode::BAD_GATEWAY,
+                StatusCode::SERVICE_UNAVAILABLE,
                 "node_unavailable",
                 format!("the node at {to} answered {s} for the room"),
-            )),
+            )
+            .retry_after(Duration::from_secs(1))),
         }
     }
 }

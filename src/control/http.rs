@@ -109,6 +109,15 @@ struct ErrorCode(&'static str);
 /// The join route, whose refusals are counted by reason.
 const JOIN_ROUTE: &str = "/v1/rooms/{room}/sessions";
 
+/// The route of a room's inspection.
+const ROOM_ROUTE: &str = "/v1/rooms/{room}";
+
+/// The route of a session's interest.
+const INTEREST_ROUTE: &str = "/v1/sessions/{id}/interest";
+
+/// The route of a session.
+const SESSION_ROUTE: &str = "/v1/sessions/{id}";
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
@@ -332,6 +341,17 @@ impl ApiState {
             })
     }
 
+    /// Counts a request handed to another node on `route`; this node's name, as the
+    /// forwarded request gives it.
+    fn forwarding(&self, route: &'static str) -> &str {
+        self.0
+            .metrics
+            .cluster_forwarded
+            .with_label_values(&[route])
+            .inc();
+        self.0.relay.node_name().unwrap_or_default()
+    }
+
     /// Forwards a request on `route` to the node at `to` and answers with its answer.
     async fn forward(
         &self,
@@ -339,32 +359,40 @@ impl ApiState {
         route: &'static str,
         req: Forwarded<'_>,
     ) -> Result<Response, ApiError> {
-        self.0
-            .metrics
-            .cluster_forwarded
-            .with_label_values(&[route])
-            .inc();
-        let from = self.0.relay.node_name().unwrap_or_default();
+        let from = self.forwarding(route);
         self.0
             .forwarder
             .forward(to, from, req.method, &req.path, req.headers, req.body)
             .await
     }
 
-    /// The other node serving session `id`, for a request that reached this node first.
-    async fn session_elsewhere(
+    /// Hands a request on session `id` (`method` on `route`) to the node serving the
+    /// session when another node does, for a request that reached this node first; its
+    /// answer, or `None` to handle it here.
+    async fn to_session_node(
         &self,
         headers: &HeaderMap,
         id: &str,
-    ) -> Result<Option<std::net::SocketAddr>, ApiError> {
+        (method, route): (Method, &'static str),
+        body: Bytes,
+    ) -> Result<Option<Response>, ApiError> {
         if forward::is_forwarded(headers) {
             return Ok(None);
         }
-        match parse_session_id(id) {
-            Some(session) => Ok(self.0.relay.session_elsewhere(session).await?),
-            // Refused as unknown where it is looked up.
-            None => Ok(None),
-        }
+        // A malformed id is refused as unknown where it is looked up.
+        let Some(session) = parse_session_id(id) else {
+            return Ok(None);
+        };
+        let Some(to) = self.0.relay.session_elsewhere(session).await? else {
+            return Ok(None);
+        };
+        let req = Forwarded {
+            method,
+            path: route.replace("{id}", id),
+            headers,
+            body,
+        };
+        self.forward(to, route, req).await.map(Some)
     }
 
     fn count_limited(&self, limit: &str) {
@@ -420,9 +448,9 @@ pub fn router(state: ApiState) -> Router {
         .layer(GlobalConcurrencyLimitLayer::new(max_in_flight));
     let api = Router::new()
         .route(JOIN_ROUTE, post(join))
-        .route("/v1/rooms/{room}", get(room_info))
-        .route("/v1/sessions/{id}/interest", put(set_interest))
-        .route("/v1/sessions/{id}", delete(leave))
+        .route(ROOM_ROUTE, get(room_info))
+        .route(INTEREST_ROUTE, put(set_interest))
+        .route(SESSION_ROUTE, delete(leave))
         .route_layer(in_flight)
         .route(super::openapi::ROUTE, get(super::openapi::serve));
     // Outside the in-flight limit, so a preflight never takes a slot and a shed answer
@@ -819,14 +847,12 @@ async fn set_interest(
 ) -> Result<Response, ApiError> {
     let id = path_param(id)?;
     let claims = state.authenticate(&headers)?;
-    if let Some(to) = state.session_elsewhere(&headers, &id).await? {
-        let req = Forwarded {
-            method: Method::PUT,
-            path: format!("/v1/sessions/{id}/interest"),
-            headers: &headers,
-            body,
-        };
-        return state.forward(to, "/v1/sessions/{id}/interest", req).await;
+    let route = (Method::PUT, INTEREST_ROUTE);
+    if let Some(answer) = state
+        .to_session_node(&headers, &id, route, body.clone())
+        .await?
+    {
+        return Ok(answer);
     }
     state.check_rate(&claims)?;
     let session = state.session_for(&claims, &id).await?;
@@ -845,14 +871,12 @@ async fn leave(
 ) -> Result<Response, ApiError> {
     let id = path_param(id)?;
     let claims = state.authenticate(&headers)?;
-    if let Some(to) = state.session_elsewhere(&headers, &id).await? {
-        let req = Forwarded {
-            method: Method::DELETE,
-            path: format!("/v1/sessions/{id}"),
-            headers: &headers,
-            body: Bytes::new(),
-        };
-        return state.forward(to, "/v1/sessions/{id}", req).await;
+    let route = (Method::DELETE, SESSION_ROUTE);
+    if let Some(answer) = state
+        .to_session_node(&headers, &id, route, Bytes::new())
+        .await?
+    {
+        return Ok(answer);
     }
     let session = state.session_for(&claims, &id).await?;
     state.0.relay.leave(session).await?;
@@ -875,15 +899,15 @@ async fn room_info(
         .filter(serde_json::Value::is_object);
     if !forward::is_forwarded(&headers) {
         for to in state.0.relay.room_elsewhere(&room).await? {
-            state
-                .0
-                .metrics
-                .cluster_forwarded
-                .with_label_values(&["/v1/rooms/{room}"])
-                .inc();
-            let from = state.0.relay.node_name().unwrap_or_default();
-            if let Some(part) = state.0.forwarder.room(to, from, &room, &headers).await? {
-                merge_room(&mut merged, part);
+            let from = state.forwarding(ROOM_ROUTE);
+            match state.0.forwarder.room(to, from, &room, &headers).await {
+                Ok(Some(part)) => merge_room(&mut merged, part),
+                Ok(None) => {}
+                // A node that cannot answer (it is dying) leaves its sessions out; the
+                // room's streams are whole on every replica.
+                Err(e) => {
+                    tracing::warn!(node = %to, error = ?e, "a node's part of a room is missing")
+                }
             }
         }
     }

@@ -147,8 +147,9 @@ pub struct Outbound {
 pub struct RemoteNode {
     /// Its name in the directory.
     pub name: Arc<str>,
-    /// The SSRC each of its shards' cores sends from, shard `k` at `k`.
-    pub ssrcs: Vec<u32>,
+    /// The SSRC each of its shards' cores sends from, shard `k` at `k` (shared: a shard
+    /// reads it without allocating).
+    pub ssrcs: Arc<[u32]>,
     /// Largest packet a link to it carries.
     pub max_packet: usize,
     /// Where frames for it go.
@@ -396,6 +397,11 @@ impl LinkPort {
             Some((id, max_packet, route))
         });
         let Some((id, max_packet, route)) = joined else {
+            if !peer.is_local() && self.net.remotes.get(peer.node).is_none() {
+                // Its node's link is gone; the cluster links the room again when it is back.
+                tracing::warn!(%room, %peer, "link not opened: its node's link is gone");
+                return None;
+            }
             tracing::warn!(%room, %peer, "link not opened (refused or unreachable); trying again");
             if !self.retries.iter().any(|r| r.0 == *room && r.1 == peer) {
                 self.retries.push((room.clone(), peer, now + LINK_RETRY));
@@ -420,19 +426,23 @@ impl LinkPort {
         Some(id)
     }
 
-    /// Closes every link of `room` (this shard holds no other session of it any more).
+    /// Closes every link of `room` (this shard holds no other session of it any more),
+    /// telling the peers.
     pub(super) fn close_room(&mut self, now: Instant, room: &str, core: &mut impl Core) {
         self.retries.retain(|r| &*r.0 != room);
-        let ids: Vec<SessionId> = self
-            .links
-            .iter()
-            .filter(|(_, l)| &*l.room == room)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
+        for id in self.links_where(|l| &*l.room == room) {
             self.close(id);
             core.leave(now, id);
         }
+    }
+
+    /// The link sessions `pick` takes.
+    fn links_where(&self, pick: impl Fn(&Link) -> bool) -> Vec<SessionId> {
+        self.links
+            .iter()
+            .filter(|(_, l)| pick(l))
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     /// Forgets link session `id` and tells its peer.
@@ -459,13 +469,7 @@ impl LinkPort {
     fn node_lost(&mut self, now: Instant, node: u16, core: &mut impl Core) {
         self.backlog.retain(|peer, _| peer.node != node);
         self.retries.retain(|r| r.1.node != node);
-        let ids: Vec<SessionId> = self
-            .links
-            .iter()
-            .filter(|(_, l)| l.peer.node == node)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
+        for id in self.links_where(|l| l.peer.node == node) {
             self.drop_link(id);
             core.leave(now, id);
         }

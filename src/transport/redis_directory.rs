@@ -388,6 +388,28 @@ impl RedisDirectory {
         Ok(parse_replicas(fields))
     }
 
+    /// The replicas of each of `rooms`, in one round trip.
+    pub async fn replicas_of(
+        &self,
+        rooms: &[Arc<str>],
+    ) -> Result<Vec<Vec<Replica>>, DirectoryError> {
+        if rooms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut redis = self.redis.clone();
+        let mut pipe = redis::pipe();
+        for room in rooms {
+            pipe.cmd("HGETALL").arg(self.room_key(room));
+        }
+        let all: Vec<Vec<(String, usize)>> = self.noted(pipe.query_async(&mut redis).await)?;
+        Ok(all.into_iter().map(parse_replicas).collect())
+    }
+
+    /// The rooms this node holds, with its sessions of each on each of its shards.
+    pub fn local_rooms(&self) -> Vec<(Arc<str>, Vec<RoomPlacement>)> {
+        self.local.rooms()
+    }
+
     /// The replicas of `room`, and every node's sessions as written at its last join or
     /// end (fresher than the records' refresh), in one round trip.
     pub async fn placement_view(
@@ -418,17 +440,22 @@ impl RedisDirectory {
     /// again at its next refresh.
     pub async fn forget_node(&self, node: &str) -> Result<(), DirectoryError> {
         let rooms = self.scan(&format!("{}*", self.room_key(""))).await?;
+        let mut redis = self.redis.clone();
+        let mut read = redis::pipe();
+        for key in &rooms {
+            read.cmd("HKEYS").arg(key);
+        }
+        let fields: Vec<Vec<String>> = match rooms.is_empty() {
+            true => Vec::new(),
+            false => self.noted(read.query_async(&mut redis).await)?,
+        };
         let mut pipe = redis::pipe();
         pipe.cmd("DEL").arg(self.node_key(node)).ignore();
         pipe.cmd("HDEL").arg(self.load_key()).arg(node).ignore();
-        let mut redis = self.redis.clone();
-        for key in rooms {
-            let mut keys = redis::cmd("HKEYS");
-            keys.arg(&key);
-            let fields: Vec<String> = self.noted(keys.query_async(&mut redis).await)?;
+        for (key, fields) in rooms.iter().zip(fields) {
             for field in fields {
                 if field.rsplit_once('#').is_some_and(|(n, _)| n == node) {
-                    pipe.cmd("HDEL").arg(&key).arg(field).ignore();
+                    pipe.cmd("HDEL").arg(key).arg(field).ignore();
                 }
             }
         }

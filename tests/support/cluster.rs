@@ -6,6 +6,9 @@
 use super::redis::Redis;
 use super::serve::{BIN, Serve};
 use super::server::SECRET;
+use gsrelay::client::Client;
+use gsrelay::wire::Object;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::Arc;
@@ -108,15 +111,38 @@ impl Node {
 /// Waits until every node of `nodes` has a link to each of the others.
 pub async fn linked(nodes: &[&Node]) {
     let want = (nodes.len() - 1) as f64;
-    let deadline = Instant::now() + READY;
     for n in nodes {
-        while n.metric("gsrelay_cluster_links").await != Some(want) {
-            assert!(
-                Instant::now() < deadline,
-                "{} not linked to the others",
-                n.name
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        until_links(&n.name, want, || n.metric("gsrelay_cluster_links")).await;
+    }
+}
+
+/// Waits until `links` (a node's `gsrelay_cluster_links`) reads `want`, naming `who`.
+pub async fn until_links<F: Future<Output = Option<f64>>>(
+    who: &str,
+    want: f64,
+    links: impl Fn() -> F,
+) {
+    let deadline = Instant::now() + READY;
+    while links().await != Some(want) {
+        assert!(Instant::now() < deadline, "{who} not linked to the others");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Receives until an update of object `id` at x = `x` arrives.
+pub async fn sees(c: &mut Client, id: u64, x: f32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "object {id} at x={x} did not arrive");
+        let Ok(Some((_, objects))) = c.recv_objects(left).await else {
+            continue;
+        };
+        if objects
+            .iter()
+            .any(|o| matches!(o, Object::Head1(h) if h.id == id && h.location.x == x))
+        {
+            return;
         }
     }
 }

@@ -20,6 +20,7 @@
 pub mod node_link;
 pub mod wire;
 
+use super::command::RelayHandle;
 use super::directory::DirectoryError;
 use super::link::{Frame, LinkNet, Peer, RemoteNode, RemoteNodes};
 use super::quic::udp_socket;
@@ -44,11 +45,19 @@ pub const EXPIRE_AFTER: Duration = Duration::from_secs(7);
 /// How long a join waits for the link to a node its room is on.
 const LINK_WAIT: Duration = Duration::from_secs(2);
 
-/// How long a node that refused a link is left alone.
+/// How long a node that refused a link (another cluster's, say) is left alone.
 const REFUSED_BACKOFF: Duration = Duration::from_secs(5);
 
-/// The largest packet a link carries when the connection does not say.
-const MIN_DATAGRAM: usize = 1200;
+/// How long a node that could not be reached is left alone.
+const UNREACHABLE_BACKOFF: Duration = Duration::from_millis(500);
+
+/// The largest datagram a link carries when the connection does not say: what QUIC's
+/// smallest packet (1 200 bytes) leaves for one.
+const MIN_DATAGRAM: usize = 1100;
+
+/// How many directory reads apart the rooms this node holds are linked again to the
+/// replicas the directory shows (every 2 s).
+const RELINK_EVERY: u32 = 4;
 
 /// What the cluster is started with.
 #[derive(Debug, Clone)]
@@ -115,6 +124,25 @@ pub struct Cluster {
     wake: Arc<Notify>,
     spill: usize,
     metrics: Metrics,
+    /// This node's shards, told to link their rooms to replicas that appeared.
+    shards: Vec<RelayHandle>,
+    /// The other nodes' replicas each room was last linked to, and the reads since.
+    relinked: tokio::sync::Mutex<Relinked>,
+}
+
+/// What [`Cluster::relink`] last did.
+#[derive(Debug, Default)]
+struct Relinked {
+    peers: HashMap<Arc<str>, Vec<Peer>>,
+    reads: u32,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // The link tasks and the accept loop hold the endpoint: without this, a dropped
+        // node would go on answering its peers' keep-alives.
+        self.close();
+    }
 }
 
 impl std::fmt::Debug for Cluster {
@@ -132,6 +160,7 @@ impl Cluster {
         directory: Arc<RedisDirectory>,
         net: Arc<LinkNet>,
         remotes: Arc<RemoteNodes>,
+        shards: Vec<RelayHandle>,
         metrics: &Metrics,
     ) -> std::io::Result<Arc<Self>> {
         let (endpoint, client) = endpoint(cfg.bind)?;
@@ -152,6 +181,8 @@ impl Cluster {
             wake: Arc::default(),
             spill: cfg.spill.max(1),
             metrics: metrics.clone(),
+            shards,
+            relinked: tokio::sync::Mutex::default(),
         });
         tokio::spawn(accept_loop(Arc::downgrade(&cluster)));
         tokio::spawn(maintain_loop(Arc::downgrade(&cluster)));
@@ -201,7 +232,7 @@ impl Cluster {
             .saturating_sub(wire::DATAGRAM_HEADER);
         let remote = RemoteNode {
             name: name.clone(),
-            ssrcs: opened.peer.ssrcs.clone(),
+            ssrcs: Arc::from(opened.peer.ssrcs.as_slice()),
             max_packet,
             tx,
         };
@@ -254,6 +285,7 @@ impl Cluster {
         self.with(|links| {
             if links.by_name.get(name).is_some_and(|l| l.id == id) {
                 links.by_name.remove(name);
+                links.absent.remove(name);
             }
         });
         self.remotes.remove(id);
@@ -296,10 +328,14 @@ impl Cluster {
                 .inc();
         }
         if let Some(node) = node {
+            let backoff = match e.reason() {
+                Some(_) => REFUSED_BACKOFF,
+                None => UNREACHABLE_BACKOFF,
+            };
             self.with(|links| {
                 links
                     .refused
-                    .insert(node.to_owned(), Instant::now() + REFUSED_BACKOFF)
+                    .insert(node.to_owned(), Instant::now() + backoff)
             });
         }
     }
@@ -359,6 +395,52 @@ impl Cluster {
         for (name, addr) in dial {
             let cluster = self.clone();
             tokio::spawn(async move { cluster.dial(name, addr).await });
+        }
+        self.relink().await;
+    }
+
+    /// Every [`RELINK_EVERY`] reads, links each room this node holds to the replicas
+    /// the directory shows on linked nodes, where the set changed since last time: a
+    /// room split by a link that was lost and came back, or by a join that could not
+    /// wait for a link, is whole again within a few seconds. The shards skip the links
+    /// they already have.
+    async fn relink(&self) {
+        let mut relinked = self.relinked.lock().await;
+        relinked.reads += 1;
+        if relinked.reads < RELINK_EVERY {
+            return;
+        }
+        relinked.reads = 0;
+        let rooms = self.directory.local_rooms();
+        let names: Vec<Arc<str>> = rooms.iter().map(|(r, _)| r.clone()).collect();
+        let Ok(replicas) = self.directory.replicas_of(&names).await else {
+            return;
+        };
+        relinked.peers.retain(|room, _| names.contains(room));
+        for ((room, placed), replicas) in rooms.iter().zip(replicas) {
+            let peers: Vec<Peer> = self.with(|links| {
+                replicas
+                    .iter()
+                    .filter(|r| r.node != self.me.node)
+                    .filter_map(|r| {
+                        let node = links.by_name.get(r.node.as_str())?.id;
+                        Some(Peer {
+                            node,
+                            shard: r.shard,
+                        })
+                    })
+                    .collect()
+            });
+            if peers.is_empty() || relinked.peers.get(room) == Some(&peers) {
+                continue;
+            }
+            for p in placed {
+                if let Some(shard) = self.shards.get(p.shard) {
+                    // A shard that stopped has no room to link.
+                    let _ = shard.link(room.to_string(), peers.clone()).await;
+                }
+            }
+            relinked.peers.insert(room.clone(), peers);
         }
     }
 
@@ -629,8 +711,6 @@ fn transport_config() -> quinn::TransportConfig {
         .max_concurrent_uni_streams(quinn::VarInt::from_u32(0))
         .keep_alive_interval(Some(node_link::KEEP_ALIVE))
         .max_idle_timeout(Some(idle))
-        // Links carry the aggregated packets a shard builds for them, up to the link MTU.
-        .initial_mtu(1452)
         .datagram_receive_buffer_size(Some(4 << 20))
         .datagram_send_buffer_size(4 << 20);
     t

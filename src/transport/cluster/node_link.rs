@@ -120,6 +120,11 @@ impl OpenError {
     }
 }
 
+/// A connection's failure as an [`OpenError`].
+fn connection(e: impl std::fmt::Display) -> OpenError {
+    OpenError::Connection(e.to_string())
+}
+
 /// What this node says in its Hello, but the proof.
 #[derive(Debug, Clone)]
 pub struct Me {
@@ -190,9 +195,7 @@ async fn hello(
 }
 
 async fn write(send: &mut quinn::SendStream, bytes: &[u8]) -> Result<(), OpenError> {
-    send.write_all(bytes)
-        .await
-        .map_err(|e| OpenError::Connection(e.to_string()))
+    send.write_all(bytes).await.map_err(connection)
 }
 
 /// Connects to the node at `addr` and authenticates both ways.
@@ -206,19 +209,12 @@ pub async fn dial(
     let open = async {
         let connecting = endpoint
             .connect_with(config, addr, "gsrelay-link")
-            .map_err(|e| OpenError::Connection(e.to_string()))?;
-        let conn = connecting
-            .await
-            .map_err(|e| OpenError::Connection(e.to_string()))?;
-        let streams = conn
-            .open_bi()
-            .await
-            .map_err(|e| OpenError::Connection(e.to_string()))?;
+            .map_err(connection)?;
+        let conn = connecting.await.map_err(connection)?;
+        let streams = conn.open_bi().await.map_err(connection)?;
         hello(conn, streams, Role::Dialer, me, key).await
     };
-    tokio::time::timeout(HELLO_TIMEOUT, open)
-        .await
-        .map_err(|_| OpenError::Connection("timed out".into()))?
+    in_time(open).await
 }
 
 /// Accepts a node's connection and authenticates both ways.
@@ -228,18 +224,20 @@ pub async fn accept(
     key: &LinkKey,
 ) -> Result<Opened, OpenError> {
     let open = async {
-        let conn = incoming
-            .await
-            .map_err(|e| OpenError::Connection(e.to_string()))?;
-        let streams = conn
-            .accept_bi()
-            .await
-            .map_err(|e| OpenError::Connection(e.to_string()))?;
+        let conn = incoming.await.map_err(connection)?;
+        let streams = conn.accept_bi().await.map_err(connection)?;
         hello(conn, streams, Role::Acceptor, me, key).await
     };
+    in_time(open).await
+}
+
+/// `open`, or a timeout past [`HELLO_TIMEOUT`].
+async fn in_time(
+    open: impl std::future::Future<Output = Result<Opened, OpenError>>,
+) -> Result<Opened, OpenError> {
     tokio::time::timeout(HELLO_TIMEOUT, open)
         .await
-        .map_err(|_| OpenError::Connection("timed out".into()))?
+        .map_err(|_| connection("timed out"))?
 }
 
 /// Why a control frame could not be read.
@@ -291,7 +289,7 @@ pub struct Running {
     pub id: u16,
     /// This node's shards.
     pub net: Arc<LinkNet>,
-    /// `gsrelay_packets_dropped_total`, by reason.
+    /// `gsrelay_dropped_packets_total`, by reason.
     pub dropped: IntCounterVec,
 }
 
@@ -434,13 +432,14 @@ async fn control_loop(
             ),
             Control::Refuse { to_shard, session } => (to_shard, Frame::Refuse { to: session }),
         };
-        let Some(inbox) = running.net.inbox(usize::from(to)) else {
-            running.dropped.with_label_values(&["link_no_shard"]).inc();
-            continue;
+        // Control frames are few and must not be lost: wait for room in the inbox. A
+        // shard that does not exist or has stopped costs only its own frames.
+        let delivered = match running.net.inbox(usize::from(to)) {
+            Some(inbox) => inbox.send(frame).await.is_ok(),
+            None => false,
         };
-        // Control frames are few and must not be lost: wait for room in the inbox.
-        if inbox.send(frame).await.is_err() {
-            return Ended::Local;
+        if !delivered {
+            running.dropped.with_label_values(&["link_no_shard"]).inc();
         }
     }
 }
