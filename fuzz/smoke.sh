@@ -8,7 +8,7 @@ set -euo pipefail
 secs=${1:-20}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-targets=(wire rtp rtcp srtp interest core roq)
+targets=(wire rtp rtcp srtp interest core roq link_wire)
 "$root/fuzz/seed.sh"
 cargo +nightly fuzz build
 logs=$(mktemp -d)

@@ -10,6 +10,8 @@
 //! - srtp: those RTP and RTCP packets protected with the target's fixed keys (raw mode),
 //!   and as plaintext for the round-trip mode, both profiles;
 //! - interest: the JSON examples of docs/interest.md and a few edge cases;
+//! - link_wire: a frame of every kind of a link between nodes, and a datagram carrying
+//!   an RTP packet;
 //! - core: none; its input is a structure `arbitrary` reads, which the fuzzer builds up.
 
 use gsrelay::rtp::ccfb;
@@ -59,6 +61,9 @@ fn main() -> Result<(), String> {
     for seed in roq_seeds(&rtp) {
         out.write("roq", &seed)?;
     }
+    for seed in link_seeds(&rtp)? {
+        out.write("link_wire", &seed)?;
+    }
     println!("seeds written under {}", out.0.display());
     Ok(())
 }
@@ -74,6 +79,51 @@ fn roq_seeds(rtp: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let mut datagram = vec![0x80, 0x00, 0x12, 0x34];
     datagram.extend_from_slice(rtp.first().map_or(&[][..], Vec::as_slice));
     vec![stream, datagram]
+}
+
+/// Link inputs: each control frame, length first, and a datagram of a real RTP packet.
+fn link_seeds(rtp: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, String> {
+    use gsrelay::internal::link_wire::{self as w, Control, Datagram, Hello};
+    let frames = [
+        Control::Hello(Hello {
+            node: "node-a".into(),
+            ssrcs: vec![0x1234_5678, 0x9abc_def0],
+            proof: [7; w::PROOF_LEN],
+        }),
+        Control::Open {
+            from_shard: 0,
+            to_shard: 1,
+            session: 42,
+            room: "arena".into(),
+        },
+        Control::Close {
+            from_shard: 1,
+            to_shard: 0,
+            session: 42,
+        },
+        Control::Refuse {
+            to_shard: 0,
+            session: 7,
+        },
+    ];
+    let mut seeds = Vec::new();
+    for f in &frames {
+        let mut out = Vec::new();
+        w::write_control(f, &mut out).map_err(|e| e.to_string())?;
+        seeds.push(out);
+    }
+    let d = Datagram {
+        from_shard: 0,
+        to_shard: 1,
+        session: 42,
+        class: gsrelay::rtp::PacketClass::Rtp,
+    };
+    let mut head = [0u8; w::DATAGRAM_HEADER];
+    w::write_datagram_header(&d, &mut head);
+    let mut datagram = head.to_vec();
+    datagram.extend_from_slice(rtp.first().map_or(&[][..], Vec::as_slice));
+    seeds.push(datagram);
+    Ok(seeds)
 }
 
 /// A directory of corpora; each seed is named by its content, so reruns overwrite.
