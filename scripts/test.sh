@@ -4,7 +4,9 @@
 # Idempotent and quick once installed. Installs, only when missing:
 #   - Debian's prometheus (promtool and the server the monitoring tests start);
 #   - Debian's redis-server (7.0), the room directory the cluster tests start on free
-#     ports (tests/redis_directory.rs);
+#     ports (tests/redis_directory.rs, tests/cluster*.rs);
+#   - Debian's nftables (nft), the packet loss of the namespace tests that root runs by
+#     hand (tests/chaos_netns.rs, tests/cluster_netns.rs; ignored in this run);
 #   - Debian's GStreamer (gst-launch-1.0, the good plugins' rtpbin) with the system
 #     python's GObject bindings, and tshark: independent judges of the relay's RTCP
 #     (tests/rtcp_interop.rs runs tests/interop/gst_rtp.py under /usr/bin/python3, which
@@ -54,6 +56,12 @@ fi
 if ! command -v redis-server >/dev/null; then
   say "installing Debian's redis-server"
   apt_install redis-server
+fi
+
+# /usr/sbin may be off a non-root PATH.
+if ! command -v nft >/dev/null && ! [ -x /usr/sbin/nft ]; then
+  say "installing Debian's nftables"
+  apt_install nftables
 fi
 
 gst_ok() {
