@@ -238,3 +238,67 @@ fn slow_subscribers_are_capped_and_reported_apart() {
         "the others lose nothing to it"
     );
 }
+
+/// Runs `gsrelay bench SUBCOMMAND` with `args` and `--json`, and returns the report (the
+/// cluster runs need `redis-server`, as `tests/cluster.rs` does).
+fn subcommand_json(subcommand: &str, args: &[&str]) -> Value {
+    let dir = std::env::temp_dir().join(format!("gsrelay-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join(format!("{subcommand}.json"));
+    let out = Command::new(env!("CARGO_BIN_EXE_gsrelay"))
+        .args(["bench", subcommand, "--plain-rtp", "--json"])
+        .arg(&json)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+#[test]
+fn a_room_across_three_nodes_is_measured_per_count_of_remote_subscribers() {
+    let r = subcommand_json(
+        "nodes",
+        &[
+            "--duration",
+            "1",
+            "--warmup",
+            "0.3",
+            "--remote-subscribers",
+            "1,4",
+            "--late-objects",
+            "500",
+        ],
+    );
+    assert_eq!(num(&r, "node_count"), 3.0);
+    let runs = r["runs"].as_array().expect("one run per count");
+    assert_eq!(runs.len(), 2);
+    for (run, (remote, nodes)) in runs.iter().zip([(1.0, 1.0), (4.0, 2.0)]) {
+        assert_eq!(num(run, "remote_subscribers"), remote);
+        assert_eq!(num(run, "remote_nodes"), nodes);
+        assert!(num(run, "link_bytes_per_s") > 0.0, "{run}");
+        assert!(num(run, "remote_received_bytes_per_s") > 0.0, "{run}");
+        assert!(num(&run["remote_latency_us"], "p50") > 0.0, "{run}");
+        assert!(num(run, "remote_loss_ratio") < 0.05, "{run}");
+    }
+    let late = &r["late_join"];
+    assert_eq!(num(late, "objects"), 500.0);
+    assert!(num(late, "whole_ms") > 0.0, "{late}");
+    assert_eq!(num(late, "home_snapshots"), 0.0, "{late}");
+}
+
+#[test]
+fn a_killed_nodes_subscribers_are_timed_until_whole_again() {
+    let r = subcommand_json("failover", &["--kills", "2", "--static-objects", "20"]);
+    let kills = r["kills"].as_array().expect("one entry per kill");
+    assert_eq!(kills.len(), 2);
+    let recovery = &r["recovery_ms"];
+    assert!(num(recovery, "samples") >= 2.0, "{r}");
+    assert!(num(recovery, "p50") > 0.0 && num(recovery, "p50") <= num(recovery, "max"));
+    assert_eq!(num(&r, "not_whole"), 0.0, "{r}");
+    assert_eq!(num(&r, "objects_lost"), 0.0, "{r}");
+}

@@ -1,12 +1,17 @@
 //! `gsrelay bench`: publishers and subscribers driven through the real HTTP API and
 //! RTP/SRTP transport against an in-process relay, a remote relay or a plain UDP
 //! reflector (the baseline), with throughput, loss, end-to-end latency, late-join
-//! snapshot time, CPU and memory in a table and as JSON; and the soak (`soak`) and
+//! snapshot time, CPU and memory in a table and as JSON; the soak (`soak`) and
 //! relay-restart (`restart`) runs, which check whole-state convergence against a relay
-//! in a child process. `docs/benchmarks.md` describes the method.
+//! in a child process; and the cluster runs, a room across nodes (`nodes`) and nodes
+//! killed one after another behind a Service (`failover`), against child processes
+//! sharing a `redis-server`. `docs/benchmarks.md` describes the method.
 
 pub mod baseline;
+pub mod cluster;
+pub mod failover;
 pub mod impair;
+pub mod nodes;
 pub mod peers;
 pub mod process;
 pub mod report;

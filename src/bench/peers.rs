@@ -9,6 +9,7 @@ use crate::control::token::{Rights, Tokens};
 use crate::wire::{Dialect, Object};
 use anyhow::Context;
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -20,6 +21,9 @@ const KEEPALIVE: Duration = Duration::from_secs(5);
 /// A subscriber waiting for the whole room repeats its FIR this often (the FIR or a
 /// snapshot packet may be lost, or the relay may not hold the state yet).
 const FIR_RETRY: Duration = Duration::from_millis(250);
+
+/// The shortest wait for a packet, so that a loop at the silence's edge does not spin.
+const MIN_WAIT: Duration = Duration::from_millis(1);
 
 /// How long a rejoin waits before trying again when the relay refuses or is down.
 const REJOIN_RETRY: Duration = Duration::from_millis(50);
@@ -66,6 +70,31 @@ impl Room {
     /// Joins as `identity`. Subscribers send RRs at once so that the relay latches their
     /// address.
     pub async fn join(&self, identity: &str, rights: Rights) -> anyhow::Result<Client> {
+        self.join_at(&self.http, identity, rights).await
+    }
+
+    /// Joins as `identity` through the HTTP API at `http` rather than the room's own (a
+    /// cluster's node of the caller's choosing), as [`join`](Self::join) does.
+    pub async fn join_at(
+        &self,
+        http: &str,
+        identity: &str,
+        rights: Rights,
+    ) -> anyhow::Result<Client> {
+        self.join_with(http, identity, rights, false).await
+    }
+
+    /// Joins as `identity` through `http`; with `keep_ssrc`, a rejoin fails rather than
+    /// take another SSRC while the old one is still in use (in a cluster, until the
+    /// surviving nodes have dropped a dead node's streams), so that a publisher's objects
+    /// keep their keys.
+    pub async fn join_with(
+        &self,
+        http: &str,
+        identity: &str,
+        rights: Rights,
+        keep_ssrc: bool,
+    ) -> anyhow::Result<Client> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -75,11 +104,12 @@ impl Room {
         let opts = JoinOptions {
             dialect: Dialect::Draft01,
             plain_rtp: self.plain_rtp,
+            require_ssrc: keep_ssrc,
             ..JoinOptions::default()
         };
-        let mut c = Client::join(&self.http, &token, &self.name, opts)
+        let mut c = Client::join(http, &token, &self.name, opts)
             .await
-            .with_context(|| format!("joining room {} as {identity}", self.name))?;
+            .with_context(|| format!("joining room {} as {identity} at {http}", self.name))?;
         if rights.subscribe {
             for _ in 0..3 {
                 c.send_rr().await?;
@@ -140,6 +170,8 @@ pub struct PubControl {
     pub packets: AtomicU64,
     /// Rejoins done.
     pub rejoins: AtomicU64,
+    /// The relay address of its current session.
+    pub relay: RelayAddr,
 }
 
 /// What a publisher sends.
@@ -175,6 +207,7 @@ pub async fn publish(
     ctl: Arc<PubControl>,
 ) -> anyhow::Result<PubDone> {
     let statics = encode_update(&plan.statics, PAYLOAD_BUDGET)?;
+    ctl.relay.set_from(&c);
     let mut tick = tokio::time::interval(plan.period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut version = 0u16;
@@ -197,6 +230,7 @@ pub async fn publish(
                     "the relay gave a rejoining publisher another SSRC"
                 );
                 ctl.rejoins.fetch_add(1, Ordering::Relaxed);
+                ctl.relay.set_from(&c);
                 (heard, failed, next_static) = (None, false, Instant::now());
             }
         }
@@ -271,6 +305,25 @@ pub struct SubControl {
     /// Since when the subscriber has held every expected object (counted from its latest
     /// join); `None` while it does not.
     pub complete_at: Mutex<Option<Instant>>,
+    /// The relay address of its current session.
+    pub relay: RelayAddr,
+}
+
+/// The relay address (RTP) a client's current session talks to, updated at each
+/// (re)join: a cluster run tells by it which node serves the client.
+#[derive(Debug, Default)]
+pub struct RelayAddr(Mutex<Option<SocketAddr>>);
+
+impl RelayAddr {
+    /// The address, once the client has told it.
+    pub fn get(&self) -> Option<SocketAddr> {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the address of `c`'s session (none over a transport without one).
+    fn set_from(&self, c: &Client) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = c.relay_addr().ok();
+    }
 }
 
 impl SubControl {
@@ -327,6 +380,7 @@ pub async fn subscribe(
         last_rr: joined,
         completed_after: None,
     };
+    ctl.relay.set_from(&c);
     if !s.complete {
         let relay = c.relay_ssrc();
         c.send_fir(relay).await?;
@@ -340,6 +394,7 @@ pub async fn subscribe(
         if gone {
             rejoin(&mut c, &ctl.stop).await?;
             ctl.rejoins.fetch_add(1, Ordering::Relaxed);
+            ctl.relay.set_from(&c);
             ctl.set_complete_at(None);
             s.view.clear();
             s.complete = plan.expect.is_empty();
@@ -372,15 +427,29 @@ struct SubState {
 }
 
 impl SubState {
-    /// Receives one packet (or waits up to [`FIR_RETRY`]) and does what is due; true when
-    /// the relay has been silent for longer than the plan allows.
+    /// How long to wait for a packet: [`FIR_RETRY`], or less when the silence allowed
+    /// ends sooner, so that a relay gone is noticed when the silence is up and not at the
+    /// next retry.
+    fn wait(&self, plan: &SubPlan) -> Duration {
+        let until_silent = plan
+            .liveness
+            .zip(self.heard)
+            .map(|(l, heard)| l.silence.saturating_sub(heard.elapsed()));
+        until_silent
+            .map_or(FIR_RETRY, |d| d.min(FIR_RETRY))
+            .max(MIN_WAIT)
+    }
+
+    /// Receives one packet (or waits up to [`FIR_RETRY`], or until the silence would be
+    /// too long) and does what is due; true when the relay has been silent for longer
+    /// than the plan allows.
     async fn step(
         &mut self,
         c: &mut Client,
         plan: &SubPlan,
         ctl: &SubControl,
     ) -> Result<bool, ClientError> {
-        match c.recv(FIR_RETRY).await? {
+        match c.recv(self.wait(plan)).await? {
             Some(Received::Rtp { ssrc, payload, .. }) => {
                 self.heard = Some(Instant::now());
                 ctl.packets.fetch_add(1, Ordering::Relaxed);

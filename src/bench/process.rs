@@ -44,6 +44,13 @@ pub struct RelayProcess {
 impl RelayProcess {
     /// Starts the relay and returns once `/readyz` answers 200.
     pub async fn start(spec: &RelaySpec) -> anyhow::Result<Self> {
+        Self::start_logging(spec, "warn").await
+    }
+
+    /// Starts the relay logging at `rust_log` (a `RUST_LOG` filter, e.g. `error` where the
+    /// warnings are what the run causes on purpose) and returns once `/readyz` answers
+    /// 200.
+    pub async fn start_logging(spec: &RelaySpec, rust_log: &str) -> anyhow::Result<Self> {
         let (program, pre) = match spec.wrapper.split_first() {
             Some((first, rest)) => (PathBuf::from(first), rest.to_vec()),
             None => (spec.exe.clone(), Vec::new()),
@@ -65,7 +72,7 @@ impl RelayProcess {
             .arg(std::net::SocketAddr::new(spec.rtp_addr.ip(), 0).to_string())
             .args(&spec.args)
             .env("GSRELAY_TOKEN_SECRET", &spec.token_secret)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())
             .stdout(Stdio::null());
         let child = cmd

@@ -272,7 +272,7 @@ async fn drive(r: &Restart, exe: PathBuf) -> anyhow::Result<RestartReport> {
 
 /// Waits until every subscriber has held every object since a moment after `since`;
 /// returns the moment the last one came to.
-async fn all_full_since(subs: &[SubHandle], since: Instant) -> anyhow::Result<Instant> {
+pub(super) async fn all_full_since(subs: &[SubHandle], since: Instant) -> anyhow::Result<Instant> {
     let deadline = Instant::now() + FULL_STATE_TIMEOUT;
     loop {
         let at: Option<Vec<Instant>> = subs

@@ -519,25 +519,25 @@ impl Conn {
 
 /// Time points, as nanoseconds since `epoch`.
 #[derive(Debug, Clone, Copy)]
-struct Clock {
-    epoch: Instant,
+pub(super) struct Clock {
+    pub(super) epoch: Instant,
     /// Publishing starts.
-    start: Instant,
+    pub(super) start: Instant,
     /// The window.
-    w0: u64,
-    w1: u64,
+    pub(super) w0: u64,
+    pub(super) w1: u64,
 }
 
 impl Clock {
-    fn now_ns(&self) -> u64 {
+    pub(super) fn now_ns(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
     }
 
-    fn at(&self, ns: u64) -> Instant {
+    pub(super) fn at(&self, ns: u64) -> Instant {
         self.epoch + Duration::from_nanos(ns)
     }
 
-    fn in_window(&self, ns: u64) -> bool {
+    pub(super) fn in_window(&self, ns: u64) -> bool {
         (self.w0..self.w1).contains(&ns)
     }
 }
@@ -573,7 +573,7 @@ pub(super) fn pack(objects: &[Object], budget: usize) -> anyhow::Result<Vec<Chun
 }
 
 /// Writes the bench object (as state when `cached`) then `chunk` into `out`.
-fn stamp(
+pub(super) fn stamp(
     out: &mut Vec<u8>,
     scratch: &mut Vec<u8>,
     (counter, ts_ns, cached): (u64, u64, bool),

@@ -3,7 +3,9 @@
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+use gsrelay::bench::failover::Failover;
 use gsrelay::bench::impair::Impairment;
+use gsrelay::bench::nodes::{Nodes, NodesTarget};
 use gsrelay::bench::report::{cpu_ratio, sweep_svg};
 use gsrelay::bench::restart::Restart;
 use gsrelay::bench::scenario::{Mix, SendPhases};
@@ -38,6 +40,100 @@ enum BenchCmd {
     /// Kill the relay (a child process) while a room is busy and start it again on the same
     /// ports: the time until every subscriber holds the whole room again.
     Restart(RestartArgs),
+    /// A room across a cluster's nodes (child processes and their own redis-server, or
+    /// `--relay` URLs): the latency one node hop adds, and the link bytes against what the
+    /// remote subscribers receive, for each count of remote subscribers; then a late
+    /// joiner on a remote node.
+    Nodes(NodesArgs),
+    /// A room over a cluster's nodes behind a Service, one node killed (SIGKILL) after
+    /// another: the time until each of its clients holds the whole room again.
+    Failover(FailoverArgs),
+}
+
+/// Arguments of `gsrelay bench nodes`; defaults are `Nodes::default()`.
+#[derive(Debug, Args)]
+struct NodesArgs {
+    /// Nodes to start, the first taking the publishers [default: 3].
+    #[arg(long, conflicts_with = "relays")]
+    nodes: Option<usize>,
+    /// Use the running, linked node at URL instead of starting nodes (repeat it, the first
+    /// node first; it must keep every join it gets, the others spill past one session).
+    #[arg(long = "relay", value_name = "URL", requires = "token_secret")]
+    relays: Vec<String>,
+    /// The remote nodes' token secret (the bench issues its own tokens).
+    #[arg(long, env = "GSRELAY_TOKEN_SECRET", hide_env_values = true)]
+    token_secret: Option<String>,
+    /// Publishers, on the first node [default: 4].
+    #[arg(long)]
+    publishers: Option<usize>,
+    /// Live objects per publisher [default: 20].
+    #[arg(long)]
+    objects: Option<usize>,
+    /// Updates per second per publisher [default: 30].
+    #[arg(long, value_name = "HZ")]
+    rate: Option<f64>,
+    /// Subscribers on the first node [default: 8].
+    #[arg(long)]
+    subscribers: Option<usize>,
+    /// Subscribers spread over the other nodes; a list runs one measurement per count,
+    /// e.g. `1,100` [default: 8].
+    #[arg(long, value_name = "N[,N...]", value_delimiter = ',')]
+    remote_subscribers: Vec<usize>,
+    /// Warm-up before each window, seconds [default: 2].
+    #[arg(long, value_name = "SECS")]
+    warmup: Option<f64>,
+    /// Each measurement window, seconds [default: 10].
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// Objects of the late joiner's room, 0 for no late join [default: 10000].
+    #[arg(long)]
+    late_objects: Option<usize>,
+    /// Plain RTP instead of SRTP.
+    #[arg(long)]
+    plain_rtp: bool,
+    /// Also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Arguments of `gsrelay bench failover`; defaults are `Failover::default()`.
+#[derive(Debug, Args)]
+struct FailoverArgs {
+    /// Nodes running at any time [default: 3].
+    #[arg(long)]
+    nodes: Option<usize>,
+    /// Nodes killed, one after another; 0 checks only the end state [default: 20].
+    #[arg(long)]
+    kills: Option<usize>,
+    /// Publishers, at least 2 (they also subscribe) [default: 4].
+    #[arg(long)]
+    publishers: Option<usize>,
+    /// Subscribers [default: 9].
+    #[arg(long)]
+    subscribers: Option<usize>,
+    /// Live objects per publisher [default: 20].
+    #[arg(long)]
+    objects: Option<usize>,
+    /// Static objects per publisher [default: 100].
+    #[arg(long)]
+    static_objects: Option<usize>,
+    /// Updates per second per publisher [default: 30].
+    #[arg(long, value_name = "HZ")]
+    rate: Option<f64>,
+    /// Silence from its node after which a client rejoins through the Service, ms
+    /// [default: 300].
+    #[arg(long, value_name = "MS")]
+    silence: Option<u64>,
+    /// After the kills, kill Redis for SECS while the room flows, start it again on its
+    /// port, and time the directory until it is whole [default: not at all].
+    #[arg(long, value_name = "SECS")]
+    redis_kill: Option<f64>,
+    /// Plain RTP instead of SRTP.
+    #[arg(long)]
+    plain_rtp: bool,
+    /// Also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 /// Arguments of `gsrelay bench restart`; defaults are `Restart::default()`.
@@ -395,6 +491,8 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         Some(BenchCmd::Sweep(s)) => return sweep(*s),
         Some(BenchCmd::Soak(s)) => return soak(s),
         Some(BenchCmd::Restart(r)) => return restart(r),
+        Some(BenchCmd::Nodes(n)) => return nodes(n),
+        Some(BenchCmd::Failover(f)) => return failover(f),
         None => {}
     }
     let a = a.run;
@@ -543,6 +641,73 @@ fn restart(a: RestartArgs) -> anyhow::Result<()> {
     };
     let exe = std::env::current_exe().context("finding the gsrelay binary")?;
     let report = gsrelay::bench::restart::run(&r, exe)?;
+    print!("{}", report.table());
+    if let Some(path) = &a.json {
+        write_json(path, &report)?;
+    }
+    Ok(())
+}
+
+/// Plain RTP when asked, else `default`.
+fn security(plain_rtp: bool, default: Security) -> Security {
+    if plain_rtp { Security::Plain } else { default }
+}
+
+/// Runs `gsrelay bench nodes`.
+fn nodes(a: NodesArgs) -> anyhow::Result<()> {
+    let d = Nodes::default();
+    let n = Nodes {
+        nodes: a.nodes.unwrap_or(d.nodes),
+        publishers: a.publishers.unwrap_or(d.publishers),
+        objects: a.objects.unwrap_or(d.objects),
+        rate_hz: a.rate.unwrap_or(d.rate_hz),
+        local_subscribers: a.subscribers.unwrap_or(d.local_subscribers),
+        remote_subscribers: if a.remote_subscribers.is_empty() {
+            d.remote_subscribers
+        } else {
+            a.remote_subscribers
+        },
+        warmup_s: a.warmup.unwrap_or(d.warmup_s),
+        duration_s: a.duration.unwrap_or(d.duration_s),
+        late_objects: a.late_objects.unwrap_or(d.late_objects),
+        security: security(a.plain_rtp, d.security),
+    };
+    let target = match (a.relays.len(), a.token_secret) {
+        (0, _) => NodesTarget::Children {
+            exe: std::env::current_exe().context("finding the gsrelay binary")?,
+        },
+        (1, _) => bail!("--relay takes the cluster's nodes: give at least two"),
+        (_, Some(token_secret)) => NodesTarget::Remote {
+            https: a.relays,
+            token_secret,
+        },
+        (_, None) => bail!("--relay needs --token-secret"),
+    };
+    let report = gsrelay::bench::nodes::run(&n, target)?;
+    print!("{}", report.table());
+    if let Some(path) = &a.json {
+        write_json(path, &report)?;
+    }
+    Ok(())
+}
+
+/// Runs `gsrelay bench failover`.
+fn failover(a: FailoverArgs) -> anyhow::Result<()> {
+    let d = Failover::default();
+    let f = Failover {
+        nodes: a.nodes.unwrap_or(d.nodes),
+        publishers: a.publishers.unwrap_or(d.publishers),
+        subscribers: a.subscribers.unwrap_or(d.subscribers),
+        objects: a.objects.unwrap_or(d.objects),
+        static_objects: a.static_objects.unwrap_or(d.static_objects),
+        rate_hz: a.rate.unwrap_or(d.rate_hz),
+        silence_ms: a.silence.unwrap_or(d.silence_ms),
+        kills: a.kills.unwrap_or(d.kills),
+        security: security(a.plain_rtp, d.security),
+        redis_kill_s: a.redis_kill.unwrap_or(d.redis_kill_s),
+    };
+    let exe = std::env::current_exe().context("finding the gsrelay binary")?;
+    let report = gsrelay::bench::failover::run(&f, exe)?;
     print!("{}", report.table());
     if let Some(path) = &a.json {
         write_json(path, &report)?;
