@@ -104,6 +104,9 @@ struct Links {
     refused: HashMap<String, Instant>,
     /// Linked nodes missing from the directory, since when.
     absent: HashMap<Arc<str>, Instant>,
+    /// Nodes whose link was lost, until when a join does not wait for them: a dead
+    /// node's key outlives it, and a rejoin after its death must not wait for its link.
+    lost: HashMap<Arc<str>, Instant>,
     /// The live nodes at the last directory read.
     view: Vec<(String, NodeRecord)>,
 }
@@ -248,6 +251,7 @@ impl Cluster {
             }
             let id = next_id(links);
             links.absent.remove(&name);
+            links.lost.remove(&name);
             let live = Live {
                 id,
                 conn: opened.conn.clone(),
@@ -286,6 +290,9 @@ impl Cluster {
             if links.by_name.get(name).is_some_and(|l| l.id == id) {
                 links.by_name.remove(name);
                 links.absent.remove(name);
+                links
+                    .lost
+                    .insert(name.clone(), Instant::now() + EXPIRE_AFTER);
             }
         });
         self.remotes.remove(id);
@@ -353,6 +360,7 @@ impl Cluster {
         let now = Instant::now();
         let (dial, expired) = self.with(|links| {
             links.refused.retain(|_, until| *until > now);
+            links.lost.retain(|_, until| *until > now);
             let dial: Vec<(String, SocketAddr)> = nodes
                 .iter()
                 .filter(|(name, _)| *name > self.me.node)
@@ -465,14 +473,16 @@ impl Cluster {
     }
 
     /// The link number of node `name`, waiting up to [`LINK_WAIT`] for a link to a node
-    /// the directory shows alive; `None` for one that is not, or not linked in time.
+    /// the directory shows alive and whose link was not just lost; `None` for one that
+    /// is not, or not linked in time.
     async fn link_to(&self, name: &str) -> Option<u16> {
         let deadline = tokio::time::Instant::now() + LINK_WAIT;
         loop {
             let linked = self.linked.notified();
             let (id, alive) = self.with(|links| {
                 let id = links.by_name.get(name).map(|l| l.id);
-                (id, links.view.iter().any(|(n, _)| n == name))
+                let lost = links.lost.contains_key(name);
+                (id, !lost && links.view.iter().any(|(n, _)| n == name))
             });
             if id.is_some() || !alive {
                 return id;
