@@ -250,3 +250,64 @@ fn a_bye_from_a_link_ends_only_the_streams_it_owns() {
     );
     assert!(w.sent().iter().any(|s| s.to == sub.session));
 }
+
+#[test]
+fn a_stream_that_starts_again_under_its_ssrc_is_numbered_on_for_each_subscriber() {
+    let mut w = World::new();
+    let subscriber = w.join("r", false, true);
+    let first = w
+        .join_with(JoinRequest {
+            room: "r".into(),
+            identity: "player".into(),
+            publish: true,
+            ssrc: Some(0x00c0_ffee),
+            require_ssrc: true,
+            ..JoinRequest::default()
+        })
+        .unwrap();
+    for i in 0..5 {
+        w.publish_seq(
+            &first,
+            40_000 + i,
+            &wire::encode(&[head(1, 1.0)], Dialect::Draft01).unwrap(),
+        );
+    }
+    let seqs = |w: &mut World| -> Vec<u16> {
+        w.sent()
+            .iter()
+            .filter(|s| s.to == subscriber.session && s.class == PacketClass::Rtp)
+            .map(|s| s.rtp().sequence_number())
+            .collect()
+    };
+    let before = seqs(&mut w);
+    let last = *before
+        .last()
+        .expect("the first stream reached the subscriber");
+    // The player leaves and comes back with the same SSRC, its numbering started afresh
+    // far below: the subscriber's numbering of that SSRC goes on, never back.
+    w.leave(first.session).unwrap();
+    let again = w
+        .join_with(JoinRequest {
+            room: "r".into(),
+            identity: "player".into(),
+            publish: true,
+            ssrc: Some(0x00c0_ffee),
+            require_ssrc: true,
+            ..JoinRequest::default()
+        })
+        .unwrap();
+    w.sent();
+    for i in 0..3 {
+        w.publish_seq(
+            &again,
+            7 + i,
+            &wire::encode(&[head(1, 2.0)], Dialect::Draft01).unwrap(),
+        );
+    }
+    let after = seqs(&mut w);
+    assert_eq!(
+        after.first().copied(),
+        Some(last.wrapping_add(1)),
+        "{before:?} then {after:?}"
+    );
+}

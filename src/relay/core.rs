@@ -395,6 +395,7 @@ impl Relay {
             dialect: req.dialect,
             interest: req.interest,
             subs: HashMap::new(),
+            resume: Vec::new(),
             feedback: FeedbackBudget::default(),
             tmmbr_bps: None,
             path_bps: None,

@@ -9,7 +9,7 @@ use super::outbox::Outbox;
 use super::pacing;
 use super::relevance;
 use super::room::{Room, Stream};
-use super::session::{Session, Subscription};
+use super::session::{Session, Subscription, subscription};
 use super::store::Entry;
 use crate::rtp::packet::HeaderExtension;
 use crate::rtp::{PacketClass, RtpHeader};
@@ -128,10 +128,7 @@ pub fn fan_out(
             next_due = next_due.into_iter().chain(due).min();
         }
         let wanted = scratch.mask.iter().filter(|w| **w).count();
-        let state = sub
-            .subs
-            .entry(ssrc)
-            .or_insert_with(|| Subscription::new(seq));
+        let state = subscription(&mut sub.subs, &mut sub.resume, ssrc, seq);
         if wanted == 0 {
             state.rewriter.filter(seq);
             continue;
@@ -375,8 +372,10 @@ pub fn drain_pending(
         let Some(stream) = room.streams.get(&ssrc) else {
             continue;
         };
-        let Session { id, subs, .. } = sub;
-        let state = subscription(subs, ssrc, stream);
+        let Session {
+            id, subs, resume, ..
+        } = sub;
+        let state = subscription(subs, resume, ssrc, stream.last_seq);
         let entries = group
             .iter()
             .filter_map(|&(_, _, i)| stream.store.get(i).map(|e| (i, e)));
@@ -725,17 +724,6 @@ pub fn entry_relevance(
         }
         _ => Some((true, false)),
     }
-}
-
-/// A subscriber's forwarding state for a stream, started at the stream's newest sequence
-/// number when the relay first sends it anything.
-pub fn subscription<'a>(
-    subs: &'a mut HashMap<u32, Subscription>,
-    ssrc: u32,
-    stream: &Stream,
-) -> &'a mut Subscription {
-    subs.entry(ssrc)
-        .or_insert_with(|| Subscription::new(stream.last_seq))
 }
 
 /// Whether a cached entry goes to a subscriber (type filter and dialect).

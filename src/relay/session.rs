@@ -54,6 +54,10 @@ pub struct Session {
     pub interest: Interest,
     /// Forwarding state per stream it receives.
     pub subs: HashMap<u32, Subscription>,
+    /// Where its numbering of an SSRC whose stream ended would go on, should a stream
+    /// with that SSRC start again (a publisher rejoining with its SSRC): newest last, at
+    /// most [`RESUME_CAP`].
+    pub resume: Vec<(u32, u16)>,
     /// How often its requests for state are answered.
     pub feedback: FeedbackBudget,
     /// Rate cap from RTCP TMMBR, in bits per second.
@@ -85,6 +89,38 @@ pub struct Session {
     pub send_budget_bps: Option<u64>,
     /// The controller its RFC 8888 feedback drives, once it sent some.
     pub congestion: Option<Controller>,
+}
+
+/// SSRCs whose numbering a session remembers after their stream ended.
+pub const RESUME_CAP: usize = 64;
+
+/// Notes where `sub`'s numbering of `ssrc` would go on.
+fn remember_resume(resume: &mut Vec<(u32, u16)>, ssrc: u32, sub: &Subscription) {
+    resume.retain(|r| r.0 != ssrc);
+    if resume.len() >= RESUME_CAP {
+        resume.remove(0);
+    }
+    resume.push((ssrc, sub.rewriter.next_seq()));
+}
+
+/// A subscriber's forwarding state for stream `ssrc`, started when the relay first sends
+/// it anything. It numbers on from the last packet the subscriber got of an earlier stream
+/// with that SSRC, if any, else from the source's `src_seq`: an SRTP leg's packet index
+/// follows the sequence number, so a numbering that went back would be dropped by the
+/// subscriber as replayed (and would reuse keystream).
+pub fn subscription<'a>(
+    subs: &'a mut HashMap<u32, Subscription>,
+    resume: &mut Vec<(u32, u16)>,
+    ssrc: u32,
+    src_seq: u16,
+) -> &'a mut Subscription {
+    subs.entry(ssrc).or_insert_with(|| {
+        let first = match resume.iter().position(|r| r.0 == ssrc) {
+            Some(i) => resume.remove(i).1,
+            None => src_seq,
+        };
+        Subscription::new(first)
+    })
 }
 
 /// One stream as one subscriber receives it.
@@ -219,11 +255,21 @@ impl Session {
 
     /// Forgets everything it holds about a stream that ended.
     pub fn forget_stream(&mut self, ssrc: u32) {
-        self.subs.remove(&ssrc);
+        if let Some(sub) = self.subs.remove(&ssrc) {
+            remember_resume(&mut self.resume, ssrc, &sub);
+        }
         self.feedback.forget_stream(ssrc);
         self.pacing.forget_stream(ssrc);
         self.inside.retain(|k| k.0 != ssrc);
         self.predicted.retain(|k, _| k.0 != ssrc);
+    }
+
+    /// Forgets its forwarding state of every stream (it changes delivery mode), keeping
+    /// where each numbering would go on.
+    pub fn forget_subscriptions(&mut self) {
+        for (ssrc, sub) in self.subs.drain() {
+            remember_resume(&mut self.resume, ssrc, &sub);
+        }
     }
 
     /// Forgets everything it holds about an object that expired.

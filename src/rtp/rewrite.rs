@@ -95,6 +95,11 @@ impl SeqRewriter {
         }
     }
 
+    /// The number the next in-line packet gets.
+    pub fn next_seq(&self) -> u16 {
+        self.next_seq
+    }
+
     /// What is added to source timestamps (the subscriber's timestamp space).
     pub fn ts_offset(&self) -> u32 {
         self.ts_offset

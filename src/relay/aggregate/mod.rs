@@ -590,7 +590,7 @@ impl Aggregator {
         };
         let want = (s.subscribe && s.interest.delivery.is_aggregated()).then(|| Placement::of(s));
         if want.is_some() != self.is_member(id) {
-            s.subs.clear();
+            s.forget_subscriptions();
             st.out.set_mixed(id, want.is_some());
         }
         let shared = want.as_ref().is_some_and(|p| p.key.is_some());
