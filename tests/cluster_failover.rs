@@ -30,15 +30,26 @@ const OBJECTS: u64 = 20;
 const SILENCE: Duration = Duration::from_millis(300);
 
 async fn join(base: &str, rights: Rights) -> Client {
+    join_room(base, ROOM, rights).await
+}
+
+/// A client of `room` through `base`, with the test's silence.
+async fn join_room(base: &str, room: &str, rights: Rights) -> Client {
     let opts = JoinOptions {
         silence: Some(SILENCE),
         ..JoinOptions::default()
     };
-    let mut c = Client::join(base, &token(ROOM, rights), ROOM, opts)
+    let mut c = Client::join(base, &token(room, rights), room, opts)
         .await
         .unwrap();
     c.send_rr().await.unwrap();
     c
+}
+
+/// A client of the room through the Service, which sends it to node `k`.
+async fn via(service: &Service, k: usize, rights: Rights) -> Client {
+    service.next_to(k);
+    join(&service.base(), rights).await
 }
 
 /// Three nodes spilling a room past one session each, linked, behind a Service.
@@ -64,12 +75,9 @@ fn of_round(objects: &[Object], round: f32) -> impl Iterator<Item = u64> + '_ {
 async fn a_room_spread_over_three_processes_reaches_every_node_and_rooms_stay_apart() {
     let redis = Redis::start().await;
     let (nodes, service) = cluster(&redis).await;
-    service.next_to(0);
-    let mut publisher = join(&service.base(), PUBLISH).await;
-    service.next_to(1);
-    let mut on_b = join(&service.base(), SUBSCRIBE).await;
-    service.next_to(2);
-    let mut on_c = join(&service.base(), SUBSCRIBE).await;
+    let mut publisher = via(&service, 0, PUBLISH).await;
+    let mut on_b = via(&service, 1, SUBSCRIBE).await;
+    let mut on_c = via(&service, 2, SUBSCRIBE).await;
     for n in &nodes {
         assert_eq!(n.sessions().await, 1.0, "one session on {}", n.name);
     }
@@ -80,31 +88,15 @@ async fn a_room_spread_over_three_processes_reaches_every_node_and_rooms_stay_ap
         sees(&mut on_c, 7, x).await;
     }
     // A late joiner on C gets the room from C's replica.
-    service.next_to(2);
-    let mut late = join(&service.base(), SUBSCRIBE).await;
+    let mut late = via(&service, 2, SUBSCRIBE).await;
     assert_eq!(nodes[2].sessions().await, 2.0, "the late joiner is on C");
     let relay_ssrc = late.relay_ssrc();
     late.send_fir(relay_ssrc).await.unwrap();
     sees(&mut late, 7, 19.0).await;
 
     // Another room, published on B and watched on A, never mixes with this one.
-    let mut blue_pub = Client::join(
-        &nodes[1].base(),
-        &token("blue", PUBLISH),
-        "blue",
-        JoinOptions::default(),
-    )
-    .await
-    .unwrap();
-    let mut blue_sub = Client::join(
-        &nodes[0].base(),
-        &token("blue", SUBSCRIBE),
-        "blue",
-        JoinOptions::default(),
-    )
-    .await
-    .unwrap();
-    blue_sub.send_rr().await.unwrap();
+    let mut blue_pub = join_room(&nodes[1].base(), "blue", PUBLISH).await;
+    let mut blue_sub = join_room(&nodes[0].base(), "blue", SUBSCRIBE).await;
     blue_pub.send_objects(&[head(9, 1.0)]).await.unwrap();
     sees(&mut blue_sub, 9, 1.0).await;
     publisher.send_objects(&[head(7, 50.0)]).await.unwrap();
@@ -132,12 +124,9 @@ async fn a_killed_nodes_clients_rejoin_through_the_service_and_hold_the_whole_ro
     let redis = Redis::start().await;
     let (mut nodes, service) = cluster(&redis).await;
     // The publisher on A; one subscriber on B, one on C, each through the Service.
-    service.next_to(0);
-    let mut publisher = join(&service.base(), PUBLISH).await;
-    service.next_to(1);
-    let mut on_b = join(&service.base(), SUBSCRIBE).await;
-    service.next_to(2);
-    let mut on_c = join(&service.base(), SUBSCRIBE).await;
+    let mut publisher = via(&service, 0, PUBLISH).await;
+    let mut on_b = via(&service, 1, SUBSCRIBE).await;
+    let mut on_c = via(&service, 2, SUBSCRIBE).await;
     let objects: Vec<Object> = (1..=OBJECTS).map(|id| head(id, 1.0)).collect();
     publisher.send_objects(&objects).await.unwrap();
     for c in [&mut on_b, &mut on_c] {
@@ -220,10 +209,8 @@ async fn a_killed_nodes_clients_rejoin_through_the_service_and_hold_the_whole_ro
 async fn with_redis_killed_rooms_flow_across_nodes_and_a_restarted_redis_is_whole_again() {
     let redis = Redis::start().await;
     let (nodes, service) = cluster(&redis).await;
-    service.next_to(0);
-    let mut publisher = join(&service.base(), PUBLISH).await;
-    service.next_to(1);
-    let mut subscriber = join(&service.base(), SUBSCRIBE).await;
+    let mut publisher = via(&service, 0, PUBLISH).await;
+    let mut subscriber = via(&service, 1, SUBSCRIBE).await;
     assert_ne!(
         publisher.relay_addr().unwrap().port(),
         subscriber.relay_addr().unwrap().port()
@@ -297,8 +284,7 @@ async fn with_redis_killed_rooms_flow_across_nodes_and_a_restarted_redis_is_whol
         );
     }
     // And joins are placed again, across nodes.
-    service.next_to(2);
-    let mut late = join(&service.base(), SUBSCRIBE).await;
+    let mut late = via(&service, 2, SUBSCRIBE).await;
     let relay_ssrc = late.relay_ssrc();
     late.send_fir(relay_ssrc).await.unwrap();
     let got = late.recv_objects(Duration::from_secs(5)).await.unwrap();

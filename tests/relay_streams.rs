@@ -255,16 +255,15 @@ fn a_bye_from_a_link_ends_only_the_streams_it_owns() {
 fn a_stream_that_starts_again_under_its_ssrc_is_numbered_on_for_each_subscriber() {
     let mut w = World::new();
     let subscriber = w.join("r", false, true);
-    let first = w
-        .join_with(JoinRequest {
-            room: "r".into(),
-            identity: "player".into(),
-            publish: true,
-            ssrc: Some(0x00c0_ffee),
-            require_ssrc: true,
-            ..JoinRequest::default()
-        })
-        .unwrap();
+    let player = || JoinRequest {
+        room: "r".into(),
+        identity: "player".into(),
+        publish: true,
+        ssrc: Some(0x00c0_ffee),
+        require_ssrc: true,
+        ..JoinRequest::default()
+    };
+    let first = w.join_with(player()).unwrap();
     for i in 0..5 {
         w.publish_seq(
             &first,
@@ -286,16 +285,7 @@ fn a_stream_that_starts_again_under_its_ssrc_is_numbered_on_for_each_subscriber(
     // The player leaves and comes back with the same SSRC, its numbering started afresh
     // far below: the subscriber's numbering of that SSRC goes on, never back.
     w.leave(first.session).unwrap();
-    let again = w
-        .join_with(JoinRequest {
-            room: "r".into(),
-            identity: "player".into(),
-            publish: true,
-            ssrc: Some(0x00c0_ffee),
-            require_ssrc: true,
-            ..JoinRequest::default()
-        })
-        .unwrap();
+    let again = w.join_with(player()).unwrap();
     w.sent();
     for i in 0..3 {
         w.publish_seq(

@@ -9,7 +9,7 @@ use super::peers::{
     self, Liveness, PLAYER, PubHandle, PubPlan, Room, SUBSCRIBER, SubHandle, SubPlan,
 };
 use super::process::{RelayProcess, RelaySpec, free_loopback_addrs};
-use super::scenario::{STATIC_ID_BASE, Scenario, Security};
+use super::scenario::{ChurnRoom, STATIC_ID_BASE, Scenario, Security};
 use super::soak::SETTLE;
 use crate::control::token::Tokens;
 use anyhow::{Context, bail};
@@ -70,20 +70,16 @@ impl Default for Restart {
 
 impl Restart {
     fn scenario(&self) -> anyhow::Result<Scenario> {
-        let s = Scenario {
-            name: "restart".into(),
+        ChurnRoom {
+            name: "restart",
             publishers: self.publishers,
             subscribers: self.subscribers,
             objects: self.objects,
             static_objects: self.static_objects,
             rate_hz: self.rate_hz,
-            late_joiners: 0,
-            late_join_at_s: 0.0,
             security: self.security,
-            ..Scenario::default()
-        };
-        s.validate()?;
-        Ok(s)
+        }
+        .scenario()
     }
 
     /// Refuses runs that make no sense or exceed the bench's bounds.

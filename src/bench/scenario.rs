@@ -261,6 +261,45 @@ pub const DENSE_OBSERVERS: usize = 4;
 /// First objectID of the static objects.
 pub const STATIC_ID_BASE: u64 = 1_000_000;
 
+/// The one room a run that kills relays keeps busy: `publishers` (who also subscribe),
+/// `subscribers`, and no late joiners.
+pub struct ChurnRoom {
+    /// The run's name.
+    pub name: &'static str,
+    /// Publishers.
+    pub publishers: usize,
+    /// Subscribers.
+    pub subscribers: usize,
+    /// Live objects per publisher.
+    pub objects: usize,
+    /// Static objects per publisher.
+    pub static_objects: usize,
+    /// Updates per second per publisher.
+    pub rate_hz: f64,
+    /// SRTP or plain RTP.
+    pub security: Security,
+}
+
+impl ChurnRoom {
+    /// Its scenario, checked.
+    pub fn scenario(self) -> anyhow::Result<Scenario> {
+        let s = Scenario {
+            name: self.name.into(),
+            publishers: self.publishers,
+            subscribers: self.subscribers,
+            objects: self.objects,
+            static_objects: self.static_objects,
+            rate_hz: self.rate_hz,
+            late_joiners: 0,
+            late_join_at_s: 0.0,
+            security: self.security,
+            ..Scenario::default()
+        };
+        s.validate()?;
+        Ok(s)
+    }
+}
+
 impl Scenario {
     /// Turns this into the dense-room preset: `players` players in one room, each
     /// publishing one avatar (a Head1) at 20 Hz at a random phase and subscribing to

@@ -212,6 +212,11 @@ impl MemoryDirectory {
         }
     }
 
+    /// The shards it places sessions on.
+    pub fn shards(&self) -> usize {
+        self.with(|s| s.load.len())
+    }
+
     /// Sessions on each shard, joined or joining.
     pub fn load_now(&self) -> Vec<usize> {
         self.with(|s| s.load.clone())

@@ -228,7 +228,7 @@ impl RedisDirectory {
     /// shard's count, and no field for a shard it is not on.
     fn put_room(&self, pipe: &mut redis::Pipeline, room: &str, placed: &[RoomPlacement]) {
         let key = self.room_key(room);
-        for k in 0..self.local.load_now().len() {
+        for k in 0..self.local.shards() {
             match placed.iter().find(|p| p.shard == k && p.sessions > 0) {
                 Some(p) => pipe
                     .cmd("HSET")
