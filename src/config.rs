@@ -98,6 +98,8 @@ pub struct ServeConfig {
     pub log_format: LogFormat,
     /// How long a graceful drain waits for sessions to leave before stopping, in seconds.
     pub drain_grace_secs: u64,
+    /// How long a room closed through the API refuses joins, in seconds.
+    pub room_closed_secs: u64,
     /// The cluster's room directory in Redis (`redis://host:port/db`); `None`: one node,
     /// its directory in process.
     pub redis_url: Option<String>,
@@ -145,6 +147,7 @@ impl Default for ServeConfig {
             srtp_profile: SrtpProfile::default(),
             log_format: LogFormat::default(),
             drain_grace_secs: 30,
+            room_closed_secs: crate::control::rooms::DEFAULT_CLOSED_SECS,
             redis_url: None,
             redis_prefix: DEFAULT_REDIS_PREFIX.into(),
             node_name: None,
@@ -184,6 +187,7 @@ impl fmt::Debug for ServeConfig {
             .field("srtp_profile", &self.srtp_profile)
             .field("log_format", &self.log_format)
             .field("drain_grace_secs", &self.drain_grace_secs)
+            .field("room_closed_secs", &self.room_closed_secs)
             // A Redis URL may hold a password.
             .field("redis_url", &self.redis_url.as_ref().map(|_| "<set>"))
             .field("redis_prefix", &self.redis_prefix)
@@ -323,6 +327,9 @@ pub struct ServeArgs {
     /// Seconds a graceful drain waits for sessions to leave [default: 30].
     #[arg(long, env = "GSRELAY_DRAIN_GRACE_SECS", value_name = "SECS")]
     pub drain_grace_secs: Option<u64>,
+    /// Seconds a room closed through the API refuses joins [default: 60].
+    #[arg(long, env = "GSRELAY_ROOM_CLOSED_SECS", value_name = "SECS")]
+    pub room_closed_secs: Option<u64>,
     /// The cluster's room directory in Redis, `redis://host:port/db` [default: none, one
     /// node with its directory in process].
     #[arg(long, env = "GSRELAY_REDIS_URL", value_name = "URL")]
@@ -490,6 +497,7 @@ impl ServeArgs {
         set(&mut cfg.srtp_profile, &self.srtp_profile);
         set(&mut cfg.log_format, &self.log_format);
         set(&mut cfg.drain_grace_secs, &self.drain_grace_secs);
+        set(&mut cfg.room_closed_secs, &self.room_closed_secs);
         if self.redis_url.is_some() {
             cfg.redis_url.clone_from(&self.redis_url);
         }

@@ -8,6 +8,7 @@
 use crate::config::ServeConfig;
 use crate::control::conn::{self, ConnTimeouts};
 use crate::control::http::{self, ApiState};
+use crate::control::rooms::RoomService;
 use crate::control::token::{self, Tokens};
 use crate::metrics::Metrics;
 use crate::relay::{Relay, RelayConfig};
@@ -152,6 +153,12 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         .with_spill(cfg.shard_spill_sessions)
         .with_room_cap(cfg.relay.max_sessions_per_room);
     let (events, shard_events) = event_channel();
+    let rooms = Arc::new(RoomService::new(
+        None,
+        cfg.node_name.clone(),
+        Duration::from_secs(cfg.room_closed_secs),
+        Duration::from_secs(cfg.token_max_ttl_secs),
+    ));
     let relays = shard_cores(&cfg.relay, count)?;
     let ssrcs: Vec<u32> = relays.iter().map(Relay::relay_ssrc).collect();
     let relays: Vec<Relay> = relays
@@ -168,6 +175,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
             webrtc,
             link,
             events: events.for_shard(k),
+            observer: rooms.clone(),
         };
         let shard = start_shard(k, &cfg, relay, parts, &metrics)
             .await
@@ -206,6 +214,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         metrics.clone(),
         cfg.srtp_profile,
         cfg.http.clone(),
+        rooms,
     )
     .context("HTTP limits")?;
     let (stop_http, stopped) = oneshot::channel();
@@ -411,6 +420,7 @@ struct ShardParts {
     webrtc: WebRtcShard,
     link: LinkEnd,
     events: EventSink,
+    observer: Arc<RoomService>,
 }
 
 async fn start_shard(
@@ -438,6 +448,7 @@ async fn start_shard(
         webrtc: Some(parts.webrtc),
         link: Some(parts.link),
         events: Some(parts.events),
+        observer: Some(parts.observer),
     };
     shard::start(k, setup, relay, metrics).await
 }

@@ -279,6 +279,7 @@ fn router_paths() -> BTreeSet<String> {
         gsrelay::internal::Metrics::new(),
         gsrelay::rtp::SrtpProfile::default(),
         HttpLimits::default(),
+        Default::default(),
     )
     .unwrap();
     let debug = format!("{:?}", http::router(state));

@@ -14,6 +14,7 @@
 
 use super::forward::{self, Forwarder};
 use super::limits::{HttpLimits, IdentityLimiter};
+use super::rooms::RoomService;
 use super::token::{self, AuthzError, Claims, NameError, Right, TokenError, Tokens};
 use crate::api::{
     self, ErrorBody, ErrorDetail, JoinAnswerBody, JoinBody, PLAIN_RTP, QuicBody, RtpBody, SrtpBody,
@@ -258,6 +259,8 @@ struct Shared {
     cors: Option<CorsLayer>,
     /// Hands requests to the other nodes of a cluster.
     forwarder: Forwarder,
+    /// Participants, metadata, presence and webhooks.
+    rooms: Arc<RoomService>,
 }
 
 /// The API's state: the relay handle, the token verifier, metrics, and readiness.
@@ -275,6 +278,7 @@ impl ApiState {
         metrics: Metrics,
         default_profile: SrtpProfile,
         limits: HttpLimits,
+        rooms: Arc<RoomService>,
     ) -> anyhow::Result<Self> {
         limits.validate()?;
         Ok(Self(Arc::new(Shared {
@@ -287,6 +291,7 @@ impl ApiState {
             cors: limits.cors_allowed_origins.layer()?,
             limits,
             forwarder: Forwarder::new(),
+            rooms,
         })))
     }
 

@@ -9,6 +9,8 @@
 //! - [`cors`] decides which other origins' pages may call the API and import the client.
 //! - [`conn`] accepts the TCP connections and closes those that stall (slowloris, idle).
 //! - [`limits`] holds the HTTP limits' configuration and the per-identity rate limit.
+//! - [`rooms`] is the room service: participants, metadata, mutes, closed rooms and
+//!   removed identities, told to players as presence and to the backend as webhooks.
 //! - [`web`] serves the embedded JavaScript client and the live room viewer.
 
 pub mod conn;
@@ -17,5 +19,6 @@ pub mod forward;
 pub mod http;
 pub mod limits;
 pub mod openapi;
+pub mod rooms;
 pub mod token;
 pub mod web;

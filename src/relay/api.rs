@@ -7,6 +7,7 @@ use super::interest::Interest;
 use super::stats::StatEvent;
 use crate::wire::Dialect;
 use serde::Serialize;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A session's handle, unique for the relay's lifetime.
@@ -35,6 +36,9 @@ pub struct JoinRequest {
     pub ssrcs: Vec<u32>,
     /// Which RTP inputs the session may send.
     pub sends: Sends,
+    /// Joins with its publishing suspended ([`Input::Mute`]): a backend muted this
+    /// identity in the room before it joined again.
+    pub muted: bool,
     /// A link's: the SSRC its peer replica sends from (the peer's relay SSRC). The link
     /// is known by it on the wire but does not own it: the peer's links of every room
     /// it shares with this replica send from it.
@@ -158,6 +162,28 @@ pub enum Input<'a> {
     /// Refuses new joins from now on (graceful drain), or accepts them again; existing
     /// rooms keep flowing.
     SetDraining(bool),
+    /// Ends sessions of a room by the relay's will (a backend closed the room or removed
+    /// a participant): each is sent an RTCP BYE for the relay's SSRC, so its client knows
+    /// the relay ended it, then leaves as by [`Input::Leave`] and is reported closed
+    /// ([`Event::SessionClosed`]). Links are left alone: a room closed everywhere lets
+    /// its links go. Answers [`Reply::Sessions`].
+    Evict {
+        /// The room.
+        room: &'a str,
+        /// Only this identity's sessions; `None`: every session of the room.
+        identity: Option<&'a str>,
+    },
+    /// Suspends (or restores) an identity's right to publish in a room: a muted session's
+    /// RTP is dropped and counted (`muted`); its streams and their state stay. Answers
+    /// [`Reply::Sessions`].
+    Mute {
+        /// The room.
+        room: &'a str,
+        /// The identity.
+        identity: &'a str,
+        /// Muted from now on, or not.
+        muted: bool,
+    },
 }
 
 /// What an input answered.
@@ -167,6 +193,8 @@ pub enum Reply {
     Done,
     /// A session joined.
     Joined(Joined),
+    /// How many sessions the input concerned ([`Input::Evict`], [`Input::Mute`]).
+    Sessions(usize),
 }
 
 impl Reply {
@@ -174,7 +202,7 @@ impl Reply {
     pub fn joined(self) -> Option<Joined> {
         match self {
             Self::Joined(j) => Some(j),
-            Self::Done => None,
+            Self::Done | Self::Sessions(_) => None,
         }
     }
 }
@@ -187,6 +215,25 @@ pub enum Event {
     SessionClosed(SessionId),
     /// A measurement for a histogram.
     Stat(StatEvent),
+    /// A publisher's stream began: its first packet arrived. A stream a link carries is
+    /// its home replica's to report, so each stream is reported once.
+    StreamStarted {
+        /// Its room.
+        room: Arc<str>,
+        /// The publishing session.
+        session: SessionId,
+        /// The stream.
+        ssrc: u32,
+    },
+    /// A publisher's stream ended: a BYE, its timeout, or its session gone.
+    StreamEnded {
+        /// Its room.
+        room: Arc<str>,
+        /// The publishing session.
+        session: SessionId,
+        /// The stream.
+        ssrc: u32,
+    },
 }
 
 /// A successful join.
@@ -266,6 +313,10 @@ pub struct SessionInfo {
     /// Send budget from the session's transport or congestion feedback (RFC 8888), bits
     /// per second; `null` without one.
     pub send_budget_bps: Option<u64>,
+    /// Its publishing is suspended by the room's admin.
+    pub muted: bool,
+    /// The SSRCs it owns: its own first, then those it declared.
+    pub streams: Vec<u32>,
 }
 
 /// One stream of a room.

@@ -30,6 +30,7 @@ use super::session::{Session, TokenBucket};
 use super::state::State;
 use super::stats::RelayStats;
 use super::union;
+use crate::rtp::PacketClass;
 use crate::rtp::rtcp::{self, RtcpItem};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -196,6 +197,8 @@ impl Relay {
                 delivery: s.interest.delivery.mode,
                 rtt_ms: s.rtcp.rtt().map(|d| d.as_secs_f64() * 1e3),
                 send_budget_bps: s.send_budget_bps,
+                muted: s.muted,
+                streams: s.streams.clone(),
             })
             .collect();
         let mut streams: Vec<StreamInfo> = room
@@ -276,6 +279,12 @@ impl Relay {
                 self.draining = on;
                 Reply::Done
             }
+            Input::Evict { room, identity } => Reply::Sessions(self.evict(room, identity)),
+            Input::Mute {
+                room,
+                identity,
+                muted,
+            } => Reply::Sessions(self.mute(room, identity, muted)),
         };
         self.st.count_overflow();
         Ok(reply)
@@ -286,10 +295,13 @@ impl Relay {
         self.st.out.pop()
     }
 
-    /// The next event for the shell: sessions the core closed by itself first (the shell
-    /// forgets their transport state), then measurements. Call until `None` after every
-    /// input.
+    /// The next event for the shell: streams begun and ended, in order, then sessions
+    /// the core closed by itself (the shell forgets their transport state), then
+    /// measurements. Call until `None` after every input.
     pub fn poll_event(&mut self) -> Option<Event> {
+        if let Some(e) = self.st.stream_events.pop_front() {
+            return Some(e);
+        }
         if let Some(id) = self.closed.pop() {
             return Some(Event::SessionClosed(id));
         }
@@ -391,6 +403,7 @@ impl Relay {
             refresh_at: req.sends.containers().then_some(now),
             union: None,
             publish: req.publish,
+            muted: req.muted,
             subscribe: req.subscribe,
             dialect: req.dialect,
             interest: req.interest,
@@ -467,6 +480,48 @@ impl Relay {
             }
         }
         Ok(())
+    }
+
+    /// The sessions of `room` other than links, of `identity` only when given.
+    fn members_of(&self, room: &str, identity: Option<&str>) -> Vec<SessionId> {
+        let Some(r) = self.st.rooms.get(room) else {
+            return Vec::new();
+        };
+        r.members
+            .iter()
+            .filter_map(|id| self.st.sessions.get(id))
+            .filter(|s| !s.is_link() && identity.is_none_or(|i| s.identity == i))
+            .map(|s| s.id)
+            .collect()
+    }
+
+    /// Ends sessions by the relay's will ([`Input::Evict`]); how many.
+    fn evict(&mut self, room: &str, identity: Option<&str>) -> usize {
+        let ids = self.members_of(room, identity);
+        let relay = self.st.relay_ssrc;
+        for &id in &ids {
+            let (buf, start) = self.st.out.begin();
+            if rtcp::write_bye(buf, &[relay]).is_ok() {
+                self.st.out.commit(id, PacketClass::Rtcp, start);
+            } else {
+                self.st.out.abandon(start);
+            }
+            if self.leave(id).is_ok() {
+                self.closed.push(id);
+            }
+        }
+        ids.len()
+    }
+
+    /// Suspends or restores publishing ([`Input::Mute`]); how many sessions it touched.
+    fn mute(&mut self, room: &str, identity: &str, muted: bool) -> usize {
+        let ids = self.members_of(room, Some(identity));
+        for id in &ids {
+            if let Some(s) = self.st.sessions.get_mut(id) {
+                s.muted = muted;
+            }
+        }
+        ids.len()
     }
 
     fn set_interest(

@@ -5,7 +5,7 @@
 //! by the session that carried it, exactly as if that sender had sent them itself.
 
 use super::aggregate::{Aggregator, Tx};
-use super::api::SessionId;
+use super::api::{Event, SessionId};
 use super::forward::{self, Packet};
 use super::grid::{self, Cell, Grid};
 use super::room::Stream;
@@ -73,6 +73,9 @@ impl Ingest {
         let s = st.sessions.get_mut(&from).ok_or("unknown_session")?;
         if !s.publish {
             return Err("not_publisher");
+        }
+        if s.muted {
+            return Err("muted");
         }
         s.rtcp.received(packet.len());
         let (dialect, sends) = (s.dialect, s.sends);
@@ -188,9 +191,16 @@ fn stream(
     let name = st.room_of(from).ok_or("unknown_session")?;
     let room = st.rooms.get_mut(&name).ok_or("unknown_session")?;
     let ts = p.timestamp;
-    let stats = &mut st.stats;
+    let (stats, events) = (&mut st.stats, &mut st.stream_events);
     let stream = room.streams.entry(p.ssrc).or_insert_with(|| {
         stats.streams += 1;
+        if !p.carried {
+            events.push_back(Event::StreamStarted {
+                room: name.clone(),
+                session: from,
+                ssrc: p.ssrc,
+            });
+        }
         let mut stream = Stream::new(from, p.seq, ts, p.payload_type, now);
         stream.carried = p.carried;
         stream

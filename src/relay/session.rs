@@ -46,6 +46,8 @@ pub struct Session {
     pub union: Option<Union>,
     /// May publish.
     pub publish: bool,
+    /// Its publishing is suspended ([`super::api::Input::Mute`]).
+    pub muted: bool,
     /// May subscribe.
     pub subscribe: bool,
     /// Wire dialect.

@@ -5,7 +5,7 @@
 //! quinn-proto's helpers borrow its `Connection`. Nothing here imports those parts, so
 //! the core's modules import each other in one direction only.
 
-use super::api::{ControlError, SessionId};
+use super::api::{ControlError, Event, SessionId};
 use super::config::RelayConfig;
 use super::forward::{self, PaceCounts, Scratch};
 use super::outbox::Outbox;
@@ -17,7 +17,7 @@ use crate::rtp::PacketClass;
 use crate::rtp::ntp::Wallclock;
 use crate::rtp::rtcp;
 use crate::wire::Dialect;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -48,6 +48,8 @@ pub(super) struct State {
     pub busy: Option<SessionId>,
     /// The relay's NTP anchor, set by the shell (else the epoch at first use).
     wallclock: Option<Wallclock>,
+    /// Streams begun and ended, oldest first, for [`super::core::Relay::poll_event`].
+    pub stream_events: VecDeque<Event>,
 }
 
 impl State {
@@ -69,6 +71,7 @@ impl State {
             due_streams: Vec::new(),
             busy: None,
             wallclock: None,
+            stream_events: VecDeque::new(),
         }
     }
 
@@ -201,12 +204,22 @@ impl State {
     /// Drops a stream's state and sends an RTCP BYE for it to the room's subscribers.
     /// Returns whether the stream existed (the caller tells the aggregator).
     pub fn end_stream(&mut self, room_name: &str, ssrc: u32) -> bool {
+        let Some(name) = self.rooms.get_key_value(room_name).map(|(k, _)| k.clone()) else {
+            return false;
+        };
         let Some(room) = self.rooms.get_mut(room_name) else {
             return false;
         };
         let Some(stream) = room.streams.remove(&ssrc) else {
             return false;
         };
+        if !stream.carried {
+            self.stream_events.push_back(Event::StreamEnded {
+                room: name,
+                session: stream.owner,
+                ssrc,
+            });
+        }
         for (id, e) in stream.store.iter() {
             if let Some(cell) = e.cell() {
                 room.objects.remove(cell, (ssrc, id));

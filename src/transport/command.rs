@@ -203,6 +203,11 @@ pub enum Command {
     SessionOwner(SessionId, oneshot::Sender<Option<SessionOwner>>),
     /// A room's sessions and streams.
     RoomInfo(String, oneshot::Sender<Option<RoomInfo>>),
+    /// End the sessions of a room, of one identity only when given, by the relay's will
+    /// (BYE); answers how many.
+    Evict(String, Option<String>, oneshot::Sender<usize>),
+    /// Mute (or unmute) an identity in a room; answers how many sessions it has here.
+    Mute(String, String, bool, oneshot::Sender<usize>),
     /// Refuse new joins; answers with the number of sessions still joined.
     Drain(oneshot::Sender<usize>),
 }
@@ -279,6 +284,26 @@ impl RelayHandle {
     /// A room's sessions and streams.
     pub async fn room_info(&self, room: String) -> Result<Option<RoomInfo>, CommandError> {
         self.call(|r| Command::RoomInfo(room, r)).await
+    }
+
+    /// Ends the sessions of `room` (of `identity` only, when given) by the relay's will;
+    /// how many there were on this shard.
+    pub async fn evict(
+        &self,
+        room: String,
+        identity: Option<String>,
+    ) -> Result<usize, CommandError> {
+        self.call(|r| Command::Evict(room, identity, r)).await
+    }
+
+    /// Mutes or unmutes `identity` in `room`; how many of its sessions are on this shard.
+    pub async fn mute(
+        &self,
+        room: String,
+        identity: String,
+        muted: bool,
+    ) -> Result<usize, CommandError> {
+        self.call(|r| Command::Mute(room, identity, muted, r)).await
     }
 
     /// Starts draining; returns the sessions still joined.

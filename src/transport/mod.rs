@@ -1,6 +1,7 @@
 //! I/O shells around the sans-I/O core: they turn sockets into core inputs and core
 //! outputs into sends, and never decide what to forward.
 //!
+//! - [`activity`]: what happens in rooms (joins, ends, streams), for the room service.
 //! - [`command`]: the channel through which the control plane drives a shard.
 //! - [`guard`]: fault isolation every shell puts around its inputs to the core.
 //! - [`batch`] and [`recv`]: datagrams sent with `sendmmsg` and read with `recvmmsg`
@@ -22,6 +23,7 @@
 //! `port`, `command` and the leaves below them, never `shard`; `shard` imports the ports;
 //! `shards` imports `command` and `directory`, never a shard or a port.
 
+pub mod activity;
 pub mod batch;
 pub mod cluster;
 pub mod command;

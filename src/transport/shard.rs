@@ -15,6 +15,7 @@
 //! plane ([`super::shards`]); the shard reports its sessions' joins and ends as
 //! [`super::directory::ShardEvent`]s and never calls the directory.
 
+use super::activity::{Activity, Gone, Observer};
 use super::command::{
     Command, CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner, SrtpKeys,
     TransportAnswer, TransportRequest, WebRtcAnswer,
@@ -78,6 +79,8 @@ struct Inner {
     emptied: Vec<Arc<str>>,
     /// Where the shard reports its sessions' joins and ends, in a sharded relay.
     events: Option<EventSink>,
+    /// Who follows the rooms' activity (the room service).
+    observer: Option<Arc<dyn Observer>>,
 }
 
 /// The shard's ports.
@@ -114,6 +117,7 @@ pub async fn spawn(udp: UdpConfig, relay: Relay, metrics: Metrics) -> io::Result
         webrtc: None,
         link: None,
         events: None,
+        observer: None,
     };
     spawn_with(setup, relay, metrics).await
 }
@@ -146,6 +150,7 @@ pub async fn spawn_with(
             hosted_gauge,
             emptied: Vec::new(),
             events: setup.events,
+            observer: setup.observer,
         },
         ports: Ports {
             udp,
@@ -188,6 +193,8 @@ pub struct ShardSetup {
     pub link: Option<LinkEnd>,
     /// Where it reports its sessions' joins and ends.
     pub events: Option<EventSink>,
+    /// Who follows the rooms' activity.
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
 /// Starts shard `k` on its own thread with a single-threaded runtime: its core, its
@@ -307,7 +314,7 @@ impl Shard {
     async fn end_batch(&mut self, now: Instant) {
         self.inner.input("aggregate", now, Input::BatchEnd);
         self.flush().await;
-        self.forget_closed();
+        self.forget_closed(Gone::Timeout);
     }
 
     /// Sends everything the core has queued, each packet by its session's port.
@@ -350,24 +357,46 @@ impl Shard {
         let now = Instant::now();
         self.inner.input("timeout", now, Input::Timeout);
         self.flush().await;
-        self.forget_closed();
+        self.forget_closed(Gone::Timeout);
     }
 
-    /// Takes the core's events: forgets the sessions it removed by itself, and hands its
-    /// measurements to the exporter.
-    fn forget_closed(&mut self) {
+    /// Takes the core's events: reports streams begun and ended, forgets the sessions it
+    /// removed by itself (gone `why`), and hands its measurements to the exporter.
+    fn forget_closed(&mut self, why: Gone) {
         while let Some(e) = self.inner.relay.poll_event() {
             match e {
-                Event::SessionClosed(id) => self.unlink(id),
+                Event::SessionClosed(id) => self.unlink(id, why),
                 Event::Stat(s) => self.inner.exporter.observe(s),
+                Event::StreamStarted {
+                    room,
+                    session,
+                    ssrc,
+                } => {
+                    self.inner.observe(|| Activity::StreamStarted {
+                        room,
+                        session,
+                        ssrc,
+                    });
+                }
+                Event::StreamEnded {
+                    room,
+                    session,
+                    ssrc,
+                } => {
+                    self.inner.observe(|| Activity::StreamEnded {
+                        room,
+                        session,
+                        ssrc,
+                    });
+                }
             }
         }
     }
 
     /// Forgets a session: its port's state (closing its QUIC or WebRTC connection, if
-    /// any), and reports it gone.
-    fn unlink(&mut self, id: SessionId) {
-        match self.inner.forget(id) {
+    /// any), and reports it gone (`why`).
+    fn unlink(&mut self, id: SessionId, why: Gone) {
+        match self.inner.forget(id, why) {
             Some(Carrier::Udp) => self.ports.udp.forget(id),
             Some(Carrier::Quic) => {
                 if let Some(port) = &mut self.ports.quic {
@@ -417,7 +446,8 @@ impl Shard {
                     .input("command", now, Input::Leave(id))
                     .ok_or_else(fault)
                     .and_then(|r| r.map(|_| ()).map_err(CommandError::from));
-                self.unlink(id);
+                self.forget_closed(Gone::Left);
+                self.unlink(id, Gone::Left);
                 // The BYEs for its stream go to the others now, not at the next input.
                 self.flush().await;
                 let _ = reply.send(result);
@@ -445,10 +475,37 @@ impl Shard {
             Command::RoomInfo(room, reply) => {
                 let _ = reply.send(self.inner.relay.room_info(&room));
             }
+            Command::Evict(room, identity, reply) => {
+                let input = Input::Evict {
+                    room: &room,
+                    identity: identity.as_deref(),
+                };
+                let n = self.sessions_concerned(now, input);
+                self.flush().await;
+                self.forget_closed(Gone::Removed);
+                let _ = reply.send(n);
+            }
+            Command::Mute(room, identity, muted, reply) => {
+                let input = Input::Mute {
+                    room: &room,
+                    identity: &identity,
+                    muted,
+                };
+                let _ = reply.send(self.sessions_concerned(now, input));
+            }
             Command::Drain(reply) => {
                 self.inner.input("command", now, Input::SetDraining(true));
                 let _ = reply.send(self.inner.relay.session_count());
             }
+        }
+    }
+
+    /// Hands the core an input that answers [`Reply::Sessions`]; how many sessions it
+    /// concerned (none when it failed).
+    fn sessions_concerned(&mut self, now: Instant, input: Input<'_>) -> usize {
+        match self.inner.input("command", now, input) {
+            Some(Ok(Reply::Sessions(n))) => n,
+            _ => 0,
         }
     }
 
@@ -473,6 +530,9 @@ impl Shard {
         };
         let now = Instant::now();
         let room: Arc<str> = Arc::from(cmd.request.room.as_str());
+        let req = &cmd.request;
+        let (identity, declared) = (req.identity.clone(), req.ssrcs.clone());
+        let (publish, subscribe, muted) = (req.publish, req.subscribe, req.muted);
         let inner = &mut self.inner;
         let joined = inner
             .input("command", now, Input::Join(cmd.request))
@@ -503,6 +563,15 @@ impl Shard {
         if let Some(events) = &inner.events {
             events.joined(room.clone(), id);
         }
+        inner.observe(|| Activity::Joined {
+            room: room.clone(),
+            session: id,
+            identity,
+            ssrcs: std::iter::once(joined.ssrc).chain(declared).collect(),
+            publish,
+            subscribe,
+            muted,
+        });
         *inner.hosted.entry(room.clone()).or_default() += 1;
         inner.hosted_gauge.inc();
         inner.sessions.insert(id, Joined { room, carrier });
@@ -573,9 +642,16 @@ impl Inner {
         })
     }
 
-    /// Forgets a session the core no longer holds and reports it gone; which port
-    /// carried it, if it was joined here.
-    fn forget(&mut self, id: SessionId) -> Option<Carrier> {
+    /// Tells the observer, if any, of the change `make` describes.
+    fn observe(&self, make: impl FnOnce() -> Activity) {
+        if let Some(o) = &self.observer {
+            o.observe(make());
+        }
+    }
+
+    /// Forgets a session the core no longer holds and reports it gone (`why`); which
+    /// port carried it, if it was joined here.
+    fn forget(&mut self, id: SessionId, why: Gone) -> Option<Carrier> {
         let joined = self.sessions.remove(&id)?;
         if joined.carrier == Carrier::Link {
             // Links are the shards' own: the directory counts only the room's sessions.
@@ -589,6 +665,11 @@ impl Inner {
                 self.emptied.push(joined.room.clone());
             }
         }
+        self.observe(|| Activity::Gone {
+            room: joined.room.clone(),
+            session: id,
+            why,
+        });
         if let Some(events) = &self.events {
             events.gone(joined.room, id);
         }
@@ -629,7 +710,7 @@ impl Core for Inner {
 
     fn leave(&mut self, now: Instant, id: SessionId) {
         self.input("command", now, Input::Leave(id));
-        self.forget(id);
+        self.forget(id, Gone::Disconnected);
     }
 
     fn session_by_ssrc(&self, ssrc: u32) -> Option<SessionId> {

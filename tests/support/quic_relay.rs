@@ -42,6 +42,7 @@ impl Harness {
                 webrtc: None,
                 link: None,
                 events: None,
+                observer: None,
             },
             relay,
             metrics.clone(),

@@ -122,6 +122,7 @@ pub async fn serve_api(shards: gsrelay::internal::shards::Shards) -> String {
         gsrelay::internal::Metrics::new(),
         gsrelay::rtp::SrtpProfile::default(),
         gsrelay::internal::limits::HttpLimits::default(),
+        Default::default(),
     )
     .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
