@@ -491,6 +491,8 @@ impl Server {
             // The other nodes end this node's streams now rather than at the link's timeout.
             node.cluster.close();
         }
+        // Presence streams never end by themselves; the HTTP server waits for them.
+        self.api.stop_streams();
         let _ = self.stop_http.send(());
         let mut http_task = self.http_task;
         match tokio::time::timeout(STOP_TIMEOUT, &mut http_task).await {

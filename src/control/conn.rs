@@ -10,7 +10,8 @@
 //!   byte. A client trickling its headers (slowloris) is cut off.
 //! - nothing is awaited (a kept-alive connection between requests):
 //!   [`ConnTimeouts::idle`] from the last answer.
-//! - a request is being handled: no bound here; the body timeout and the handlers bound it.
+//! - a request is being handled, its answer's body included: no bound here; the body
+//!   timeout and the handlers bound it.
 //!
 //! hyper's own `header_read_timeout` is not used: it also runs while a kept-alive
 //! connection waits for its next request, so an idle timeout longer than the header
@@ -19,6 +20,8 @@
 use crate::metrics::Metrics;
 use crate::metrics::labels::http_limit;
 use axum::Router;
+use axum::body::Body;
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
@@ -119,8 +122,17 @@ async fn serve_conn(
         let app = app.clone();
         async move {
             let resp = app.oneshot(req).await;
-            drop(handling);
-            resp
+            // The request is handled until its body is sent or dropped, not just until
+            // its head is produced: a streamed answer (presence) is not an idle
+            // connection.
+            resp.map(|r| {
+                r.map(|body| {
+                    Body::new(body.map_frame(move |f| {
+                        let _ = &handling;
+                        f
+                    }))
+                })
+            })
         }
     });
     let conn = http1::Builder::new().serve_connection(io, service);

@@ -111,27 +111,28 @@ impl Forwarder {
         Ok((status, back, body).into_response())
     }
 
-    /// The other node's view of a room (`GET /v1/rooms/{room}`, its own sessions only);
-    /// `None` when it holds none of it.
-    pub async fn room(
+    /// The other node's JSON answer to `method path` (a forwarded request, which it
+    /// answers for itself alone); `None` when it answers 404 (it holds none of it).
+    pub async fn json(
         &self,
         to: SocketAddr,
         from: &str,
-        room: &str,
+        (method, path): (Method, &str),
         headers: &HeaderMap,
+        body: Bytes,
     ) -> Result<Option<serde_json::Value>, ApiError> {
-        let path = format!("/v1/rooms/{room}");
         let resp = self
-            .send(to, from, Method::GET, &path, headers, Bytes::new())
+            .send(to, from, method, path, headers, body)
             .await
             .map_err(|e| unavailable(to, &e))?;
         match resp.status() {
             StatusCode::NOT_FOUND => Ok(None),
+            StatusCode::NO_CONTENT => Ok(Some(serde_json::Value::Null)),
             s if s.is_success() => resp.json().await.map(Some).map_err(|e| unavailable(to, &e)),
             s => Err(ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "node_unavailable",
-                format!("the node at {to} answered {s} for the room"),
+                format!("the node at {to} answered {s} for {path}"),
             )
             .retry_after(Duration::from_secs(1))),
         }

@@ -12,9 +12,12 @@
 //! and `/readyz` are exempt, so probes and scrapes still answer under load. The `/v1`
 //! routes and `/client/` answer other origins' pages as [`super::cors`] allows.
 
+mod presence;
+mod rooms;
+
 use super::forward::{self, Forwarder};
 use super::limits::{HttpLimits, IdentityLimiter};
-use super::rooms::RoomService;
+use super::rooms::{Refusal, RoomService};
 use super::token::{self, AuthzError, Claims, NameError, Right, TokenError, Tokens};
 use crate::api::{
     self, ErrorBody, ErrorDetail, JoinAnswerBody, JoinBody, PLAIN_RTP, QuicBody, RtpBody, SrtpBody,
@@ -301,6 +304,11 @@ impl ApiState {
         self.0.metrics.draining.set(1);
     }
 
+    /// Ends the presence streams, so that stopping the HTTP server waits for none.
+    pub fn stop_streams(&self) {
+        self.0.rooms.stop();
+    }
+
     /// Whether draining has started.
     pub fn is_draining(&self) -> bool {
         self.0.draining.load(Ordering::SeqCst)
@@ -453,10 +461,21 @@ pub fn router(state: ApiState) -> Router {
         .layer(GlobalConcurrencyLimitLayer::new(max_in_flight));
     let api = Router::new()
         .route(JOIN_ROUTE, post(join))
-        .route(ROOM_ROUTE, get(room_info))
         .route(INTEREST_ROUTE, put(set_interest))
         .route(SESSION_ROUTE, delete(leave))
+        .route(ROOM_ROUTE, get(room_info).delete(rooms::close_room))
+        .route(rooms::ROOMS_ROUTE, get(rooms::list_rooms))
+        .route(rooms::PARTICIPANTS_ROUTE, get(rooms::participants))
+        .route(
+            rooms::PARTICIPANT_ROUTE,
+            get(rooms::participant)
+                .patch(rooms::update_participant)
+                .delete(rooms::remove_participant),
+        )
+        .route(rooms::METADATA_ROUTE, put(rooms::set_metadata))
         .route_layer(in_flight)
+        // A presence stream lasts as long as its watcher: it takes no in-flight slot.
+        .route(presence::PRESENCE_ROUTE, get(presence::presence))
         .route(super::openapi::ROUTE, get(super::openapi::serve));
     // Outside the in-flight limit, so a preflight never takes a slot and a shed answer
     // still reaches the page. A preflight is an OPTIONS, which no route has: it reaches
@@ -574,6 +593,20 @@ fn body_bytes(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     })
 }
 
+/// Parses a JSON body that must be an object (serde would read a struct from an array of
+/// its fields in order too, which no client means): otherwise as [`parse_json`].
+fn parse_object<T: DeserializeOwned>(body: &[u8], prefix: Option<&str>) -> Result<T, ApiError> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() {
+        let (code, what) = match prefix {
+            Some(p) => ("invalid_interest", p),
+            None => ("invalid_request", "the body"),
+        };
+        return Err(ApiError::unprocessable(code, format!("{what}: must be a JSON object")));
+    }
+    parse_json(body, prefix)
+}
+
 /// Parses a JSON body: syntax errors are 400, well-formed JSON of the wrong shape is 422
 /// with the offending field's path (`prefix` is prepended, e.g. `interest`).
 fn parse_json<T: DeserializeOwned>(body: &[u8], prefix: Option<&str>) -> Result<T, ApiError> {
@@ -666,8 +699,13 @@ async fn join(
             "joining needs the publish or subscribe right",
         ));
     }
+    let muted = state
+        .0
+        .rooms
+        .admit(&room, &claims.sub, claims.iat.unwrap_or(0))
+        .map_err(refused)?;
     let raw = body.clone();
-    let body: JoinBody = parse_json(&body, None)?;
+    let body: JoinBody = parse_object(&body, None)?;
     let webrtc = webrtc_offer(&body, &headers)?;
     // The QUIC endpoint's transport the join asks for, if any.
     let quic = match body.transport.as_str() {
@@ -734,6 +772,7 @@ async fn join(
                 require_ssrc: body.require_ssrc,
                 dialect: body.dialect,
                 interest: body.interest,
+                muted,
                 ..JoinRequest::default()
             },
             transport: match (webrtc, quic) {
@@ -776,6 +815,16 @@ async fn join(
         Json(body),
     )
         .into_response())
+}
+
+/// The answer to a join the room service refuses.
+fn refused(r: Refusal) -> ApiError {
+    match r {
+        Refusal::Closed(wait) => {
+            ApiError::new(StatusCode::CONFLICT, "room_closed", r.to_string()).retry_after(wait)
+        }
+        Refusal::Removed => ApiError::new(StatusCode::FORBIDDEN, "removed", r.to_string()),
+    }
 }
 
 /// The offer of a WebRTC join, checked; `None` for the other transports. An offer
@@ -861,7 +910,7 @@ async fn set_interest(
     }
     state.check_rate(&claims)?;
     let session = state.session_for(&claims, &id).await?;
-    let interest: Interest = parse_json(&body, Some("interest"))?;
+    let interest: Interest = parse_object(&body, Some("interest"))?;
     interest
         .validate()
         .map_err(|m| ApiError::unprocessable("invalid_interest", m))?;
@@ -902,10 +951,21 @@ async fn room_info(
     let mut merged = local
         .map(|info| serde_json::to_value(info).unwrap_or_default())
         .filter(serde_json::Value::is_object);
+    if let Some(serde_json::Value::Object(m)) = &mut merged {
+        let metadata = state.0.rooms.room_metadata(&room).unwrap_or_default();
+        m.insert("metadata".to_owned(), metadata);
+    }
     if !forward::is_forwarded(&headers) {
         for to in state.0.relay.room_elsewhere(&room).await? {
             let from = state.forwarding(ROOM_ROUTE);
-            match state.0.forwarder.room(to, from, &room, &headers).await {
+            let path = format!("/v1/rooms/{room}");
+            let get = (Method::GET, path.as_str());
+            match state
+                .0
+                .forwarder
+                .json(to, from, get, &headers, Bytes::new())
+                .await
+            {
                 Ok(Some(part)) => merge_room(&mut merged, part),
                 Ok(None) => {}
                 // A node that cannot answer (it is dying) leaves its sessions out; the
@@ -946,6 +1006,16 @@ fn merge_room(merged: &mut Option<serde_json::Value>, part: serde_json::Value) {
         sessions,
     ) {
         list.extend(more);
+    }
+    let theirs = part.get("metadata").filter(|v| !v.is_null()).cloned();
+    if let (Some(obj), Some(theirs)) = (m.as_object_mut(), theirs) {
+        obj.entry("metadata")
+            .and_modify(|v| {
+                if v.is_null() {
+                    *v = theirs.clone();
+                }
+            })
+            .or_insert(theirs);
     }
 }
 

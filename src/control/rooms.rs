@@ -81,8 +81,8 @@ pub struct HookParticipant {
     pub metadata: Value,
 }
 
-/// A participant as the server API shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A participant as the server API shows it (and another node's answer is read back).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ParticipantView {
     /// Its identity (the tokens' subject).
     pub identity: String,
@@ -278,6 +278,9 @@ struct Outcome {
     hooks: Vec<HookEvent>,
 }
 
+/// The notice every presence stream gets, whatever its room, when the relay stops.
+pub const STOPPING: &str = "relay_stopping";
+
 /// A closed room's default wait before it takes joins again.
 pub const DEFAULT_CLOSED_SECS: u64 = 60;
 
@@ -387,6 +390,15 @@ impl RoomService {
             hooks: Vec::new(),
         });
         self.closed_for
+    }
+
+    /// Ends every presence stream: the relay is stopping (each is told `relay_stopping`).
+    pub fn stop(&self) {
+        let _ = self.presence.send(Arc::new(Notice {
+            room: Arc::from(""),
+            event: STOPPING,
+            data: "{}".to_owned(),
+        }));
     }
 
     /// Bars `identity`'s tokens issued up to `now_unix` from `room`. The caller ends its

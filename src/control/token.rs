@@ -41,6 +41,11 @@ pub const MAX_ROOM_LEN: usize = 64;
 /// Longest identity, in characters.
 pub const MAX_IDENTITY_LEN: usize = 128;
 
+/// The `room` claim of a relay-wide admin token: with the admin right it administers
+/// every room and may call the relay-wide routes (`GET /v1/rooms`); it grants nothing
+/// else, and no room can be joined with it (no room has this name).
+pub const ANY_ROOM: &str = "*";
+
 /// One right a token can grant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Right {
@@ -217,8 +222,12 @@ impl AuthzError {
     }
 }
 
-/// Checks that `claims` allow `right` in `room`.
+/// Checks that `claims` allow `right` in `room`: a token for that room with the right,
+/// or, for [`Right::Admin`], a relay-wide admin token.
 pub fn require(claims: &Claims, room: &str, right: Right) -> Result<(), AuthzError> {
+    if right == Right::Admin && is_relay_admin(claims) {
+        return Ok(());
+    }
     if claims.room != room {
         return Err(AuthzError::WrongRoom);
     }
@@ -226,6 +235,30 @@ pub fn require(claims: &Claims, room: &str, right: Right) -> Result<(), AuthzErr
         return Err(AuthzError::MissingRight(right));
     }
     Ok(())
+}
+
+/// Whether `claims` are a relay-wide admin token's ([`ANY_ROOM`] with the admin right).
+pub fn is_relay_admin(claims: &Claims) -> bool {
+    claims.room == ANY_ROOM && claims.admin
+}
+
+/// Checks that `claims` are a relay-wide admin token's.
+pub fn require_relay_admin(claims: &Claims) -> Result<(), AuthzError> {
+    if claims.room != ANY_ROOM {
+        return Err(AuthzError::WrongRoom);
+    }
+    if !claims.admin {
+        return Err(AuthzError::MissingRight(Right::Admin));
+    }
+    Ok(())
+}
+
+/// A token's `room` claim: a room name, or [`ANY_ROOM`].
+fn validate_room_claim(room: &str) -> Result<(), NameError> {
+    if room == ANY_ROOM {
+        return Ok(());
+    }
+    validate_room(room)
 }
 
 /// An invalid room name or identity; HTTP 400.
@@ -386,7 +419,7 @@ impl Tokens {
         ttl_secs: u64,
         now: u64,
     ) -> Result<String, IssueError> {
-        validate_room(room)?;
+        validate_room_claim(room)?;
         validate_identity(identity)?;
         if ttl_secs == 0 {
             return Err(IssueError::ZeroTtl);
@@ -437,7 +470,7 @@ impl Tokens {
             })?
             .claims;
 
-        if validate_room(&claims.room).is_err() {
+        if validate_room_claim(&claims.room).is_err() {
             return Err(TokenError::Malformed("invalid room claim"));
         }
         if validate_identity(&claims.sub).is_err() {

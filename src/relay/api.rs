@@ -319,6 +319,19 @@ pub struct SessionInfo {
     pub streams: Vec<u32>,
 }
 
+/// A room's size on one replica, as `GET /v1/rooms` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RoomCounts {
+    /// Room name.
+    pub room: String,
+    /// Its sessions (links apart).
+    pub sessions: usize,
+    /// Its streams.
+    pub streams: usize,
+    /// The objects cached for them.
+    pub objects: usize,
+}
+
 /// One stream of a room.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StreamInfo {

@@ -9,8 +9,8 @@
 
 use super::aggregate::Aggregator;
 use super::api::{
-    ControlError, Event, Input, JoinRequest, Joined, Reply, RoomInfo, SessionId, SessionInfo,
-    StreamInfo, format_session_id,
+    ControlError, Event, Input, JoinRequest, Joined, Reply, RoomCounts, RoomInfo, SessionId,
+    SessionInfo, StreamInfo, format_session_id,
 };
 use super::budget::FeedbackBudget;
 use super::config::RelayConfig;
@@ -176,6 +176,25 @@ impl Relay {
     /// What the core has counted so far (the shell exports it).
     pub fn stats(&self) -> &RelayStats {
         &self.st.stats
+    }
+
+    /// Every room's size here.
+    pub fn room_counts(&self) -> Vec<RoomCounts> {
+        self.st
+            .rooms
+            .iter()
+            .map(|(name, room)| RoomCounts {
+                room: name.to_string(),
+                sessions: room
+                    .members
+                    .iter()
+                    .filter_map(|id| self.st.sessions.get(id))
+                    .filter(|s| !s.is_link())
+                    .count(),
+                streams: room.streams.len(),
+                objects: room.streams.values().map(|s| s.store.len()).sum(),
+            })
+            .collect()
     }
 
     /// A room's sessions and streams.

@@ -40,7 +40,7 @@ mod store;
 mod union;
 
 pub use api::{
-    ControlError, Event, Input, JoinRequest, Joined, Reply, RoomInfo, Sends, SessionId,
+    ControlError, Event, Input, JoinRequest, Joined, Reply, RoomCounts, RoomInfo, Sends, SessionId,
     SessionInfo, StreamInfo, format_session_id, parse_session_id,
 };
 pub use config::RelayConfig;

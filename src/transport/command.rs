@@ -2,7 +2,7 @@
 //! touches relay state directly, so the core keeps a single owner and needs no lock.
 
 use super::link::Peer;
-use crate::relay::{ControlError, Interest, JoinRequest, Joined, RoomInfo, SessionId};
+use crate::relay::{ControlError, Interest, JoinRequest, Joined, RoomCounts, RoomInfo, SessionId};
 use crate::rtp::SrtpProfile;
 use std::net::{IpAddr, SocketAddr};
 use tokio::sync::{mpsc, oneshot};
@@ -203,6 +203,8 @@ pub enum Command {
     SessionOwner(SessionId, oneshot::Sender<Option<SessionOwner>>),
     /// A room's sessions and streams.
     RoomInfo(String, oneshot::Sender<Option<RoomInfo>>),
+    /// Every room's size.
+    Rooms(oneshot::Sender<Vec<RoomCounts>>),
     /// End the sessions of a room, of one identity only when given, by the relay's will
     /// (BYE); answers how many.
     Evict(String, Option<String>, oneshot::Sender<usize>),
@@ -304,6 +306,11 @@ impl RelayHandle {
         muted: bool,
     ) -> Result<usize, CommandError> {
         self.call(|r| Command::Mute(room, identity, muted, r)).await
+    }
+
+    /// Every room's size on this shard.
+    pub async fn rooms(&self) -> Result<Vec<RoomCounts>, CommandError> {
+        self.call(Command::Rooms).await
     }
 
     /// Starts draining; returns the sessions still joined.

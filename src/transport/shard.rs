@@ -475,6 +475,9 @@ impl Shard {
             Command::RoomInfo(room, reply) => {
                 let _ = reply.send(self.inner.relay.room_info(&room));
             }
+            Command::Rooms(reply) => {
+                let _ = reply.send(self.inner.relay.room_counts());
+            }
             Command::Evict(room, identity, reply) => {
                 let input = Input::Evict {
                     room: &room,

@@ -14,7 +14,8 @@ use super::cluster::{Cluster, Placement};
 use super::command::{CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner};
 use super::directory::{Directory, DirectoryError, MemoryDirectory, ShardEvent, ShardEvents};
 use super::link::Peer;
-use crate::relay::{ControlError, Interest, RoomInfo, SessionId};
+use crate::relay::{ControlError, Interest, RoomCounts, RoomInfo, SessionId};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::Mutex;
@@ -296,6 +297,58 @@ impl Shards {
         Ok(merged)
     }
 
+    /// Every room's size on this node: sessions summed over its shards, streams and
+    /// objects as the fullest replica holds them (each replica's cache is whole).
+    pub async fn rooms(&self) -> Result<Vec<RoomCounts>, CommandError> {
+        let mut merged: BTreeMap<String, RoomCounts> = BTreeMap::new();
+        for h in self.running() {
+            for c in h.rooms().await? {
+                merge_counts(&mut merged, c);
+            }
+        }
+        Ok(merged.into_values().collect())
+    }
+
+    /// Ends the sessions of `room` (of `identity` only, when given) on every shard, by
+    /// the relay's will; how many.
+    pub async fn evict(&self, room: &str, identity: Option<&str>) -> Result<usize, CommandError> {
+        let mut n = 0;
+        for h in self.running() {
+            n += h
+                .evict(room.to_owned(), identity.map(str::to_owned))
+                .await?;
+        }
+        self.settle().await;
+        Ok(n)
+    }
+
+    /// Mutes or unmutes `identity` in `room` on every shard; how many of its sessions.
+    pub async fn mute(
+        &self,
+        room: &str,
+        identity: &str,
+        muted: bool,
+    ) -> Result<usize, CommandError> {
+        let mut n = 0;
+        for h in self.running() {
+            n += h.mute(room.to_owned(), identity.to_owned(), muted).await?;
+        }
+        Ok(n)
+    }
+
+    /// The HTTP APIs of every other node of the cluster this node is linked to.
+    pub fn other_nodes(&self) -> Vec<SocketAddr> {
+        self.cluster
+            .as_ref()
+            .map(|c| c.other_nodes())
+            .unwrap_or_default()
+    }
+
+    /// The shards still running.
+    fn running(&self) -> impl Iterator<Item = &RelayHandle> {
+        self.handles.iter().filter(|h| !h.is_stopped())
+    }
+
     /// Starts draining every shard; returns the sessions still joined on the running ones.
     pub async fn drain(&self) -> Result<usize, CommandError> {
         if let Some(cluster) = &self.cluster {
@@ -314,6 +367,21 @@ impl Shards {
             return Err(CommandError::Stopped);
         }
         Ok(left)
+    }
+}
+
+/// Adds one replica's counts of a room to `merged`: sessions add up, streams and
+/// objects are the fullest replica's.
+pub fn merge_counts(merged: &mut BTreeMap<String, RoomCounts>, c: RoomCounts) {
+    match merged.get_mut(&c.room) {
+        Some(m) => {
+            m.sessions += c.sessions;
+            m.streams = m.streams.max(c.streams);
+            m.objects = m.objects.max(c.objects);
+        }
+        None => {
+            merged.insert(c.room.clone(), c);
+        }
     }
 }
 

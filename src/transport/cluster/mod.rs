@@ -565,6 +565,18 @@ impl Cluster {
         Ok(names.into_iter().filter_map(|n| self.http_of(n)).collect())
     }
 
+    /// The HTTP APIs of every other node this node is linked to.
+    pub fn other_nodes(&self) -> Vec<SocketAddr> {
+        self.with(|links| {
+            links
+                .view
+                .iter()
+                .filter(|(n, _)| *n != self.me.node && links.by_name.contains_key(n.as_str()))
+                .map(|(_, r)| r.http)
+                .collect()
+        })
+    }
+
     /// The HTTP API of linked node `name`; `None` for this node or one not linked.
     fn http_of(&self, name: &str) -> Option<SocketAddr> {
         if name == self.me.node {
