@@ -201,6 +201,14 @@ impl Description {
         let Some(schema) = media.get("schema") else {
             return Ok(());
         };
+        if got == "text/event-stream" {
+            // The schema is each event's, as event stream readers check it.
+            for event in sse_events(&answer.text()) {
+                self.validate(schema, &event)
+                    .map_err(|e| format!("an event does not match its schema: {e}: {event}"))?;
+            }
+            return Ok(());
+        }
         let instance = if got == "application/json" {
             serde_json::from_slice(&answer.body)
                 .map_err(|e| format!("the body is not JSON ({e}): {}", answer.text()))?
@@ -210,6 +218,24 @@ impl Description {
         self.validate(schema, &instance)
             .map_err(|e| format!("the body does not match its schema: {e}\nbody: {instance}"))
     }
+}
+
+/// The events of a server-sent event stream, each as `{"event", "data"}`; comments
+/// (keep-alives) left out.
+fn sse_events(text: &str) -> Vec<Value> {
+    text.split("\n\n")
+        .filter_map(|block| {
+            let mut event = serde_json::Map::new();
+            for line in block.lines() {
+                if let Some((name, value)) = line.split_once(": ")
+                    && !line.starts_with(':')
+                {
+                    event.insert(name.to_owned(), Value::from(value));
+                }
+            }
+            (!event.is_empty()).then_some(Value::Object(event))
+        })
+        .collect()
 }
 
 /// A media type without its parameters, in lower case.
@@ -446,7 +472,9 @@ fn every_operation_is_described_whole() {
                 assert!(has(s), "{what}: reads a body, so answers {s}");
             }
         }
-        if path.starts_with("/v1/") && path != "/v1/openapi.json" {
+        // This description and presence streams (which last as long as their watcher) are
+        // outside the in-flight limit.
+        if path.starts_with("/v1/") && path != "/v1/openapi.json" && path != PRESENCE {
             assert!(
                 has("503"),
                 "{what}: under the in-flight limit, so answers 503"
@@ -544,6 +572,11 @@ const JOIN: &str = "/v1/rooms/{room}/sessions";
 const ROOM: &str = "/v1/rooms/{room}";
 const INTEREST: &str = "/v1/sessions/{id}/interest";
 const SESSION: &str = "/v1/sessions/{id}";
+const ROOMS: &str = "/v1/rooms";
+const PARTICIPANTS: &str = "/v1/rooms/{room}/participants";
+const PARTICIPANT: &str = "/v1/rooms/{room}/participants/{identity}";
+const METADATA: &str = "/v1/rooms/{room}/metadata";
+const PRESENCE: &str = "/v1/rooms/{room}/presence";
 
 #[tokio::test]
 async fn live_answers_match_the_description() {
@@ -736,6 +769,108 @@ async fn live_answers_match_the_description() {
     .await;
     check.expect("GET", ROOM, 404, &answer);
     assert_eq!(answer.code(), "room_not_found");
+
+    // The server API, and presence.
+    let relay_admin = Tokens::new(SECRET.as_bytes())
+        .unwrap()
+        .issue("*", "backend", ADMIN, 600, support::server::now())
+        .unwrap();
+    let answer = send(c.get(format!("{url}/v1/rooms")).bearer_auth(&relay_admin)).await;
+    check.expect("GET", ROOMS, 200, &answer);
+    let answer = send(c.get(format!("{url}/v1/rooms")).bearer_auth(&admin)).await;
+    check.expect("GET", ROOMS, 403, &answer);
+    let answer = send(
+        c.put(format!("{url}/v1/rooms/{room}/metadata"))
+            .bearer_auth(&admin)
+            .json(&json!({"map": "dust"})),
+    )
+    .await;
+    check.expect("PUT", METADATA, 204, &answer);
+    let answer = send(
+        c.get(format!("{url}/v1/rooms/{room}/participants"))
+            .bearer_auth(&admin),
+    )
+    .await;
+    check.expect("GET", PARTICIPANTS, 200, &answer);
+    let me = format!("{url}/v1/rooms/{room}/participants/tester");
+    let answer = send(c.get(&me).bearer_auth(&admin)).await;
+    check.expect("GET", PARTICIPANT, 200, &answer);
+    for body in [
+        json!({"metadata": {"team": "red"}}),
+        json!({"publish": false}),
+        json!({"publish": true}),
+    ] {
+        let answer = send(c.patch(&me).bearer_auth(&admin).json(&body)).await;
+        check.expect("PATCH", PARTICIPANT, 200, &answer);
+    }
+    let refusals = [
+        (
+            c.patch(&me)
+                .bearer_auth(&admin)
+                .json(&json!({"metadata": "x".repeat(5000)})),
+            422,
+            "metadata_too_large",
+        ),
+        (
+            c.patch(format!("{url}/v1/rooms/{room}/participants/nobody"))
+                .bearer_auth(&admin)
+                .json(&json!({})),
+            404,
+            "participant_not_found",
+        ),
+    ];
+    for (req, status, code) in refusals {
+        let answer = send(req).await;
+        check.expect("PATCH", PARTICIPANT, status, &answer);
+        assert_eq!(answer.code(), code, "{}", answer.text());
+    }
+    // A presence stream's head; its body goes on as long as the room.
+    let head = c
+        .get(format!("{url}/v1/rooms/{room}/presence"))
+        .bearer_auth(&all)
+        .send()
+        .await
+        .unwrap();
+    let answer = Answer {
+        status: head.status().as_u16(),
+        headers: head.headers().clone(),
+        body: bytes::Bytes::new(),
+    };
+    check.expect("GET", PRESENCE, 200, &answer);
+    drop(head);
+    // A removed identity, and a closed room, are refused.
+    let gone = "/v1/rooms/described/participants/someone-else";
+    let answer = send(c.delete(format!("{url}{gone}")).bearer_auth(&admin)).await;
+    check.expect("DELETE", PARTICIPANT, 204, &answer);
+    let answer = send(
+        c.post(format!("{url}/v1/rooms/{room}/sessions"))
+            .bearer_auth(&other)
+            .body(rtp),
+    )
+    .await;
+    check.expect("POST", JOIN, 403, &answer);
+    assert_eq!(answer.code(), "removed");
+    let closed = "closed";
+    let _closing = send(
+        c.post(format!("{url}/v1/rooms/{closed}/sessions"))
+            .bearer_auth(token(closed, ALL))
+            .body(rtp),
+    )
+    .await;
+    let answer = send(
+        c.delete(format!("{url}/v1/rooms/{closed}"))
+            .bearer_auth(token(closed, ADMIN)),
+    )
+    .await;
+    check.expect("DELETE", ROOM, 204, &answer);
+    let answer = send(
+        c.post(format!("{url}/v1/rooms/{closed}/sessions"))
+            .bearer_auth(token(closed, ALL))
+            .body(rtp),
+    )
+    .await;
+    check.expect("POST", JOIN, 409, &answer);
+    assert_eq!(answer.code(), "room_closed");
 
     // Leaving, twice.
     for (status, code) in [(204, ""), (404, "session_not_found")] {

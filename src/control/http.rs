@@ -602,7 +602,10 @@ fn parse_object<T: DeserializeOwned>(body: &[u8], prefix: Option<&str>) -> Resul
             Some(p) => ("invalid_interest", p),
             None => ("invalid_request", "the body"),
         };
-        return Err(ApiError::unprocessable(code, format!("{what}: must be a JSON object")));
+        return Err(ApiError::unprocessable(
+            code,
+            format!("{what}: must be a JSON object"),
+        ));
     }
     parse_json(body, prefix)
 }
