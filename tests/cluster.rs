@@ -307,3 +307,161 @@ async fn garbage_on_a_link_is_dropped_and_counted_and_a_bad_frame_closes_only_th
     publisher.send_objects(&[head(2, 9.0)]).await.unwrap();
     sees(&mut on_b, 2, 9.0).await;
 }
+
+/// `identity` joined to `room` on `server` with `rights`, its address latched.
+async fn join_as(server: &Server, room: &str, identity: &str, rights: Rights) -> Client {
+    let t = support::server::token_as(room, identity, rights, support::server::now(), 600);
+    let mut c = Client::join(&base(server), &t, room, JoinOptions::default())
+        .await
+        .unwrap();
+    c.send_rr().await.unwrap();
+    c
+}
+
+#[tokio::test]
+async fn the_server_api_answers_for_the_whole_cluster_from_any_node() {
+    let redis = Redis::start().await;
+    // One session per node: each join stays on the node it reaches.
+    let (a, b) = (
+        node(&redis, "node-a", 1).await,
+        node(&redis, "node-b", 1).await,
+    );
+    linked(&[&a, &b]).await;
+    let mut alice = join_as(&a, "arena", "alice", PUBLISH).await;
+    let mut bob = join_as(&b, "arena", "bob", SUBSCRIBE).await;
+    assert_eq!(served_by(&bob, &[&a, &b]), 1);
+    let http = reqwest::Client::new();
+    let relay_admin = gsrelay::token::Tokens::new(support::server::SECRET.as_bytes())
+        .unwrap()
+        .issue("*", "backend", ADMIN, 600, support::server::now())
+        .unwrap();
+    let admin = token("arena", ADMIN);
+    // Either node lists the room with both nodes' sessions, and both participants.
+    for n in [&a, &b] {
+        let rooms: serde_json::Value = http
+            .get(format!("{}/v1/rooms", base(n)))
+            .bearer_auth(&relay_admin)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(rooms["rooms"][0]["room"], "arena", "{rooms}");
+        assert_eq!(rooms["rooms"][0]["sessions"], 2, "{rooms}");
+        let list: serde_json::Value = http
+            .get(format!("{}/v1/rooms/arena/participants", base(n)))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let names: Vec<&str> = list["participants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["identity"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["alice", "bob"], "{list}");
+    }
+    // Muting alice through B reaches A, where she publishes.
+    let muted = http
+        .patch(format!("{}/v1/rooms/arena/participants/alice", base(&b)))
+        .bearer_auth(&admin)
+        .json(&serde_json::json!({"publish": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(muted.status(), 200);
+    alice.send_objects(&[head(1, 1.0)]).await.unwrap();
+    eventually("alice's update dropped on A as muted", async || {
+        metric(&a, "gsrelay_dropped_packets_total{reason=\"muted\"}").await >= Some(1.0)
+    })
+    .await;
+    // Closing through A ends the sessions on both nodes and refuses joins on either.
+    let closed = http
+        .delete(format!("{}/v1/rooms/arena", base(&a)))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 204);
+    for (c, name) in [(&mut alice, "alice"), (&mut bob, "bob")] {
+        let relay = c.relay_ssrc();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match c.recv(left).await.unwrap() {
+                Some(gsrelay::client::Received::Rtcp(items))
+                    if items.iter().any(|i| {
+                        matches!(i, gsrelay::rtp::RtcpItem::Bye { ssrcs } if ssrcs.contains(&relay))
+                    }) =>
+                {
+                    break;
+                }
+                Some(_) => {}
+                None => panic!("{name} got no BYE from its relay"),
+            }
+        }
+    }
+    for n in [&a, &b] {
+        let refused = http
+            .post(format!("{}/v1/rooms/arena/sessions", base(n)))
+            .bearer_auth(token("arena", PUBLISH))
+            .json(&serde_json::json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 409);
+    }
+}
+
+#[tokio::test]
+async fn presence_through_any_node_is_the_rooms_own() {
+    let redis = Redis::start().await;
+    let (a, b) = (
+        node(&redis, "node-a", 1000).await,
+        node(&redis, "node-b", 1000).await,
+    );
+    linked(&[&a, &b]).await;
+    let alice = join_as(&a, "hall", "alice", PUBLISH).await;
+    // B holds none of the room: it hands the stream to A, where the room is.
+    let mut resp = reqwest::Client::new()
+        .get(format!("{}/v1/rooms/hall/presence", base(&b)))
+        .bearer_auth(token("hall", SUBSCRIBE))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut text = String::new();
+    let mut next_event = async || -> String {
+        loop {
+            if let Some(end) = text.find("\n\n") {
+                let block: String = text.drain(..end + 2).collect();
+                if block.starts_with("event:") {
+                    return block;
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(WAIT, resp.chunk())
+                .await
+                .expect("an event")
+                .unwrap()
+                .expect("the stream goes on");
+            text.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    };
+    let snapshot = next_event().await;
+    assert!(snapshot.starts_with("event: snapshot"), "{snapshot}");
+    assert!(
+        snapshot.contains(&format!("\"ssrcs\":[{}]", alice.ssrc())),
+        "{snapshot}"
+    );
+    // A join through B is served on A, and its presence comes through B's stream.
+    let _bob = join_as(&b, "hall", "bob", SUBSCRIBE).await;
+    let joined = next_event().await;
+    assert!(joined.starts_with("event: participant_joined"), "{joined}");
+    assert!(joined.contains("\"identity\":\"bob\""), "{joined}");
+}

@@ -34,6 +34,9 @@ const PASSED_ON: [HeaderName; 2] = [header::AUTHORIZATION, header::CONTENT_TYPE]
 #[derive(Debug, Clone)]
 pub struct Forwarder {
     client: reqwest::Client,
+    /// For answers that stream (presence): no bound on the whole request, which lasts as
+    /// long as its watcher.
+    streaming: reqwest::Client,
 }
 
 /// Whether a request was forwarded by another node.
@@ -55,7 +58,11 @@ impl Forwarder {
             .timeout(REQUEST_TIMEOUT)
             .build()
             .unwrap_or_default();
-        Self { client }
+        let streaming = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .unwrap_or_default();
+        Self { client, streaming }
     }
 
     /// Sends `method path` with `body` and the client's credentials to the node at `to`,
@@ -109,6 +116,40 @@ impl Forwarder {
         }
         let body = resp.bytes().await.map_err(|e| unavailable(to, &e))?;
         Ok((status, back, body).into_response())
+    }
+
+    /// Forwards a `GET` whose answer streams (presence) and passes the other node's
+    /// answer on as it comes, chunk by chunk, until either side ends it.
+    pub async fn stream(
+        &self,
+        to: SocketAddr,
+        from: &str,
+        path: &str,
+        headers: &HeaderMap,
+    ) -> Result<Response, ApiError> {
+        let mut req = self.streaming.get(format!("http://{to}{path}")).header(
+            FORWARDED,
+            HeaderValue::from_str(from).unwrap_or(HeaderValue::from_static("node")),
+        );
+        if let Some(v) = headers.get(header::AUTHORIZATION) {
+            req = req.header(header::AUTHORIZATION, v.clone());
+        }
+        let resp = req.send().await.map_err(|e| unavailable(to, &e))?;
+        let status = resp.status();
+        let mut back = HeaderMap::new();
+        for name in PASSED_BACK {
+            if let Some(v) = resp.headers().get(&name) {
+                back.insert(name, v.clone());
+            }
+        }
+        let chunks = futures_util::stream::unfold(resp, |mut resp| async move {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => Some((Ok::<_, reqwest::Error>(chunk), resp)),
+                // The other node ended the stream, or went: so does this one.
+                Ok(None) | Err(_) => None,
+            }
+        });
+        Ok((status, back, axum::body::Body::from_stream(chunks)).into_response())
     }
 
     /// The other node's JSON answer to `method path` (a forwarded request, which it

@@ -10,6 +10,7 @@
 //! room again rather than a gap.
 
 use super::{ApiError, ApiState, path_param};
+use crate::control::forward;
 use crate::control::rooms::{Notice, PresenceSnapshot, STOPPING};
 use crate::control::token::{self, Right};
 use axum::extract::rejection::PathRejection;
@@ -107,6 +108,15 @@ pub(super) async fn presence(
         token::require(&claims, &room, Right::Subscribe)?;
     }
     let (first, rx) = state.0.rooms.watch(&room);
+    if first.is_none()
+        && !forward::is_forwarded(&headers)
+        && let Some(&to) = state.0.relay.room_elsewhere(&room).await?.first()
+    {
+        // The room is served elsewhere: its presence is that node's.
+        let from = state.forwarding(PRESENCE_ROUTE);
+        let path = PRESENCE_ROUTE.replace("{room}", &room);
+        return state.0.forwarder.stream(to, from, &path, &headers).await;
+    }
     let watcher = Watcher {
         state,
         room,
