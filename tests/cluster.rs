@@ -308,6 +308,19 @@ async fn garbage_on_a_link_is_dropped_and_counted_and_a_bad_frame_closes_only_th
     sees(&mut on_b, 2, 9.0).await;
 }
 
+/// `GET path` on `server` with `token`, as JSON.
+async fn get_json(server: &Server, path: &str, token: &str) -> serde_json::Value {
+    reqwest::Client::new()
+        .get(format!("{}{path}", base(server)))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// `identity` joined to `room` on `server` with `rights`, its address latched.
 async fn join_as(server: &Server, room: &str, identity: &str, rights: Rights) -> Client {
     let t = support::server::token_as(room, identity, rights, support::server::now(), 600);
@@ -338,26 +351,10 @@ async fn the_server_api_answers_for_the_whole_cluster_from_any_node() {
     let admin = token("arena", ADMIN);
     // Either node lists the room with both nodes' sessions, and both participants.
     for n in [&a, &b] {
-        let rooms: serde_json::Value = http
-            .get(format!("{}/v1/rooms", base(n)))
-            .bearer_auth(&relay_admin)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let rooms = get_json(n, "/v1/rooms", &relay_admin).await;
         assert_eq!(rooms["rooms"][0]["room"], "arena", "{rooms}");
         assert_eq!(rooms["rooms"][0]["sessions"], 2, "{rooms}");
-        let list: serde_json::Value = http
-            .get(format!("{}/v1/rooms/arena/participants", base(n)))
-            .bearer_auth(&admin)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let list = get_json(n, "/v1/rooms/arena/participants", &admin).await;
         let names: Vec<&str> = list["participants"]
             .as_array()
             .unwrap()
