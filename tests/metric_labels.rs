@@ -157,6 +157,9 @@ const NOT_FROM_A_JOIN: &[&str] = &[
     "forbidden_session",
     "session_not_found",
     "room_not_found",
+    "participant_not_found",
+    "invalid_identity",
+    "metadata_too_large",
     "not_found",
     "method_not_allowed",
 ];

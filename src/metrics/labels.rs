@@ -81,6 +81,8 @@ pub const JOIN_REFUSALS: &[&str] = &[
     "plain_rtp_disabled",
     "request_timeout",
     "ssrc_taken",
+    "room_closed",
+    "removed",
     "body_too_large",
     "invalid_request",
     "invalid_interest",
