@@ -33,8 +33,8 @@ pub use relay::interest::{Filter, TypeSel};
 pub use relay::pacing::{PredictionGate, RateTier};
 pub use relay::{
     ControlError, Delivery, DeliveryMode, Event, Input, Interest, JoinRequest, Joined, OutboxMark,
-    Relay, RelayConfig, RelayStats, Reply, RoomInfo, RtcpStats, Sends, SessionId, SessionInfo,
-    StatEvent, StreamInfo, Transmit, format_session_id, parse_session_id,
+    Relay, RelayConfig, RelayStats, Reply, RoomCounts, RoomInfo, RtcpStats, Sends, SessionId,
+    SessionInfo, StatEvent, StreamInfo, Transmit, format_session_id, parse_session_id,
 };
 
 /// Running a relay: what `gsrelay serve` does, as a library call.

@@ -565,3 +565,137 @@ fn a_reordered_packet_applies_only_the_objects_no_newer_packet_refreshed() {
     state.sort_by_key(|(id, _)| *id);
     assert_eq!(state, vec![(1, 2.0), (2, 3.0)]);
 }
+
+/// A session of `identity` in `room`, publishing and subscribing.
+fn join_as(w: &mut World, room: &str, identity: &str) -> gsrelay::Joined {
+    w.join_with(JoinRequest {
+        room: room.into(),
+        identity: identity.into(),
+        publish: true,
+        subscribe: true,
+        ..JoinRequest::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn an_eviction_sends_the_session_a_bye_from_the_relay_and_reports_it_closed() {
+    let mut w = World::new();
+    let a = join_as(&mut w, "r", "alice");
+    let b = join_as(&mut w, "r", "bob");
+    let other = join_as(&mut w, "elsewhere", "alice");
+    w.publish(&a, &[head(1, 1.0)]);
+    w.sent();
+    w.events();
+    let evicted = w.relay.handle_input(
+        w.now,
+        gsrelay::Input::Evict {
+            room: "r",
+            identity: Some("alice"),
+        },
+    );
+    assert_eq!(evicted, Ok(gsrelay::Reply::Sessions(1)));
+    let out = w.sent();
+    let to_a: Vec<_> = out.iter().filter(|s| s.to == a.session).collect();
+    assert_eq!(
+        rtcp::parse_compound(&to_a[0].bytes).unwrap(),
+        vec![RtcpItem::Bye {
+            ssrcs: vec![a.relay_ssrc]
+        }],
+        "the evicted session hears that the relay ended it"
+    );
+    assert!(
+        out.iter().any(|s| s.to == b.session
+            && rtcp::parse_compound(&s.bytes).unwrap()
+                == vec![RtcpItem::Bye {
+                    ssrcs: vec![a.ssrc]
+                }]),
+        "the others see its stream end"
+    );
+    let events = w.events();
+    assert!(events.contains(&Event::SessionClosed(a.session)));
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::StreamEnded { session, ssrc, .. } if *session == a.session && *ssrc == a.ssrc
+    )));
+    // Alice's session in another room, and bob, are untouched.
+    assert!(w.relay.session(other.session).is_some());
+    assert!(w.relay.session(b.session).is_some());
+    // Closing the room evicts everyone left in it.
+    let closed = w.relay.handle_input(
+        w.now,
+        gsrelay::Input::Evict {
+            room: "r",
+            identity: None,
+        },
+    );
+    assert_eq!(closed, Ok(gsrelay::Reply::Sessions(1)));
+    assert!(w.relay.room_info("r").is_none());
+}
+
+#[test]
+fn a_muted_publisher_is_dropped_and_counted_and_streams_are_reported_once() {
+    let mut w = World::new();
+    let a = join_as(&mut w, "r", "alice");
+    let b = join_as(&mut w, "r", "bob");
+    w.publish(&a, &[head(1, 1.0)]);
+    let events = w.events();
+    let started: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e, Event::StreamStarted { .. }))
+        .collect();
+    assert_eq!(
+        started,
+        vec![&Event::StreamStarted {
+            room: "r".into(),
+            session: a.session,
+            ssrc: a.ssrc
+        }]
+    );
+    w.publish(&a, &[head(1, 2.0)]);
+    assert!(
+        !w.events()
+            .iter()
+            .any(|e| matches!(e, Event::StreamStarted { .. })),
+        "a stream starts once"
+    );
+    w.sent();
+    let muted = w.relay.handle_input(
+        w.now,
+        gsrelay::Input::Mute {
+            room: "r",
+            identity: "alice",
+            muted: true,
+        },
+    );
+    assert_eq!(muted, Ok(gsrelay::Reply::Sessions(1)));
+    w.publish(&a, &[head(1, 3.0)]);
+    assert_eq!(w.dropped("muted"), 1);
+    assert!(
+        w.sent()
+            .iter()
+            .all(|s| s.to != b.session || s.class != PacketClass::Rtp)
+    );
+    w.control(gsrelay::Input::Mute {
+        room: "r",
+        identity: "alice",
+        muted: false,
+    })
+    .unwrap();
+    w.publish(&a, &[head(1, 4.0)]);
+    assert!(
+        w.sent()
+            .iter()
+            .any(|s| s.to == b.session && s.class == PacketClass::Rtp)
+    );
+    // An unknown identity or room concerns no session.
+    let none = w.relay.handle_input(
+        w.now,
+        gsrelay::Input::Mute {
+            room: "nowhere",
+            identity: "alice",
+            muted: true,
+        },
+    );
+    assert_eq!(none, Ok(gsrelay::Reply::Sessions(0)));
+}
