@@ -5,6 +5,8 @@
 //! and [`StatusBody`]; the Rust client does the reverse. An interest change's body is the
 //! relay's [`Interest`] and a room's description its `RoomInfo`, which are their own JSON.
 //! Optional fields are omitted when absent, except the few documented as `null`.
+//! Presence (`GET /v1/rooms/{room}/presence`) carries [`PresenceSnapshot`] and
+//! [`PresenceParticipant`] in its events.
 
 use crate::relay::Interest;
 use crate::rtp::SrtpProfile;
@@ -168,6 +170,32 @@ pub struct ErrorDetail {
 pub struct StatusBody {
     /// `"ok"` or `"ready"`.
     pub status: String,
+}
+
+/// A participant as the room's players see it (presence): no session ids, which are
+/// credentials' handles.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PresenceParticipant {
+    /// Its identity.
+    pub identity: String,
+    /// Its metadata (`null` when none was set).
+    pub metadata: serde_json::Value,
+    /// The SSRCs its sessions own: what names its streams.
+    pub ssrcs: Vec<u32>,
+    /// Whether its publishing is suspended.
+    pub muted: bool,
+}
+
+/// A room's whole presence, sent first on a presence stream and again after a watcher
+/// fell behind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PresenceSnapshot {
+    /// The room.
+    pub room: String,
+    /// Its metadata.
+    pub metadata: serde_json::Value,
+    /// Its participants, by identity.
+    pub participants: Vec<PresenceParticipant>,
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 //! rate, and it takes one short lock, sends on a broadcast channel and hands webhooks to
 //! a bounded queue, none of which waits. `docs/backend.md` tells the backend's side.
 
+use crate::api::{PresenceParticipant, PresenceSnapshot};
 use crate::relay::{SessionId, format_session_id};
 use crate::transport::activity::{Activity, Gone, Observer};
 use serde::Serialize;
@@ -100,32 +101,6 @@ pub struct ParticipantView {
     pub muted: bool,
     /// When its first session joined, Unix milliseconds.
     pub joined_at: u64,
-}
-
-/// A participant as the room's players see it (presence): no session ids, which are
-/// credentials' handles.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PresenceParticipant {
-    /// Its identity.
-    pub identity: String,
-    /// Its metadata (`null` when none was set).
-    pub metadata: Value,
-    /// The SSRCs its sessions own: what names its streams.
-    pub ssrcs: Vec<u32>,
-    /// Whether its publishing is suspended.
-    pub muted: bool,
-}
-
-/// A room's whole presence, sent first on a presence stream and again after a watcher
-/// fell behind.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PresenceSnapshot {
-    /// The room.
-    pub room: String,
-    /// Its metadata.
-    pub metadata: Value,
-    /// Its participants, by identity.
-    pub participants: Vec<PresenceParticipant>,
 }
 
 /// One presence notice for the players of a room.

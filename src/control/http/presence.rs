@@ -11,7 +11,8 @@
 
 use super::{ApiError, ApiState, path_param};
 use crate::control::forward;
-use crate::control::rooms::{Notice, PresenceSnapshot, STOPPING};
+use crate::api::PresenceSnapshot;
+use crate::control::rooms::{Notice, STOPPING};
 use crate::control::token::{self, Right};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
