@@ -642,3 +642,67 @@ async fn the_documented_verifiers_accept_a_real_webhook_and_refuse_forgeries() {
         );
     }
 }
+
+/// The count of `outcome` in `metrics`, which outlive their server.
+fn counted(metrics: &gsrelay::internal::Metrics, outcome: &str) -> u64 {
+    metrics
+        .webhook_deliveries
+        .with_label_values(&[outcome])
+        .get()
+}
+
+#[tokio::test]
+async fn a_shutdown_delivers_what_is_queued() {
+    // The first attempt fails, so the room's events are still queued, behind a backoff,
+    // when the shutdown begins.
+    let (url, mut hits) = receiver(KEY, |n| match n {
+        0 => Answer::Status(503),
+        _ => Answer::Ok,
+    })
+    .await;
+    let relay = server::start(hooked(&[&url])).await.unwrap();
+    let metrics = relay.metrics.clone();
+    let alice = join(&relay, "alice", PUBLISH).await;
+    alice.leave().await.unwrap();
+    relay.shutdown().await.unwrap();
+    assert_eq!(counted(&metrics, "delivered"), 4);
+    assert_eq!(counted(&metrics, "dropped"), 0);
+    let mut names = Vec::new();
+    while let Ok(h) = hits.try_recv() {
+        names.push(h.name().to_owned());
+    }
+    assert_eq!(
+        names,
+        [
+            "room_started",
+            "room_started",
+            "participant_joined",
+            "participant_left",
+            "room_finished"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_shutdown_drops_and_counts_what_a_hung_receiver_holds() {
+    let (url, mut hung) = receiver(KEY, |_| Answer::Hang).await;
+    let relay = server::start(ServeConfig {
+        webhook_timeout_secs: 120,
+        ..hooked(&[&url])
+    })
+    .await
+    .unwrap();
+    let metrics = relay.metrics.clone();
+    let alice = join(&relay, "alice", PUBLISH).await;
+    alice.leave().await.unwrap();
+    next(&mut hung).await;
+    let started = Instant::now();
+    relay.shutdown().await.unwrap();
+    // No session is left to drain: the stop budget bounds the shutdown.
+    let budget = 2 * server::STOP_TIMEOUT + Duration::from_secs(2);
+    assert!(started.elapsed() < budget, "{:?}", started.elapsed());
+    // One event in flight, three queued: none delivered, all counted.
+    assert_eq!(counted(&metrics, "dropped"), 4);
+    assert_eq!(counted(&metrics, "delivered"), 0);
+    assert_eq!(metrics.webhook_queued.get(), 0);
+}
