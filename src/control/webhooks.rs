@@ -31,6 +31,7 @@ use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use serde::Serialize;
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
@@ -155,7 +156,7 @@ impl Counters {
 /// The webhooks of one node: [`Hooks`] for the room service. Dropping it (with the last
 /// room service holding it) lets the delivery tasks finish their queues and end.
 pub struct Webhooks {
-    queues: Vec<mpsc::Sender<std::sync::Arc<Job>>>,
+    queues: Vec<mpsc::Sender<Arc<Job>>>,
     counters: Counters,
 }
 
@@ -252,7 +253,7 @@ impl Hooks for Webhooks {
             }
         };
         let sha256 = STANDARD.encode(ring::digest::digest(&ring::digest::SHA256, &body));
-        let job = std::sync::Arc::new(Job {
+        let job = Arc::new(Job {
             id: event.id,
             body,
             sha256,
@@ -303,11 +304,7 @@ fn unix_now() -> u64 {
 impl Target {
     /// Delivers the queue's events in order until the queue is closed and empty, or
     /// `stop` turns true (or its sender is gone); then counts what is left as dropped.
-    async fn run(
-        self,
-        mut queue: mpsc::Receiver<std::sync::Arc<Job>>,
-        mut stop: watch::Receiver<bool>,
-    ) {
+    async fn run(self, mut queue: mpsc::Receiver<Arc<Job>>, mut stop: watch::Receiver<bool>) {
         loop {
             let job = tokio::select! {
                 biased;
