@@ -11,7 +11,8 @@
 
 use crate::control::cors::AllowedOrigins;
 use crate::control::limits::HttpLimits;
-use crate::control::token::DEFAULT_MAX_TTL_SECS;
+use crate::control::token::{DEFAULT_MAX_TTL_SECS, MIN_SECRET_LEN};
+use crate::control::webhooks::{self, WebhookConfig};
 use crate::relay::RelayConfig;
 use crate::rtp::SrtpProfile;
 use anyhow::Context;
@@ -119,6 +120,17 @@ pub struct ServeConfig {
     /// A node's load, in sessions of all its rooms, from which a room's new sessions go
     /// to another node of the cluster, which then holds a replica of the room.
     pub node_spill_sessions: usize,
+    /// Where webhooks go (`docs/webhooks.md`): `http` or `https` URLs, each sent every
+    /// event; empty: no webhooks.
+    pub webhook_urls: Vec<String>,
+    /// The webhooks' signing key (at least 16 bytes); `None`: the token secret.
+    pub webhook_key: Option<String>,
+    /// Events each webhook URL's queue holds; more are dropped and counted.
+    pub webhook_queue: usize,
+    /// Seconds one webhook request may take, connecting included.
+    pub webhook_timeout_secs: u64,
+    /// Attempts per webhook and URL before it is given up on (counted failed).
+    pub webhook_attempts: u32,
     /// The relay core's limits and timings (`[relay]` in the file).
     pub relay: RelayConfig,
     /// The HTTP API's limits (`[http]` in the file).
@@ -155,6 +167,11 @@ impl Default for ServeConfig {
             link_advertise_addr: None,
             http_advertise_addr: None,
             node_spill_sessions: DEFAULT_NODE_SPILL,
+            webhook_urls: Vec::new(),
+            webhook_key: None,
+            webhook_queue: webhooks::DEFAULT_QUEUE,
+            webhook_timeout_secs: webhooks::DEFAULT_TIMEOUT_SECS,
+            webhook_attempts: webhooks::DEFAULT_ATTEMPTS,
             relay: RelayConfig::default(),
             http: HttpLimits::default(),
         }
@@ -196,6 +213,27 @@ impl fmt::Debug for ServeConfig {
             .field("link_advertise_addr", &self.link_advertise_addr)
             .field("http_advertise_addr", &self.http_advertise_addr)
             .field("node_spill_sessions", &self.node_spill_sessions)
+            // Only the origins: a receiver's path or query may hold a credential.
+            .field(
+                "webhook_urls",
+                &self
+                    .webhook_urls
+                    .iter()
+                    .map(|u| {
+                        url::Url::parse(u).map_or_else(
+                            |_| "<unparsed>".to_owned(),
+                            |u| u.origin().ascii_serialization(),
+                        )
+                    })
+                    .collect::<Vec<_>>(),
+            )
+            .field(
+                "webhook_key",
+                &self.webhook_key.as_ref().map(|_| "<redacted>"),
+            )
+            .field("webhook_queue", &self.webhook_queue)
+            .field("webhook_timeout_secs", &self.webhook_timeout_secs)
+            .field("webhook_attempts", &self.webhook_attempts)
             .field("relay", &self.relay)
             .field("http", &self.http)
             .finish()
@@ -228,6 +266,64 @@ impl ServeConfig {
     pub fn drain_grace(&self) -> Duration {
         Duration::from_secs(self.drain_grace_secs)
     }
+
+    /// The webhooks' configuration, checked: `None` without URLs. The key defaults to
+    /// `token_secret` (the one in use, configured or generated). Each error names the key
+    /// at fault, and a URL by its place in the list: the URL itself may hold a
+    /// credential.
+    pub fn webhooks(&self, token_secret: &str) -> anyhow::Result<Option<WebhookConfig>> {
+        let key = self.webhook_key.as_deref().unwrap_or(token_secret);
+        anyhow::ensure!(
+            key.len() >= MIN_SECRET_LEN,
+            "webhook_key must be at least {MIN_SECRET_LEN} bytes (it signs the webhooks; \
+             without it, the token secret does)"
+        );
+        anyhow::ensure!(self.webhook_queue > 0, "webhook_queue must be at least 1");
+        anyhow::ensure!(
+            self.webhook_timeout_secs > 0,
+            "webhook_timeout_secs must be at least 1"
+        );
+        anyhow::ensure!(
+            self.webhook_attempts > 0,
+            "webhook_attempts must be at least 1"
+        );
+        let urls = self
+            .webhook_urls
+            .iter()
+            .enumerate()
+            .map(|(i, u)| webhook_url(u).with_context(|| format!("webhook_urls[{i}]")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if urls.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(WebhookConfig {
+            urls,
+            key: key.as_bytes().to_vec(),
+            issuer: self.node_name.clone().unwrap_or_else(|| "gsrelay".into()),
+            queue: self.webhook_queue,
+            timeout: Duration::from_secs(self.webhook_timeout_secs),
+            attempts: self.webhook_attempts,
+            first_backoff: webhooks::FIRST_BACKOFF,
+        }))
+    }
+}
+
+/// A webhook receiver's URL: absolute, `http` or `https`, with a host and no user or
+/// password (the `Authorization` header carries the signature).
+fn webhook_url(text: &str) -> anyhow::Result<url::Url> {
+    let url = url::Url::parse(text.trim()).map_err(|e| anyhow::anyhow!("not a URL: {e}"))?;
+    anyhow::ensure!(
+        matches!(url.scheme(), "http" | "https"),
+        "scheme {:?}: only http and https are allowed",
+        url.scheme()
+    );
+    anyhow::ensure!(url.host().is_some(), "no host");
+    anyhow::ensure!(
+        url.username().is_empty() && url.password().is_none(),
+        "a user or password in the URL is not allowed: the Authorization header carries \
+         the webhook's signature"
+    );
+    Ok(url)
 }
 
 /// Command-line flags of `gsrelay serve`; each also reads a `GSRELAY_*` variable.
@@ -356,6 +452,32 @@ pub struct ServeArgs {
     /// of the cluster, which then holds a linked replica of the room [default: 2000].
     #[arg(long, env = "GSRELAY_NODE_SPILL_SESSIONS", value_name = "N")]
     pub node_spill_sessions: Option<usize>,
+    /// Webhook receivers, comma-separated http(s) URLs, each sent every room, participant
+    /// and stream event (docs/webhooks.md); an empty value for none [default: none].
+    #[arg(
+        long,
+        env = "GSRELAY_WEBHOOK_URLS",
+        value_name = "URLS",
+        value_delimiter = ','
+    )]
+    pub webhook_urls: Option<Vec<String>>,
+    /// Key signing the webhooks (HS256), at least 16 bytes [default: the token secret].
+    #[arg(
+        long,
+        env = "GSRELAY_WEBHOOK_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub webhook_key: Option<String>,
+    /// Webhooks each URL's queue holds; more are dropped and counted [default: 1024].
+    #[arg(long, env = "GSRELAY_WEBHOOK_QUEUE", value_name = "N")]
+    pub webhook_queue: Option<usize>,
+    /// Seconds one webhook request may take, connecting included [default: 5].
+    #[arg(long, env = "GSRELAY_WEBHOOK_TIMEOUT_SECS", value_name = "SECS")]
+    pub webhook_timeout_secs: Option<u64>,
+    /// Attempts per webhook and URL before it is given up on [default: 6].
+    #[arg(long, env = "GSRELAY_WEBHOOK_ATTEMPTS", value_name = "N")]
+    pub webhook_attempts: Option<u32>,
     /// Largest RTP payload the relay builds itself, bytes [default: 1200].
     #[arg(long, env = "GSRELAY_PAYLOAD_BUDGET", value_name = "BYTES")]
     pub payload_budget: Option<usize>,
@@ -513,6 +635,20 @@ impl ServeArgs {
             cfg.http_advertise_addr = self.http_advertise_addr;
         }
         set(&mut cfg.node_spill_sessions, &self.node_spill_sessions);
+        if let Some(urls) = &self.webhook_urls {
+            // `--webhook-urls=` (an empty value) switches a file's URLs off.
+            cfg.webhook_urls = urls
+                .iter()
+                .map(|u| u.trim().to_owned())
+                .filter(|u| !u.is_empty())
+                .collect();
+        }
+        if self.webhook_key.is_some() {
+            cfg.webhook_key.clone_from(&self.webhook_key);
+        }
+        set(&mut cfg.webhook_queue, &self.webhook_queue);
+        set(&mut cfg.webhook_timeout_secs, &self.webhook_timeout_secs);
+        set(&mut cfg.webhook_attempts, &self.webhook_attempts);
         let r = &mut cfg.relay;
         set(&mut r.payload_budget, &self.payload_budget);
         set(&mut r.max_packet_bytes, &self.max_packet_bytes);
@@ -693,8 +829,141 @@ mod tests {
     fn debug_hides_the_secret() {
         let c = ServeConfig {
             token_secret: Some("super-secret-value".into()),
+            webhook_key: Some("webhook-secret-value".into()),
+            webhook_urls: vec!["https://hooks.example.com/in?auth=hook-credential".into()],
             ..ServeConfig::default()
         };
-        assert!(!format!("{c:?}").contains("super-secret-value"));
+        let s = format!("{c:?}");
+        assert!(!s.contains("super-secret-value"), "{s}");
+        assert!(!s.contains("webhook-secret-value"), "{s}");
+        assert!(!s.contains("hook-credential"), "{s}");
+        assert!(s.contains("https://hooks.example.com"), "{s}");
+    }
+
+    const TOKEN_SECRET: &str = "token-secret-0123456789";
+
+    /// The error of `cfg`'s webhook configuration, with its context.
+    fn webhook_error(cfg: ServeConfig) -> String {
+        format!("{:#}", cfg.webhooks(TOKEN_SECRET).unwrap_err())
+    }
+
+    fn with_urls(urls: &[&str]) -> ServeConfig {
+        ServeConfig {
+            webhook_urls: urls.iter().map(|u| (*u).to_owned()).collect(),
+            ..ServeConfig::default()
+        }
+    }
+
+    #[test]
+    fn webhooks_are_off_without_urls_and_sign_with_the_token_secret_by_default() {
+        assert!(
+            ServeConfig::default()
+                .webhooks(TOKEN_SECRET)
+                .unwrap()
+                .is_none()
+        );
+        let c = with_urls(&["http://127.0.0.1:9000/hooks", "https://hooks.example.com"])
+            .webhooks(TOKEN_SECRET)
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.urls.len(), 2);
+        assert_eq!(c.key, TOKEN_SECRET.as_bytes());
+        assert_eq!(c.issuer, "gsrelay");
+        assert_eq!(c.queue, webhooks::DEFAULT_QUEUE);
+        assert_eq!(c.attempts, webhooks::DEFAULT_ATTEMPTS);
+        let named = ServeConfig {
+            webhook_key: Some("webhook-key-0123456789".into()),
+            node_name: Some("node-a".into()),
+            ..with_urls(&["http://h"])
+        };
+        let c = named.webhooks(TOKEN_SECRET).unwrap().unwrap();
+        assert_eq!(c.key, b"webhook-key-0123456789");
+        assert_eq!(c.issuer, "node-a");
+    }
+
+    #[test]
+    fn bad_webhook_settings_are_refused_naming_the_key() {
+        for (urls, want) in [
+            (
+                &["ftp://hooks.example.com/in"][..],
+                "webhook_urls[0]: scheme \"ftp\"",
+            ),
+            (
+                &["http://ok.example", "hooks.example.com/in"][..],
+                "webhook_urls[1]: not a URL",
+            ),
+            (&["http://"][..], "webhook_urls[0]: not a URL"),
+            (&["unix:/run/hooks.sock"][..], "webhook_urls[0]: scheme"),
+            (
+                &["https://user:pw@hooks.example.com"][..],
+                "webhook_urls[0]: a user or password",
+            ),
+        ] {
+            let e = webhook_error(with_urls(urls));
+            assert!(e.contains(want), "{urls:?}: {e}");
+            assert!(!e.contains("pw@"), "the URL is not repeated: {e}");
+        }
+        let short = ServeConfig {
+            webhook_key: Some("short".into()),
+            ..with_urls(&["http://h"])
+        };
+        assert!(webhook_error(short).contains("webhook_key must be at least 16 bytes"));
+        for (cfg, want) in [
+            (
+                ServeConfig {
+                    webhook_queue: 0,
+                    ..with_urls(&["http://h"])
+                },
+                "webhook_queue",
+            ),
+            (
+                ServeConfig {
+                    webhook_timeout_secs: 0,
+                    ..with_urls(&["http://h"])
+                },
+                "webhook_timeout_secs",
+            ),
+            (
+                ServeConfig {
+                    webhook_attempts: 0,
+                    ..with_urls(&["http://h"])
+                },
+                "webhook_attempts",
+            ),
+        ] {
+            assert!(webhook_error(cfg).contains(want), "{want}");
+        }
+    }
+
+    #[test]
+    fn webhook_settings_come_from_file_flags_and_environment_lists() {
+        let file = ServeConfig::from_toml(
+            r#"
+            webhook_urls = ["http://a.example/hooks"]
+            webhook_key = "file-webhook-key-0123"
+            webhook_queue = 16
+            webhook_timeout_secs = 2
+            webhook_attempts = 3
+            "#,
+        )
+        .unwrap();
+        assert_eq!(file.webhook_urls, ["http://a.example/hooks"]);
+        assert_eq!(file.webhook_queue, 16);
+        assert_eq!((file.webhook_timeout_secs, file.webhook_attempts), (2, 3));
+        let c = args(&[
+            "--webhook-urls",
+            "http://b.example/x, https://c.example/y",
+            "--webhook-queue",
+            "2",
+        ])
+        .apply(file.clone());
+        assert_eq!(
+            c.webhook_urls,
+            ["http://b.example/x", "https://c.example/y"]
+        );
+        assert_eq!(c.webhook_queue, 2);
+        assert_eq!(c.webhook_key.as_deref(), Some("file-webhook-key-0123"));
+        let off = args(&["--webhook-urls="]).apply(file);
+        assert!(off.webhook_urls.is_empty());
     }
 }

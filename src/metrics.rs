@@ -105,6 +105,14 @@ pub struct Metrics {
     pub cluster_links_refused: IntCounterVec,
     /// `gsrelay_cluster_forwarded_total{route}`: HTTP requests forwarded to another node.
     pub cluster_forwarded: IntCounterVec,
+    /// `gsrelay_webhook_deliveries_total{outcome}`: webhooks by what became of them, per
+    /// event and URL ([`labels::webhook_outcome`]).
+    pub webhook_deliveries: IntCounterVec,
+    /// `gsrelay_webhook_queued`: webhooks waiting in the URLs' queues.
+    pub webhook_queued: IntGauge,
+    /// `gsrelay_webhook_delivery_seconds`: from an event being queued to its receiver's
+    /// 2xx, retries included.
+    pub webhook_latency: Histogram,
 }
 
 /// What pacing does to object updates, each counter resolved once so the hot path does
@@ -423,6 +431,22 @@ impl Metrics {
                 "HTTP requests forwarded to the node serving the room or session, by route.",
                 &["route"],
             ),
+            webhook_deliveries: counter_vec(
+                "gsrelay_webhook_deliveries_total",
+                "Webhooks per event and URL by outcome: delivered, retried (a failed attempt \
+                 followed by another), rejected (a 4xx), failed (every attempt failed), \
+                 dropped (the queue was full).",
+                &["outcome"],
+            ),
+            webhook_queued: gauge(
+                "gsrelay_webhook_queued",
+                "Webhooks waiting in the URLs' queues.",
+            ),
+            webhook_latency: histogram(
+                "gsrelay_webhook_delivery_seconds",
+                "From a webhook being queued to its receiver's 2xx, retries included.",
+                exponential(0.001, 4.0, 9),
+            ),
             registry,
         };
         let collectors: Vec<Box<dyn Collector>> = vec![
@@ -469,6 +493,9 @@ impl Metrics {
             Box::new(m.cluster_link_losses.clone()),
             Box::new(m.cluster_links_refused.clone()),
             Box::new(m.cluster_forwarded.clone()),
+            Box::new(m.webhook_deliveries.clone()),
+            Box::new(m.webhook_queued.clone()),
+            Box::new(m.webhook_latency.clone()),
             Box::new(build_info()),
             Box::new(kernel::UdpRcvbufErrors::new()),
         ];
@@ -485,7 +512,7 @@ impl Metrics {
     /// exported before its first event.
     fn create_known_series(&self) {
         use labels::*;
-        let families: [(&IntCounterVec, &[&[&str]]); 11] = [
+        let families: [(&IntCounterVec, &[&[&str]]); 12] = [
             (&self.feedback, &[FEEDBACK_KINDS]),
             (&self.feedback_suppressed, &[FEEDBACK_SUPPRESSED]),
             (&self.internal_errors, &[INTERNAL_ERROR_PLACES]),
@@ -503,6 +530,7 @@ impl Metrics {
             (&self.cluster_link_losses, &[LINK_LOSSES]),
             (&self.cluster_links_refused, &[LINK_REFUSALS]),
             (&self.cluster_forwarded, &[FORWARDED_ROUTES]),
+            (&self.webhook_deliveries, &[webhook_outcome::ALL]),
         ];
         for (family, lists) in families {
             for value in lists.iter().copied().flatten() {

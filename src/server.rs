@@ -8,8 +8,9 @@
 use crate::config::ServeConfig;
 use crate::control::conn::{self, ConnTimeouts};
 use crate::control::http::{self, ApiState};
-use crate::control::rooms::RoomService;
+use crate::control::rooms::{Hooks, RoomService};
 use crate::control::token::{self, Tokens};
+use crate::control::webhooks::{WebhookTasks, Webhooks};
 use crate::metrics::Metrics;
 use crate::relay::{Relay, RelayConfig};
 use crate::transport::cluster::{Cluster, ClusterConfig, wire};
@@ -34,7 +35,8 @@ use tokio::time::Instant;
 const DRAIN_POLL: Duration = Duration::from_millis(100);
 
 /// How long in-flight HTTP requests, then the relay task, each get to finish once the
-/// drain is over: a shutdown takes at most the drain grace plus twice this.
+/// drain is over: a shutdown takes at most the drain grace plus twice this. The
+/// webhooks' queues get what is left of those two.
 pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How often the event-loop lag of the relay task is probed.
@@ -67,6 +69,8 @@ pub struct Server {
     http_task: JoinHandle<()>,
     shard_threads: Vec<std::thread::JoinHandle<()>>,
     lag_probes: Vec<AbortOnDrop>,
+    /// The webhooks' delivery tasks, when webhooks are configured.
+    webhooks: Option<WebhookTasks>,
     /// This node's part in a cluster, when it is one.
     node: Option<ClusterNode>,
     /// Closed (every QUIC connection told "relay stopped") when the server is dropped.
@@ -121,6 +125,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
     let tokens = Tokens::new(secret.as_bytes())
         .context("token secret")?
         .with_max_ttl(cfg.token_max_ttl_secs);
+    let webhook_cfg = cfg.webhooks(&secret)?;
     if cfg.insecure_plain_rtp {
         tracing::warn!(
             "INSECURE: --insecure-plain-rtp is on; sessions may send unencrypted RTP that \
@@ -153,8 +158,15 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         .with_spill(cfg.shard_spill_sessions)
         .with_room_cap(cfg.relay.max_sessions_per_room);
     let (events, shard_events) = event_channel();
+    let (hooks, webhooks) = match webhook_cfg {
+        Some(c) => {
+            let (hooks, tasks) = Webhooks::start(c, &metrics).context("webhooks")?;
+            (Some(Arc::new(hooks) as Arc<dyn Hooks>), Some(tasks))
+        }
+        None => (None, None),
+    };
     let rooms = Arc::new(RoomService::new(
-        None,
+        hooks,
         cfg.node_name.clone(),
         Duration::from_secs(cfg.room_closed_secs),
         Duration::from_secs(cfg.token_max_ttl_secs),
@@ -276,6 +288,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         http_task,
         shard_threads: started.into_iter().map(|s| s.thread).collect(),
         lag_probes,
+        webhooks,
         link_addr: node.as_ref().map(|n| n.link_addr),
         node,
         _quic_endpoint: quic_endpoint,
@@ -494,6 +507,7 @@ impl Server {
         // Presence streams never end by themselves; the HTTP server waits for them.
         self.api.stop_streams();
         let _ = self.stop_http.send(());
+        let stop_by = Instant::now() + 2 * STOP_TIMEOUT;
         let mut http_task = self.http_task;
         match tokio::time::timeout(STOP_TIMEOUT, &mut http_task).await {
             Ok(joined) => joined.context("HTTP server task")?,
@@ -516,6 +530,14 @@ impl Server {
             Ok(_) => anyhow::bail!("a relay shard thread panicked"),
             // A thread cannot be aborted; the process exit takes it.
             Err(_) => tracing::warn!("relay shards still have handles; leaving them"),
+        }
+        // The room service, and with it the webhooks' queues, went with the shards and
+        // the API: the tasks deliver what the drain queued (participants leaving, rooms
+        // finishing) and end, within the stop budget.
+        if let Some(webhooks) = self.webhooks {
+            webhooks
+                .finish(stop_by.saturating_duration_since(Instant::now()))
+                .await;
         }
         tracing::info!("stopped");
         Ok(())

@@ -125,6 +125,11 @@ fn help_lists_every_setting_with_its_variable() {
         "--http-max-in-flight",
         "--http-rate-per-sec",
         "--http-rate-burst",
+        "--webhook-urls",
+        "--webhook-key",
+        "--webhook-queue",
+        "--webhook-timeout-secs",
+        "--webhook-attempts",
     ] {
         assert!(help.contains(flag), "serve --help lacks {flag}");
         let var = format!(

@@ -11,6 +11,8 @@
 //! - [`limits`] holds the HTTP limits' configuration and the per-identity rate limit.
 //! - [`rooms`] is the room service: participants, metadata, mutes, closed rooms and
 //!   removed identities, told to players as presence and to the backend as webhooks.
+//! - [`webhooks`] delivers the room service's webhooks to the backend, signed, retried
+//!   and never in the data path's way.
 //! - [`web`] serves the embedded JavaScript client and the live room viewer.
 
 pub mod conn;
@@ -22,3 +24,4 @@ pub mod openapi;
 pub mod rooms;
 pub mod token;
 pub mod web;
+pub mod webhooks;

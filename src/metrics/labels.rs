@@ -140,3 +140,21 @@ pub const FORWARDED_ROUTES: &[&str] = &[
     "/v1/sessions/{id}/interest",
     "/v1/sessions/{id}",
 ];
+
+/// `gsrelay_webhook_deliveries_total{outcome}`: what became of a webhook, per event and
+/// URL (`docs/webhooks.md`).
+pub mod webhook_outcome {
+    /// The receiver answered 2xx.
+    pub const DELIVERED: &str = "delivered";
+    /// An attempt failed in a way worth another (connection, timeout, 408, 429, 5xx);
+    /// counted once per failed attempt that is followed by another.
+    pub const RETRIED: &str = "retried";
+    /// The receiver answered another status (4xx, 3xx): not retried.
+    pub const REJECTED: &str = "rejected";
+    /// Every attempt failed: given up on.
+    pub const FAILED: &str = "failed";
+    /// Never sent: the URL's queue was full, or the node stopped first.
+    pub const DROPPED: &str = "dropped";
+    /// Every outcome.
+    pub const ALL: &[&str] = &[DELIVERED, RETRIED, REJECTED, FAILED, DROPPED];
+}
