@@ -3,7 +3,7 @@
 
 mod support;
 
-use gsrelay::client::{Client, JoinOptions, Received};
+use gsrelay::client::{Client, JoinOptions, Presence, PresenceEvent, Received};
 use gsrelay::rtp::RtcpItem;
 use gsrelay::serve::{self as server, Server};
 use gsrelay::token::{Rights, Tokens};
@@ -435,94 +435,45 @@ async fn metadata_is_bounded_and_shows_in_the_room_and_its_participants() {
     server.shutdown().await.unwrap();
 }
 
-/// A presence stream's events, read as they come.
-struct Presence {
-    resp: reqwest::Response,
-    buf: String,
-}
-
-impl Presence {
-    async fn open(server: &Server, room: &str, token: &str) -> Self {
-        let resp = http()
-            .get(format!("{}/v1/rooms/{room}/presence", base(server)))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), StatusCode::OK);
-        assert_eq!(resp.headers()["content-type"], "text/event-stream");
-        Self {
-            resp,
-            buf: String::new(),
-        }
-    }
-
-    /// The next event other than keep-alives: its name and data; `None` at the end.
-    async fn next(&mut self) -> Option<(String, Value)> {
-        loop {
-            if let Some(end) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..end + 2).collect();
-                let mut name = String::new();
-                let mut data = String::new();
-                for line in block.lines() {
-                    if let Some(n) = line.strip_prefix("event: ") {
-                        name = n.to_owned();
-                    } else if let Some(d) = line.strip_prefix("data: ") {
-                        data.push_str(d);
-                    }
-                }
-                if name.is_empty() {
-                    continue;
-                }
-                return Some((name, serde_json::from_str(&data).unwrap()));
-            }
-            let chunk = tokio::time::timeout(WAIT, self.resp.chunk())
-                .await
-                .expect("a presence event within the wait")
-                .unwrap()?;
-            self.buf.push_str(std::str::from_utf8(&chunk).unwrap());
-        }
-    }
-
-    async fn expect(&mut self, name: &str) -> Value {
-        let (got, data) = self.next().await.expect("the stream goes on");
-        assert_eq!(got, name, "{data}");
-        data
-    }
+/// The next presence event, within the wait.
+async fn next(p: &mut Presence) -> Option<PresenceEvent> {
+    tokio::time::timeout(WAIT, p.next())
+        .await
+        .expect("a presence event within the wait")
+        .unwrap()
 }
 
 #[tokio::test]
 async fn a_player_watches_who_joins_changes_and_leaves_without_an_admin_token() {
     let server = start(60).await;
     let alice = player(&server, "hall", "alice", PUBLISH_SUBSCRIBE).await;
-    let mut watch = Presence::open(
-        &server,
-        "hall",
-        &token_as("hall", "alice", SUBSCRIBE, now(), 600),
-    )
-    .await;
-    let snap = watch.expect("snapshot").await;
-    assert_eq!(snap["participants"][0]["identity"], "alice");
-    assert_eq!(snap["participants"][0]["ssrcs"], json!([alice.ssrc()]));
-    assert!(
-        snap["participants"][0].get("sessions").is_none(),
-        "no session ids for players"
-    );
+    let own = token_as("hall", "alice", SUBSCRIBE, now(), 600);
+    let mut watch = Presence::watch(&base(&server), &own, "hall").await.unwrap();
+    assert_eq!(next(&mut watch).await, Some(PresenceEvent::Snapshot));
+    assert_eq!(watch.identity_of(alice.ssrc()), Some("alice"));
     let bob = player(&server, "hall", "bob", PUBLISH).await;
-    let joined = watch.expect("participant_joined").await;
-    assert_eq!(joined["identity"], "bob");
-    assert_eq!(joined["ssrcs"], json!([bob.ssrc()]));
+    let Some(PresenceEvent::Joined(joined)) = next(&mut watch).await else {
+        panic!("bob's join");
+    };
+    assert_eq!(
+        (joined.identity.as_str(), joined.ssrcs.as_slice()),
+        ("bob", &[bob.ssrc()][..])
+    );
+    assert_eq!(watch.identity_of(bob.ssrc()), Some("bob"));
     let admin = token("hall", ADMIN);
+    let nick = json!({"nick": "B"});
     call(
         &server,
         reqwest::Method::PATCH,
         "/v1/rooms/hall/participants/bob",
         &admin,
-        Some(json!({"metadata": {"nick": "B"}})),
+        Some(json!({"metadata": nick})),
     )
     .await;
-    let updated = watch.expect("participant_updated").await;
-    assert_eq!(updated["metadata"], json!({"nick": "B"}));
+    let Some(PresenceEvent::Updated(updated)) = next(&mut watch).await else {
+        panic!("bob's metadata");
+    };
+    assert_eq!(updated.metadata, nick);
     call(
         &server,
         reqwest::Method::PUT,
@@ -531,24 +482,30 @@ async fn a_player_watches_who_joins_changes_and_leaves_without_an_admin_token() 
         Some(json!("round 2")),
     )
     .await;
-    assert_eq!(watch.expect("room_updated").await["metadata"], "round 2");
+    assert_eq!(
+        next(&mut watch).await,
+        Some(PresenceEvent::RoomUpdated(json!("round 2")))
+    );
+    assert_eq!(watch.metadata(), &json!("round 2"));
     bob.leave().await.unwrap();
-    assert_eq!(watch.expect("participant_left").await["identity"], "bob");
+    assert_eq!(
+        next(&mut watch).await,
+        Some(PresenceEvent::Left("bob".into()))
+    );
+    assert_eq!(watch.participants().count(), 1);
     // A token of another room, or with no subscribe right, sees nothing.
-    let resp = http()
-        .get(format!("{}/v1/rooms/hall/presence", base(&server)))
-        .bearer_auth(token("other", SUBSCRIBE))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
-    let resp = http()
-        .get(format!("{}/v1/rooms/hall/presence", base(&server)))
-        .bearer_auth(token("hall", PUBLISH))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    for t in [token("other", SUBSCRIBE), token("hall", PUBLISH)] {
+        let refused = Presence::watch(&base(&server), &t, "hall")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                gsrelay::client::ClientError::Status { status: 403, .. }
+            ),
+            "{refused}"
+        );
+    }
     // Closing the room tells the watcher and ends its stream.
     call(
         &server,
@@ -558,9 +515,10 @@ async fn a_player_watches_who_joins_changes_and_leaves_without_an_admin_token() 
         None,
     )
     .await;
-    watch.expect("room_closed").await;
-    assert!(
-        watch.next().await.is_none(),
+    assert_eq!(next(&mut watch).await, Some(PresenceEvent::Closed));
+    assert_eq!(
+        next(&mut watch).await,
+        None,
         "the stream ends with the room"
     );
     server.shutdown().await.unwrap();
@@ -570,11 +528,13 @@ async fn a_player_watches_who_joins_changes_and_leaves_without_an_admin_token() 
 async fn stopping_the_relay_ends_presence_streams() {
     let server = start(60).await;
     let _alice = player(&server, "stop", "alice", SUBSCRIBE).await;
-    let mut watch = Presence::open(&server, "stop", &token("stop", SUBSCRIBE)).await;
-    watch.expect("snapshot").await;
+    let mut watch = Presence::watch(&base(&server), &token("stop", SUBSCRIBE), "stop")
+        .await
+        .unwrap();
+    assert_eq!(next(&mut watch).await, Some(PresenceEvent::Snapshot));
     let stopped = tokio::spawn(server.shutdown());
-    watch.expect("relay_stopping").await;
-    assert!(watch.next().await.is_none());
+    assert_eq!(next(&mut watch).await, Some(PresenceEvent::Stopping));
+    assert_eq!(next(&mut watch).await, None);
     tokio::time::timeout(WAIT, stopped)
         .await
         .expect("the relay stops without waiting on a presence stream")

@@ -68,11 +68,13 @@
 pub mod batch;
 mod feedback;
 mod liveness;
+mod presence;
 mod quic;
 mod state;
 mod webrtc;
 
 pub use liveness::{DEFAULT_SILENCE, SILENCE_REPORT_GAPS};
+pub use presence::{Presence, PresenceEvent};
 pub use quic::{client_config as quic_client_config, client_config_for as quic_client_config_for};
 pub use state::{RoomState, Update, updates};
 pub use webrtc::WebRtcPeer;

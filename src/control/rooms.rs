@@ -35,7 +35,7 @@ pub trait Hooks: std::fmt::Debug + Send + Sync {
     fn deliver(&self, event: HookEvent);
 }
 
-/// One webhook's body (`docs/backend.md`, "Webhooks").
+/// One webhook's body (`docs/webhooks.md`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HookEvent {
     /// Unique per event, the same on every retry: a receiver drops repeats by it.

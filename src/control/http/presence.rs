@@ -10,8 +10,8 @@
 //! room again rather than a gap.
 
 use super::{ApiError, ApiState, path_param};
-use crate::control::forward;
 use crate::api::PresenceSnapshot;
+use crate::control::forward;
 use crate::control::rooms::{Notice, STOPPING};
 use crate::control::token::{self, Right};
 use axum::extract::rejection::PathRejection;
