@@ -1016,6 +1016,7 @@ export declare class Presence {
   /** Stops watching (`onend` is told `closed`). */
   close(): void;
   private finish;
+  private emit;
   private run;
   private stream;
   private apply;

@@ -2057,8 +2057,23 @@ export class Presence {
     this.abort?.abort();
     this.reader?.cancel().catch(() => {});
     this.wake?.();
-    this.onend?.({ reason, error });
+    this.emit("onend", { reason, error });
     this.resolveDone({ reason, error });
+  }
+
+  /**
+   * Calls handler `name` with `arg`. A handler that throws is reported as an uncaught
+   * error (as an event listener's is) and stops neither the event's other effects nor
+   * the watch.
+   */
+  emit(name, arg) {
+    const f = this[name];
+    if (typeof f !== "function") return;
+    try {
+      f.call(this, arg);
+    } catch (e) {
+      queueMicrotask(() => { throw e; });
+    }
   }
 
   async run() {
@@ -2077,7 +2092,7 @@ export class Presence {
         return;
       }
       failures++;
-      this.onerror?.(error ?? new Error("the presence stream ended"));
+      this.emit("onerror", error ?? new Error("the presence stream ended"));
       await new Promise((resolve) => {
         this.wake = resolve;
         setTimeout(resolve, rejoinDelayMs(failures));
@@ -2134,28 +2149,28 @@ export class Presence {
         this.metadata = data.metadata ?? null;
         this.connected = true;
         this.index();
-        this.onsnapshot?.(this);
+        this.emit("onsnapshot", this);
         break;
       case "participant_joined":
         this.participants.set(data.identity, data);
         this.index();
-        this.onjoin?.(data);
+        this.emit("onjoin", data);
         break;
       case "participant_updated":
         this.participants.set(data.identity, data);
         this.index();
-        this.onupdate?.(data);
+        this.emit("onupdate", data);
         break;
       case "participant_left": {
         const gone = this.participants.get(data.identity) ?? data;
         this.participants.delete(data.identity);
         this.index();
-        this.onleave?.(gone);
+        this.emit("onleave", gone);
         break;
       }
       case "room_updated":
         this.metadata = data.metadata ?? null;
-        this.onroom?.(this.metadata);
+        this.emit("onroom", this.metadata);
         break;
       default:
         if (PRESENCE_ENDINGS.has(event)) {
@@ -2163,12 +2178,12 @@ export class Presence {
             this.participants = new Map();
             this.index();
           }
-          this.onchange?.(this);
+          this.emit("onchange", this);
           this.finish(event);
         }
         return;
     }
-    this.onchange?.(this);
+    this.emit("onchange", this);
   }
 
   index() {
@@ -2186,6 +2201,7 @@ export class Presence {
  */
 export function watchPresence({ baseUrl = globalThis.location?.origin, room, token,
   fetchImpl = (...args) => globalThis.fetch(...args), ...handlers }) {
+  new URL("/", baseUrl); // a missing or malformed base throws here, not on every retry
   const p = new Presence({ baseUrl, room, token, fetchImpl });
   for (const name of ["onsnapshot", "onjoin", "onupdate", "onleave", "onroom", "onchange", "onerror", "onend"]) {
     if (typeof handlers[name] === "function") p[name] = handlers[name];

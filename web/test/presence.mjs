@@ -99,11 +99,20 @@ async function standInStreams() {
     && rEnd.error.status === 403 && refused.calls.length === 1, `refused: ${rEnd.reason} ${rEnd.error}`);
 
   // close() while the stream is open ends it at once, told once.
+  // A handler that throws is reported as uncaught, and the watch goes on.
   const open = standIn([{ chunks: [snapshot2], hang: true }]);
   const ends = [];
+  const uncaught = [];
+  const report = (e) => uncaught.push(e.message);
+  process.on("uncaughtException", report);
   const c = gs.watchPresence({ baseUrl: "http://relay.test", room: "r", token: "t", fetchImpl: open.fetchImpl,
-    onend: (e) => ends.push(e.reason) });
-  await until("the snapshot", () => c.connected);
+    onsnapshot: () => { throw new Error("a bug in the app"); }, onend: (e) => ends.push(e.reason) });
+  await until("the snapshot and the handler's error", () => c.connected && uncaught.length === 1);
+  process.off("uncaughtException", report);
+  t.check(uncaught[0] === "a bug in the app" && c.participants.has("bob") && !c.ended,
+    `a throwing handler: ${uncaught}, ${[...c.participants.keys()]}, ${c.ended}`);
+  t.check((() => { try { gs.watchPresence({ room: "r", token: "t" }); } catch (e) { return e instanceof TypeError; } })(),
+    "no base URL (Node has no page origin) throws at once");
   c.close();
   c.close();
   t.check((await c.done).reason === "closed" && ends.join() === "closed", `closed: ${ends}`);
