@@ -10,7 +10,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            // `gsrelay room` tells a refusal from an unreachable relay.
+            match e.downcast_ref::<cli::room::Failure>() {
+                Some(f) => ExitCode::from(f.exit),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

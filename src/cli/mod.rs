@@ -3,6 +3,7 @@
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod codec;
+pub mod room;
 pub mod serve;
 
 use clap::{Parser, Subcommand};
@@ -31,7 +32,10 @@ enum Command {
     /// 8445. With no file and no flags it runs on embedded defaults and prints a dev
     /// secret with a ready-to-use example token.
     Serve(Box<gsrelay::serve::ServeArgs>),
-    /// Print a signed access token (JWT, HS256) for one room.
+    /// Administer rooms through a relay's server API: list rooms, show one, close it,
+    /// remove, mute or unmute a participant, set metadata.
+    Room(room::RoomArgs),
+    /// Print a signed access token (JWT, HS256) for one room, or relay-wide (`--room '*'`).
     Token(serve::TokenArgs),
 }
 
@@ -43,6 +47,7 @@ impl Cli {
             Command::Bench(a) => bench::bench(*a),
             Command::Decode(a) => codec::decode(a),
             Command::Encode(a) => codec::encode(a),
+            Command::Room(a) => room::room(a),
             Command::Serve(a) => serve::serve(*a),
             Command::Token(a) => serve::token(a),
         }

@@ -18,7 +18,8 @@ const EXAMPLE_TTL_SECS: u64 = 24 * 3600;
 /// Arguments of `gsrelay token`.
 #[derive(Debug, Args)]
 pub struct TokenArgs {
-    /// The one room the token is valid for.
+    /// The one room the token is valid for; `*` with --admin for a relay-wide admin token
+    /// (lists every room, administers any; joins none).
     #[arg(long)]
     room: String,
     /// The holder's identity (the token's subject).
@@ -53,6 +54,11 @@ fn unix_now() -> u64 {
 pub fn token(a: TokenArgs) -> anyhow::Result<()> {
     if !(a.publish || a.subscribe || a.admin) {
         bail!("a token without rights is useless: give --publish, --subscribe and/or --admin");
+    }
+    if a.room == "*" && !a.admin {
+        bail!(
+            "a relay-wide token (--room '*') joins no room: it carries the admin right alone; give --admin"
+        );
     }
     let tokens = Tokens::new(a.secret.as_bytes())?;
     let rights = Rights {

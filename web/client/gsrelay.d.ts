@@ -629,6 +629,8 @@ export interface RoomInfo {
     send_budget_bps: number | null;
   }[];
   streams: { ssrc: number; objects: number; bytes: number }[];
+  /** The room's metadata (null when none was set). */
+  metadata: Json;
 }
 
 /** A token's claims (docs/api.md, "Authentication"). */
@@ -906,6 +908,186 @@ export declare class Session {
   publish(objects: PayloadObject | readonly PayloadObject[], options?: { payloadType?: number }): Promise<boolean>;
   /** Closes the transport and leaves; stops the watchdog and any rejoin under way. */
   close(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------
+// Presence and the server API
+
+/** Any JSON value: what metadata may be. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** A participant as a room's presence shows it (no session ids). */
+export interface PresenceParticipant {
+  /** Its identity (the tokens' subject). */
+  identity: string;
+  /** Its metadata (null when none was set). */
+  metadata: Json;
+  /** The SSRCs its sessions own: what names its streams. */
+  ssrcs: number[];
+  /** Whether its publishing is suspended. */
+  muted: boolean;
+}
+
+/** Why a presence watch ended for good. */
+export type PresenceEnd = "room_closed" | "relay_stopping" | "refused" | "closed";
+
+/** What `onend` is told, and what `Presence.done` resolves to. */
+export interface PresenceEndInfo {
+  reason: PresenceEnd;
+  /** The refusal (`refused`); null otherwise. */
+  error: Error | null;
+}
+
+/** The answer the presence watch reads: what it uses of a fetch `Response`. */
+export interface FetchResponseLike {
+  ok: boolean;
+  status: number;
+  statusText: string;
+  text(): Promise<string>;
+  body: {
+    getReader(): { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> };
+  } | null;
+}
+
+/**
+ * A fetch as the presence watch calls it (the global one by default; the browser's and
+ * Node's fit). `signal` is an AbortSignal.
+ */
+export type FetchLike = (
+  url: string,
+  init: { headers: Record<string, string>; cache: "no-store"; signal: any },
+) => Promise<FetchResponseLike>;
+
+/** The handlers of a presence watch: given to `watchPresence`, or set on the `Presence`. */
+export interface PresenceHandlers {
+  /** The whole room, first and after each reconnection (it replaces the state). */
+  onsnapshot?: ((presence: Presence) => void) | null;
+  onjoin?: ((participant: PresenceParticipant) => void) | null;
+  /** Its metadata, mute or sessions changed. */
+  onupdate?: ((participant: PresenceParticipant) => void) | null;
+  onleave?: ((participant: PresenceParticipant) => void) | null;
+  /** The room's metadata changed. */
+  onroom?: ((metadata: Json) => void) | null;
+  /** After any change of the above. */
+  onchange?: ((presence: Presence) => void) | null;
+  /** A stream failed or dropped; it is opened again. */
+  onerror?: ((error: Error) => void) | null;
+  /** Watching ended for good. */
+  onend?: ((info: PresenceEndInfo) => void) | null;
+}
+
+/**
+ * Who is in a room, from `GET /v1/rooms/{room}/presence` (subscribe or admin token),
+ * reopened after a drop; made by `watchPresence`.
+ */
+export declare class Presence {
+  private constructor();
+  baseUrl: string;
+  roomName: string;
+  token: string;
+  fetchImpl: FetchLike;
+  /** Participants by identity. */
+  participants: Map<string, PresenceParticipant>;
+  /** The room's metadata (null when none was set). */
+  metadata: Json;
+  /** Whether a stream is open and its snapshot read. */
+  connected: boolean;
+  /** Streams opened again after one dropped. */
+  reconnects: number;
+  /** Why watching ended, or null while it goes on. */
+  ended: PresenceEnd | null;
+  onsnapshot: ((presence: Presence) => void) | null;
+  onjoin: ((participant: PresenceParticipant) => void) | null;
+  onupdate: ((participant: PresenceParticipant) => void) | null;
+  onleave: ((participant: PresenceParticipant) => void) | null;
+  onroom: ((metadata: Json) => void) | null;
+  onchange: ((presence: Presence) => void) | null;
+  onerror: ((error: Error) => void) | null;
+  onend: ((info: PresenceEndInfo) => void) | null;
+  private bySsrc;
+  private abort;
+  private reader;
+  private wake;
+  /** Resolves once watching has ended. */
+  done: Promise<PresenceEndInfo>;
+  private resolveDone;
+  /** The identity whose session owns `ssrc` (its stream), or null. */
+  identityOf(ssrc: number): string | null;
+  /** Stops watching (`onend` is told `closed`). */
+  close(): void;
+  private finish;
+  private emit;
+  private run;
+  private stream;
+  private apply;
+  private index;
+}
+
+/** Watches who is in `room`: a subscribe or admin token of it. */
+export declare function watchPresence(
+  options: ApiTarget & PresenceHandlers & { room: string; fetchImpl?: FetchLike },
+): Presence;
+
+/** A room as `GET /v1/rooms` lists it. */
+export interface RoomSummary {
+  room: string;
+  sessions: number;
+  participants: number;
+  streams: number;
+  objects: number;
+  metadata: Json;
+}
+
+/** A participant as the server API shows it. */
+export interface Participant {
+  identity: string;
+  metadata: Json;
+  /** Its sessions' ids. */
+  sessions: string[];
+  ssrcs: number[];
+  /** Whether one of its sessions may publish. */
+  publish: boolean;
+  /** Whether one of its sessions may subscribe. */
+  subscribe: boolean;
+  /** Whether its publishing is suspended. */
+  muted: boolean;
+  /** When its first session joined, Unix milliseconds. */
+  joined_at: number;
+}
+
+/** What `RoomAdmin.updateParticipant` changes. */
+export interface ParticipantUpdate {
+  /** false mutes, true unmutes. */
+  publish?: boolean;
+  /** Its new metadata (null clears it). */
+  metadata?: Json;
+}
+
+/**
+ * The server API with an admin token (of one room, or relay-wide for `listRooms`); every
+ * method rejects with `ApiError` when the relay refuses.
+ */
+export declare class RoomAdmin {
+  constructor(baseUrl: string, token: string);
+  baseUrl: string;
+  token: string;
+  private call;
+  /** Every room with its counts (relay-wide token). */
+  listRooms(): Promise<RoomSummary[]>;
+  /** A room's sessions, streams and metadata. */
+  getRoom(room: string): Promise<RoomInfo>;
+  /** Closes a room: its sessions end, joins are refused for a while. */
+  closeRoom(room: string): Promise<void>;
+  /** A room's participants (`room_not_found` when it has none). */
+  listParticipants(room: string): Promise<Participant[]>;
+  /** One participant (`participant_not_found` when it is not there). */
+  getParticipant(room: string, identity: string): Promise<Participant>;
+  /** Mutes or unmutes it, sets its metadata; resolves to it as it is now. */
+  updateParticipant(room: string, identity: string, update?: ParticipantUpdate): Promise<Participant>;
+  /** Ends its sessions and refuses its tokens issued until now. */
+  removeParticipant(room: string, identity: string): Promise<void>;
+  /** Sets the room's metadata (any JSON up to 4096 bytes). */
+  setRoomMetadata(room: string, metadata: Json): Promise<void>;
 }
 
 // Only what is marked `export` above is exported (a declaration file exports everything

@@ -1949,3 +1949,333 @@ export class Session {
     }
   }
 }
+
+// ---------------------------------------------------------------------------------------
+// Presence (docs/api.md, "Presence")
+
+/**
+ * Reads server-sent events from text as it arrives: `push(text)` returns the events it
+ * completed, `{event, data}` (`event` defaults to "message"; data lines joined by "\n");
+ * comments (keep-alives) are skipped.
+ */
+class SseReader {
+  constructor() {
+    this.buf = "";
+    this.event = "";
+    this.data = [];
+  }
+
+  push(text) {
+    this.buf += text;
+    const out = [];
+    for (;;) {
+      const m = /\r\n|\r|\n/.exec(this.buf);
+      // A "\r" at the end may be the first half of "\r\n": wait for the next chunk.
+      if (!m || (m[0] === "\r" && m.index === this.buf.length - 1)) return out;
+      const line = this.buf.slice(0, m.index);
+      this.buf = this.buf.slice(m.index + m[0].length);
+      if (line === "") {
+        if (this.data.length) out.push({ event: this.event || "message", data: this.data.join("\n") });
+        this.event = "";
+        this.data = [];
+        continue;
+      }
+      if (line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "event") this.event = value;
+      else if (field === "data") this.data.push(value);
+    }
+  }
+}
+
+/** Why a presence watch ended for good: these, or "closed" (by `close()`) or "refused". */
+const PRESENCE_ENDINGS = new Set(["room_closed", "relay_stopping"]);
+
+/**
+ * Who is in a room, kept up to date from `GET /v1/rooms/{room}/presence` (a server-sent
+ * event stream, read with `fetch` since EventSource cannot send the bearer token; a
+ * subscribe or admin token of the room). Made by `watchPresence`. `participants` maps
+ * each identity to `{identity, metadata, ssrcs, muted}`; `metadata` is the room's.
+ *
+ * The stream opens with the whole room (`onsnapshot`), then each change: `onjoin`,
+ * `onupdate` (metadata, mute, a second session), `onleave`, `onroom` (the room's
+ * metadata); `onchange` after any of them. A stream that drops is opened again after
+ * 0.25 s, doubling to 8 s (`onerror` is told each failure), and its snapshot replaces
+ * the state. It ends for good, told to `onend({reason, error})`, when the room closes
+ * (`room_closed`), the relay stops (`relay_stopping`), the token is refused (`refused`,
+ * with the ApiError) or `close()` is called (`closed`).
+ */
+export class Presence {
+  constructor({ baseUrl, room, token, fetchImpl }) {
+    this.baseUrl = baseUrl;
+    this.roomName = room;
+    this.token = token;
+    this.fetchImpl = fetchImpl;
+    /** Participants by identity. */
+    this.participants = new Map();
+    /** The room's metadata (null when none was set). */
+    this.metadata = null;
+    /** Whether a stream is open and its snapshot read. */
+    this.connected = false;
+    /** Streams opened again after one dropped. */
+    this.reconnects = 0;
+    /** Why watching ended (`room_closed`, `relay_stopping`, `refused`, `closed`), or null. */
+    this.ended = null;
+    this.onsnapshot = null;
+    this.onjoin = null;
+    this.onupdate = null;
+    this.onleave = null;
+    this.onroom = null;
+    this.onchange = null;
+    this.onerror = null;
+    this.onend = null;
+    this.bySsrc = new Map();
+    this.abort = null;
+    this.reader = null;
+    this.wake = null;
+    /** Resolves to `{reason, error}` once watching has ended. */
+    this.done = new Promise((resolve) => { this.resolveDone = resolve; });
+  }
+
+  /** The identity whose session owns `ssrc` (its stream), or null. */
+  identityOf(ssrc) {
+    return this.bySsrc.get(ssrc >>> 0) ?? null;
+  }
+
+  /** Stops watching; `onend` is told `closed` (unless it had ended already). */
+  close() {
+    this.finish("closed");
+  }
+
+  finish(reason, error = null) {
+    if (this.ended) return;
+    this.ended = reason;
+    this.connected = false;
+    this.abort?.abort();
+    this.reader?.cancel().catch(() => {});
+    this.wake?.();
+    this.emit("onend", { reason, error });
+    this.resolveDone({ reason, error });
+  }
+
+  /**
+   * Calls handler `name` with `arg`. A handler that throws is reported as an uncaught
+   * error (as an event listener's is) and stops neither the event's other effects nor
+   * the watch.
+   */
+  emit(name, arg) {
+    const f = this[name];
+    if (typeof f !== "function") return;
+    try {
+      f.call(this, arg);
+    } catch (e) {
+      queueMicrotask(() => { throw e; });
+    }
+  }
+
+  async run() {
+    let failures = 0;
+    while (!this.ended) {
+      let error = null;
+      try {
+        await this.stream(() => { failures = 0; });
+      } catch (e) {
+        error = e;
+      }
+      if (this.ended) return;
+      this.connected = false;
+      if (error instanceof ApiError && [400, 401, 403].includes(error.status)) {
+        this.finish("refused", error);
+        return;
+      }
+      failures++;
+      this.emit("onerror", error ?? new Error("the presence stream ended"));
+      await new Promise((resolve) => {
+        this.wake = resolve;
+        setTimeout(resolve, rejoinDelayMs(failures));
+      });
+      this.wake = null;
+      if (!this.ended) this.reconnects++;
+    }
+  }
+
+  /** One stream, to its end; `opened()` once its snapshot is applied. */
+  async stream(opened) {
+    this.abort = new AbortController();
+    const url = new URL(`/v1/rooms/${encodeURIComponent(this.roomName)}/presence`, this.baseUrl).href;
+    const fetchImpl = this.fetchImpl;
+    const resp = await fetchImpl(url, {
+      headers: { Authorization: `Bearer ${this.token}`, Accept: "text/event-stream" },
+      cache: "no-store",
+      signal: this.abort.signal,
+    });
+    if (!resp.ok) {
+      const text = await resp.text().catch(() => "");
+      let e = null;
+      try { e = JSON.parse(text).error; } catch { /* not the relay's JSON */ }
+      throw new ApiError(resp.status, e?.code ?? "http_error", e?.message ?? (text || resp.statusText));
+    }
+    if (!resp.body) throw new Error("the presence answer has no body to read");
+    const reader = (this.reader = resp.body.getReader());
+    const sse = new SseReader();
+    const text = new TextDecoder();
+    try {
+      while (!this.ended) {
+        const { value, done } = await reader.read();
+        if (done || this.ended) return;
+        for (const { event, data } of sse.push(text.decode(value, { stream: true }))) {
+          let parsed;
+          try { parsed = JSON.parse(data); } catch { continue; }
+          const first = event === "snapshot" && !this.connected;
+          this.apply(event, parsed);
+          if (first) opened();
+          if (this.ended) return;
+        }
+      }
+    } finally {
+      this.reader = null;
+      reader.cancel().catch(() => {});
+    }
+  }
+
+  /** Applies one event of the stream. */
+  apply(event, data) {
+    switch (event) {
+      case "snapshot":
+        this.participants = new Map((data.participants ?? []).map((p) => [p.identity, p]));
+        this.metadata = data.metadata ?? null;
+        this.connected = true;
+        this.index();
+        this.emit("onsnapshot", this);
+        break;
+      case "participant_joined":
+        this.participants.set(data.identity, data);
+        this.index();
+        this.emit("onjoin", data);
+        break;
+      case "participant_updated":
+        this.participants.set(data.identity, data);
+        this.index();
+        this.emit("onupdate", data);
+        break;
+      case "participant_left": {
+        const gone = this.participants.get(data.identity) ?? data;
+        this.participants.delete(data.identity);
+        this.index();
+        this.emit("onleave", gone);
+        break;
+      }
+      case "room_updated":
+        this.metadata = data.metadata ?? null;
+        this.emit("onroom", this.metadata);
+        break;
+      default:
+        if (PRESENCE_ENDINGS.has(event)) {
+          if (event === "room_closed") {
+            this.participants = new Map();
+            this.index();
+          }
+          this.emit("onchange", this);
+          this.finish(event);
+        }
+        return;
+    }
+    this.emit("onchange", this);
+  }
+
+  index() {
+    this.bySsrc = new Map();
+    for (const p of this.participants.values()) for (const s of p.ssrcs ?? []) this.bySsrc.set(s >>> 0, p.identity);
+  }
+}
+
+/**
+ * Watches who is in `room` (`Presence`); handlers may be given here or set on the result.
+ *
+ *   const who = watchPresence({ room, token, onjoin: (p) => console.log(p.identity, "joined") });
+ *   who.identityOf(ssrc);  // whose stream this is
+ *   who.close();
+ */
+export function watchPresence({ baseUrl = globalThis.location?.origin, room, token,
+  fetchImpl = (...args) => globalThis.fetch(...args), ...handlers }) {
+  new URL("/", baseUrl); // a missing or malformed base throws here, not on every retry
+  const p = new Presence({ baseUrl, room, token, fetchImpl });
+  for (const name of ["onsnapshot", "onjoin", "onupdate", "onleave", "onroom", "onchange", "onerror", "onend"]) {
+    if (typeof handlers[name] === "function") p[name] = handlers[name];
+  }
+  p.run();
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------
+// The server API (docs/api.md, "Server API"): for a game's backend, or a trusted page
+
+/**
+ * A room's administration with an admin token (of one room, or relay-wide: `room: "*"`,
+ * needed by `listRooms`). Every method rejects with `ApiError` (`status`, `code`) when
+ * the relay refuses.
+ *
+ *   const admin = new RoomAdmin("https://relay.example", adminToken);
+ *   for (const r of await admin.listRooms()) console.log(r.room, r.participants);
+ *   await admin.updateParticipant("arena", "mallory", { publish: false });
+ */
+export class RoomAdmin {
+  constructor(baseUrl, token) {
+    this.baseUrl = baseUrl;
+    this.token = token;
+  }
+
+  call(method, segments, body) {
+    const path = `/v1/rooms${segments.map((s) => `/${encodeURIComponent(s)}`).join("")}`;
+    return api(this.baseUrl, method, path, this.token, body);
+  }
+
+  /** Every room with its counts (relay-wide token): `GET /v1/rooms`. */
+  async listRooms() {
+    return (await this.call("GET", [])).rooms;
+  }
+
+  /** A room's sessions, streams and metadata: `GET /v1/rooms/{room}`. */
+  getRoom(room) {
+    return this.call("GET", [room]);
+  }
+
+  /** Closes a room (its sessions end, joins are refused for a while): `DELETE /v1/rooms/{room}`. */
+  async closeRoom(room) {
+    await this.call("DELETE", [room]);
+  }
+
+  /** A room's participants (`room_not_found` when it has none). */
+  async listParticipants(room) {
+    return (await this.call("GET", [room, "participants"])).participants;
+  }
+
+  /** One participant (`participant_not_found` when it is not there). */
+  getParticipant(room, identity) {
+    return this.call("GET", [room, "participants", identity]);
+  }
+
+  /**
+   * Changes a participant: `publish: false` mutes it, `true` unmutes; `metadata` replaces
+   * its metadata (`null` clears it). Resolves to the participant as it is now.
+   */
+  updateParticipant(room, identity, { publish, metadata } = {}) {
+    const body = {};
+    if (publish !== undefined) body.publish = publish;
+    if (metadata !== undefined) body.metadata = metadata;
+    return this.call("PATCH", [room, "participants", identity], body);
+  }
+
+  /** Removes a participant: its sessions end and its tokens issued until now are refused. */
+  async removeParticipant(room, identity) {
+    await this.call("DELETE", [room, "participants", identity]);
+  }
+
+  /** Sets the room's metadata (any JSON up to 4096 bytes): `PUT /v1/rooms/{room}/metadata`. */
+  async setRoomMetadata(room, metadata) {
+    await this.call("PUT", [room, "metadata"], metadata);
+  }
+}

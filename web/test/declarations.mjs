@@ -87,7 +87,7 @@ const runtimeKind = (v) => (isClass(v) ? "class" : typeof v === "function" ? "fu
 
 // Live instances, made as an app gets them: the errors as thrown, the connections through
 // `open` over stand-in browser objects, the session through `connect` over a stand-in
-// relay (and closed again).
+// relay (and closed again), the presence watch through `watchPresence` (closed again).
 const FLOW = 9;
 const answer = { session_id: "s1", ssrc: 0x1234, relay_ssrc: 0xfeed, streams: [],
   webtransport: { url: "https://relay.test/webtransport", cert_sha256: null, flow_id: FLOW, session_token: "t" },
@@ -139,6 +139,12 @@ const samples = {
   WebTransportConnection: () => gs.WebTransportConnection.open(answer, {}),
   WebRtcConnection: () => gs.WebRtcConnection.open(async () => answer, { RTCPeerConnectionImpl: StandInPeerConnection }),
   Session: session,
+  Presence: () => {
+    const p = gs.watchPresence({ baseUrl: "http://relay.test", room: "lobby", token: "t" });
+    p.close();
+    return p;
+  },
+  RoomAdmin: () => new gs.RoomAdmin("http://relay.test", "t"),
 };
 
 // --- The comparison -----------------------------------------------------------------------

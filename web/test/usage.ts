@@ -136,6 +136,47 @@ if (claims?.admin) {
   for (const row of info.streams) console.log(row.ssrc, row.objects, row.bytes);
 }
 
+// Presence: who is in the room, whose stream is which; the whole room again after a drop.
+const who: gs.Presence = gs.watchPresence({
+  room: roomName,
+  token,
+  onjoin: (p: gs.PresenceParticipant) => console.log(p.identity, "joined with", p.ssrcs, p.muted),
+  onend: ({ reason, error }: gs.PresenceEndInfo) => console.log("presence ended:", reason, error?.message),
+});
+who.onsnapshot = (presence) => console.log(presence.participants.size, "in", presence.roomName, presence.metadata);
+who.onupdate = (p) => console.log(p.identity, JSON.stringify(p.metadata));
+who.onleave = (p) => console.log(p.identity, "left");
+who.onroom = (metadata: gs.Json) => console.log("room metadata", metadata);
+who.onchange = () => {
+  for (const [ssrc] of s.room.streams) console.log(ssrc, who.identityOf(ssrc) ?? "unknown");
+};
+who.onerror = (e) => console.warn("presence dropped, reopening", e.message, who.reconnects);
+const viaFetch = gs.watchPresence({ baseUrl: location.origin, room: roomName, token, fetchImpl: fetch });
+const ended: gs.PresenceEndInfo = await viaFetch.done;
+const why: gs.PresenceEnd = ended.reason;
+console.log(why, who.connected, who.ended);
+who.close();
+
+// The server API, as a backend (or a trusted page) calls it.
+const admin = new gs.RoomAdmin(location.origin, token);
+const rooms: gs.RoomSummary[] = await admin.listRooms();
+for (const r of rooms) console.log(r.room, r.sessions, r.participants, r.streams, r.objects, r.metadata);
+const roomNow: RoomInfo = await admin.getRoom(roomName);
+console.log(roomNow.metadata);
+const people: gs.Participant[] = await admin.listParticipants(roomName);
+for (const p of people) console.log(p.identity, p.sessions.length, p.publish, p.subscribe, p.joined_at);
+const muted: gs.Participant = await admin.updateParticipant(roomName, "mallory", { publish: false });
+await admin.updateParticipant(roomName, "alice", { metadata: { team: "red", score: [1, 2] } });
+console.log(muted.muted, (await admin.getParticipant(roomName, "alice")).metadata);
+await admin.setRoomMetadata(roomName, { map: "dust", round: 3 });
+await admin.setRoomMetadata(roomName, null);
+try {
+  await admin.removeParticipant(roomName, "mallory");
+  await admin.closeRoom(roomName);
+} catch (e) {
+  if (e instanceof ApiError) console.log(e.status, e.code);
+}
+
 // The codec and the packets, without a relay.
 const payload: Uint8Array = gs.encode([head], "gse");
 const decoded = gs.decode(payload, "gse");
@@ -219,6 +260,16 @@ const n: number = head.location.x;
 const nested: GameObject = { type: "Container", ssrc: 1, objects: [] };
 // @ts-expect-error: the transport is WebTransport or WebRTC
 await Session.connect({ room: roomName, token, transport: "quic" });
+// @ts-expect-error: metadata is JSON, not a function
+await admin.setRoomMetadata(roomName, () => 1);
+// @ts-expect-error: publish is a boolean
+await admin.updateParticipant(roomName, "alice", { publish: "no" });
+// @ts-expect-error: a presence watch needs its room
+gs.watchPresence({ token });
+// @ts-expect-error: presence ends for one of four reasons
+if (who.ended === "timeout") console.log(who);
+// @ts-expect-error: watches come from watchPresence
+new gs.Presence();
 s.onrejoin = (info) => {
   // @ts-expect-error: onrejoin is told no such reason
   if (info.reason === "timeout") console.log(n, nested);

@@ -148,7 +148,8 @@ async function run(page) {
   t.check(pageErrors.length === 0, `uncaught errors in the page: ${pageErrors}`);
 
   // Without the admin right the page still goes live: the stream is seen from the live
-  // transport only (no identity), and the refused inspection shows no error.
+  // transport, named by the room's presence (which a subscribe token may watch), and the
+  // refused inspection shows no error.
   await page.goto("about:blank"); // else the new fragment is a same-document navigation
   await page.goto(`${base}/viewer#token=${env.GSRELAY_SUBSCRIBE_TOKEN}&room=dev`);
   await page.waitForFunction(() => /^WebTransport, session/.test(document.getElementById("transport").textContent), null, WAIT)
@@ -158,11 +159,25 @@ async function run(page) {
   await page.waitForFunction((n) => window.gsrelayViewer.renders > n, renders, WAIT);
   await page.waitForFunction((ssrc) => document.querySelector(`#streams tr[data-ssrc="${ssrc}"]`), publisher, WAIT)
     .then(() => t.check(true), (e) => t.check(false, `subscriber sees the stream live: ${e.message}`));
+  await page.waitForFunction(([ssrc, who]) =>
+    document.querySelector(`#streams tr[data-ssrc="${ssrc}"]`)?.children[1].textContent === who,
+  [publisher, env.GSRELAY_PUBLISHER_IDENTITY], WAIT)
+    .then(() => t.check(true), (e) => t.check(false, `presence names the publisher's stream: ${e.message}`));
+  await page.waitForFunction((who) => {
+    const names = document.getElementById("participants").textContent.split(", ");
+    return names.includes(who) && names.includes("subscriber");
+  }, env.GSRELAY_PUBLISHER_IDENTITY, WAIT)
+    .then(() => t.check(true), (e) => t.check(false, `participants listed: ${e.message}`));
   const sub = await page.evaluate((ssrc) => ({
     status: document.getElementById("status").className,
     rows: document.querySelectorAll("#streams tbody tr").length,
     identity: document.querySelector(`#streams tr[data-ssrc="${ssrc}"]`)?.children[1].textContent,
+    fromPresence: window.gsrelayViewer.presence?.identityOf(ssrc),
+    participants: document.getElementById("participants").textContent.split(", "),
     forbidden: window.gsrelayViewer.info?.error?.status,
   }), publisher);
-  t.check(sub.status === "live" && sub.rows === 1 && sub.identity === "—" && sub.forbidden === 403, `subscribe-only page: ${JSON.stringify(sub)}`);
+  const who = env.GSRELAY_PUBLISHER_IDENTITY;
+  t.check(sub.status === "live" && sub.rows === 1 && sub.identity === who && sub.fromPresence === who
+    && sub.participants.includes(who) && sub.participants.includes("subscriber") && sub.forbidden === 403,
+  `subscribe-only page: ${JSON.stringify(sub)}`);
 }

@@ -13,6 +13,8 @@ const MAX_AHEAD_MS = 1000;
 const viewer = {
   room: new gs.RoomState(),
   session: null,
+  /** Who is in the room (`watchPresence`), for tokens with the subscribe or admin right. */
+  presence: null,
   info: null,
   drawn: [],
   renders: 0,
@@ -52,6 +54,7 @@ async function start(token, room) {
   setStatus(`joining ${room}…`);
   pollInfo(token, room);
   viewer.timers.push(setInterval(() => pollInfo(token, room), INFO_EVERY_MS));
+  watchWho(token, room);
   const wanted = transport ?? (gs.hasWebTransport() ? "webtransport" : "webrtc");
   // Unless the address chose, a relay that does not offer WebTransport is tried over WebRTC.
   const tries = transport || wanted === "webrtc" ? [wanted] : [wanted, "webrtc"];
@@ -79,6 +82,8 @@ async function start(token, room) {
 async function stop() {
   viewer.timers.forEach(clearInterval);
   viewer.timers = [];
+  viewer.presence?.close();
+  viewer.presence = null;
   const s = viewer.session;
   viewer.session = null;
   if (s) await s.close();
@@ -97,6 +102,19 @@ async function pollInfo(token, room) {
       viewer.timers = [];
     }
   }
+}
+
+/** Presence names the streams (SSRC → identity) with a subscribe token, no admin needed. */
+function watchWho(token, room) {
+  const claims = gs.tokenClaims(token);
+  if (claims && !claims.subscribe && !claims.admin) return;
+  viewer.presence = gs.watchPresence({
+    room,
+    token,
+    onend: ({ reason }) => {
+      if (reason === "room_closed") setStatus(`room ${room} closed`, "error");
+    },
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -251,16 +269,22 @@ function renderTable() {
     rows.set(s.ssrc, row);
   }
   const identity = new Map((info?.sessions ?? []).map((s) => [s.ssrc, s.identity]));
+  const who = viewer.presence;
+  const identityOf = (ssrc) => who?.identityOf(ssrc) ?? identity.get(ssrc);
   const body = $("streams").tBodies[0];
   body.replaceChildren(
     ...[...rows.values()].sort((a, b) => a.ssrc - b.ssrc).map((r) => {
       const tr = document.createElement("tr");
       tr.dataset.ssrc = String(r.ssrc);
-      tr.append(cell(r.ssrc, colour(r.ssrc)), cell(identity.get(r.ssrc) ?? "—"), cell(r.objects ?? "—"),
+      tr.append(cell(r.ssrc, colour(r.ssrc)), cell(identityOf(r.ssrc) ?? "—"), cell(r.objects ?? "—"),
         cell(r.rate ?? "—"), cell(r.bytes ?? "—"));
       return tr;
     }),
   );
+  const people = who ? [...who.participants.values()] : [];
+  $("participants").textContent = people.length
+    ? people.map((p) => `${p.identity}${p.muted ? " (muted)" : ""}`).sort().join(", ")
+    : who?.connected ? "none" : "—";
   const live = viewer.room.objectCount;
   const relay = (info?.streams ?? []).reduce((n, s) => n + s.objects, 0);
   $("objects-count").textContent = live ? String(live) : info ? `${relay} (relay cache)` : "0";
