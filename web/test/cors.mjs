@@ -44,6 +44,7 @@ async function run(page) {
 function expectWorks(r, what) {
   t.check(r.imported, `${what}: import: ${r.error}`);
   t.check(r.joined && r.left, `${what}: join, interest and leave: ${JSON.stringify(r)}`);
+  t.check(r.watched === true, `${what}: presence watched: ${JSON.stringify(r)}`);
   t.check(/^401 token_/.test(r.refusal ?? ""), `${what}: a refusal is readable: ${r.refusal}`);
   t.check(r.origin !== new URL(r.base).origin, `${what}: the page is of another origin`);
 }
@@ -62,6 +63,17 @@ async function useRelay({ base, token }) {
     const answer = await gs.join({ baseUrl: base, room: "dev", token, request: { transport: "rtp" } });
     r.joined = typeof answer.session_id === "string";
     const sessionId = answer.session_id;
+    // Watching the room from this origin: the presence stream names the joined session.
+    r.watched = await new Promise((resolve) => {
+      const timer = setTimeout(() => { w.close(); resolve(false); }, 5000);
+      const w = gs.watchPresence({
+        baseUrl: base, room: "dev", token,
+        onsnapshot: () => {
+          const seen = w.identityOf(answer.ssrc) !== undefined;
+          if (seen) { clearTimeout(timer); w.close(); resolve(true); }
+        },
+      });
+    });
     await gs.setInterest({ baseUrl: base, sessionId, token, interest: { echo: true } });
     await gs.leave({ baseUrl: base, sessionId, token });
     r.left = true;
