@@ -25,6 +25,8 @@ pub struct Metrics {
     pub bytes: IntCounterVec,
     /// Dropped inbound packets by reason.
     pub dropped: IntCounterVec,
+    /// Sessions moved to a new client address, by transport.
+    pub address_moves: IntCounterVec,
     /// RTCP feedback received by kind ([`labels::FEEDBACK_KINDS`]).
     pub feedback: IntCounterVec,
     /// Snapshot packets sent in answer to FIR/PLI.
@@ -247,6 +249,8 @@ pub struct TransportCounters {
     /// From a batch's arrival at the relay task to its forwarded copies handed to the
     /// transport.
     pub latency: Histogram,
+    /// Sessions moved to a new client address.
+    pub moves: IntCounter,
 }
 
 impl Metrics {
@@ -268,6 +272,11 @@ impl Metrics {
                 "gsrelay_dropped_packets_total",
                 "Inbound packets dropped, by reason.",
                 &["reason"],
+            ),
+            address_moves: counter_vec(
+                "gsrelay_address_moves_total",
+                "Sessions moved to a new client address by an authenticated packet, by transport.",
+                &["transport"],
             ),
             feedback: counter_vec(
                 "gsrelay_rtcp_feedback_total",
@@ -453,6 +462,7 @@ impl Metrics {
             Box::new(m.packets.clone()),
             Box::new(m.bytes.clone()),
             Box::new(m.dropped.clone()),
+            Box::new(m.address_moves.clone()),
             Box::new(m.feedback.clone()),
             Box::new(m.snapshot_packets.clone()),
             Box::new(m.snapshots.clone()),
@@ -577,6 +587,7 @@ impl Metrics {
             bytes_in: self.bytes.with_label_values(&[transport, "in"]),
             bytes_out: self.bytes.with_label_values(&[transport, "out"]),
             latency: self.latency(transport),
+            moves: self.address_moves.with_label_values(&[transport]),
         }
     }
 

@@ -294,32 +294,156 @@ async fn a_nack_over_srtp_is_answered_under_a_fresh_index() {
     }
 }
 
+fn moves(h: &Harness) -> u64 {
+    h.metrics.address_moves.with_label_values(&["udp"]).get()
+}
+
+/// A client whose address changed: the session, its SSRC and its numbering carry on, the
+/// room sees no BYE, and the old address is sent nothing more.
 #[tokio::test]
-async fn valid_packets_for_a_session_from_another_address_are_dropped() {
+async fn an_authenticated_packet_from_a_new_address_moves_the_session() {
+    for profile in SrtpProfile::ALL {
+        let h = relay(false).await;
+        let mut publisher = h.client(true, false, profile).await;
+        let mut sub = h.client(false, true, profile).await;
+        sub.send_rr().await.unwrap();
+        publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
+        let first = sub.recv(WAIT).await.unwrap();
+        let Some(Received::Rtp { seq: seq1, .. }) = first else {
+            panic!("{profile}: {first:?}");
+        };
+        // The publisher moves: its next packet, from the new address, goes on as before.
+        publisher.rebind().unwrap();
+        publisher.send_objects(&[head(1, 2.0)]).await.unwrap();
+        let next = sub.recv(WAIT).await.unwrap();
+        let Some(Received::Rtp { ssrc, seq, .. }) = next else {
+            panic!("{profile}: no BYE, the stream goes on: {next:?}");
+        };
+        assert_eq!(
+            (ssrc, seq),
+            (publisher.ssrc(), seq1.wrapping_add(1)),
+            "{profile}"
+        );
+        // The subscriber moves; a socket on its old address hears nothing more.
+        let old = sub.local_addr().unwrap();
+        sub.rebind().unwrap();
+        let spy = UdpSocket::bind(old).await.unwrap();
+        sub.send_rr().await.unwrap();
+        // The relay heard the RR from the new address once it counts the move.
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while moves(&h) < 2 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{profile}: no move counted"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        publisher.send_objects(&[head(1, 3.0)]).await.unwrap();
+        assert_eq!(
+            sub.recv_objects(WAIT).await.unwrap(),
+            Some((publisher.ssrc(), vec![head(1, 3.0)])),
+            "{profile}"
+        );
+        let mut buf = [0u8; 2048];
+        assert!(
+            tokio::time::timeout(QUIET, spy.recv_from(&mut buf))
+                .await
+                .is_err(),
+            "{profile}: the old address still receives"
+        );
+        assert_eq!(moves(&h), 2, "{profile}");
+    }
+}
+
+/// A copy of a packet the relay already took, sent from elsewhere, moves nothing: the
+/// replay window refuses it before the address could change.
+#[tokio::test]
+async fn a_replayed_packet_from_another_address_moves_nothing() {
     let h = relay(false).await;
     let profile = SrtpProfile::AeadAes128Gcm;
-    let answer = h.answer(true, false, Some(profile)).await;
-    let mut publisher = Client::from_answer(answer.clone(), Dialect::Draft01)
-        .await
-        .unwrap();
-    // Same keys, other socket: authenticates, but the session is latched elsewhere.
-    let mut thief = Client::from_answer(answer, Dialect::Draft01).await.unwrap();
-    let mut sub = h.client(false, true, profile).await;
+    let answer = h.answer(false, true, Some(profile)).await;
+    let keys = answer.srtp().unwrap().clone();
+    let mut sub = Client::from_answer(answer, Dialect::Draft01).await.unwrap();
+    let mut publisher = h.client(true, false, profile).await;
+    // What the subscriber's first RR looks like on the wire: the same keys, the same index.
+    let client = KeyMaterial::from_base64(profile, &keys.client_key).unwrap();
+    let relay_key = KeyMaterial::from_base64(profile, &keys.relay_key).unwrap();
+    let mut mirror = SrtpSession::for_client(profile, &client, &relay_key).unwrap();
+    let mut rr = Vec::new();
+    gsrelay::rtp::rtcp::write_rr(&mut rr, sub.ssrc(), &[]).unwrap();
+    let copy = mirror.seal_rtcp(&rr).unwrap();
     sub.send_rr().await.unwrap();
-
     publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
+    assert!(sub.recv_objects(WAIT).await.unwrap().is_some());
+    let elsewhere = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    elsewhere.send_to(&copy, h.t.local_addr).await.unwrap();
+    publisher.send_objects(&[head(1, 2.0)]).await.unwrap();
     assert_eq!(
         sub.recv_objects(WAIT).await.unwrap(),
-        Some((publisher.ssrc(), vec![head(1, 1.0)]))
+        Some((publisher.ssrc(), vec![head(1, 2.0)])),
+        "the session stayed where it was"
     );
-    thief.send_objects(&[head(1, 666.0)]).await.unwrap();
+    assert_eq!(h.dropped("replay"), 1);
+    assert_eq!(moves(&h), 0);
+    let mut buf = [0u8; 2048];
+    assert!(
+        tokio::time::timeout(QUIET, elsewhere.recv_from(&mut buf))
+            .await
+            .is_err()
+    );
+}
+
+/// Forged packets from other addresses: a few are authenticated and fail, the rest of a
+/// flood is dropped unopened; the session never moves.
+#[tokio::test]
+async fn a_flood_of_forgeries_from_other_addresses_is_bounded_and_moves_nothing() {
+    let h = relay(false).await;
+    let profile = SrtpProfile::AesCm128HmacSha1_80;
+    let mut publisher = h.client(true, false, profile).await;
+    let mut sub = h.client(false, true, profile).await;
+    sub.send_rr().await.unwrap();
+    publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
+    assert!(sub.recv_objects(WAIT).await.unwrap().is_some());
+    let wrong = KeyMaterial::generate(profile).unwrap();
+    let mut forger = SrtpSession::for_client(profile, &wrong, &wrong).unwrap();
+    let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let flood = 200u64;
+    for _ in 0..flood {
+        let mut rr = Vec::new();
+        gsrelay::rtp::rtcp::write_rr(&mut rr, sub.ssrc(), &[]).unwrap();
+        socket
+            .send_to(&forger.seal_rtcp(&rr).unwrap(), h.t.local_addr)
+            .await
+            .unwrap();
+    }
+    // The relay reads its socket in order: once the publisher's next packet is through,
+    // the flood before it has been counted.
     publisher.send_objects(&[head(1, 2.0)]).await.unwrap();
-    // The next packet the subscriber sees is the publisher's: the thief's was dropped.
     assert_eq!(
         sub.recv_objects(WAIT).await.unwrap(),
         Some((publisher.ssrc(), vec![head(1, 2.0)]))
     );
-    assert_eq!(h.dropped("address_mismatch"), 1);
+    // A shard exports its counts after its next input: keep it busy until they are in.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let refused = || h.dropped("auth_failed") + h.dropped("replay") + h.dropped("address_mismatch");
+    while refused() < flood {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the flood is not all counted"
+        );
+        sub.send_rr().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(refused(), flood);
+    // Within one second at most MOVE_TRIES_PER_SEC were opened (two seconds' worth if
+    // the flood straddled a second's turn).
+    // Those opened failed by their tag or, an index the session already used, as replays.
+    let tried = h.dropped("auth_failed") + h.dropped("replay");
+    assert!(
+        tried >= 1 && tried <= 2 * u64::from(gsrelay::internal::udp::MOVE_TRIES_PER_SEC),
+        "{tried}"
+    );
+    assert_eq!(moves(&h), 0);
 }
 
 /// xorshift64: a fixed-seed source for the noise test.
@@ -462,6 +586,18 @@ async fn plain_rtp_only_when_allowed() {
         sub.recv_objects(WAIT).await.unwrap(),
         Some((publisher.ssrc(), vec![head(1, 3.0)]))
     );
+    // A plain session cannot prove a move: from another address it is dropped unopened.
+    publisher.rebind().unwrap();
+    publisher.send_objects(&[head(1, 4.0)]).await.unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while h.dropped("address_mismatch") < 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the moved plain packet was taken"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(moves(&h), 0);
 }
 
 #[tokio::test]

@@ -512,14 +512,23 @@ impl Client {
         }
     }
 
-    /// Moves a QUIC session to a new local socket, as when the client's address changes
-    /// (QUIC connection migration); the session carries on. UDP sessions cannot move: the
-    /// relay latches their first address.
-    pub fn rebind(&self) -> Result<(), ClientError> {
-        match &self.link {
+    /// Moves the session to a new local socket, as when the client's address changes.
+    /// QUIC migrates its connection; over UDP the relay moves the session on the next
+    /// packet it authenticates from the new address (send one, an RR will do). A WebRTC
+    /// session cannot move this way (its ICE would have to restart).
+    pub fn rebind(&mut self) -> Result<(), ClientError> {
+        match &mut self.link {
             Link::Quic(q) => Ok(q.rebind()?),
-            Link::Udp { .. } | Link::WebRtc(_) => Err(ClientError::Io(std::io::Error::other(
-                "only a QUIC session can change its address",
+            Link::Udp { socket, .. } => {
+                let local = SocketAddr::new(socket.local_addr()?.ip(), 0);
+                let fresh = std::net::UdpSocket::bind(local)?;
+                fresh.connect(socket.peer_addr()?)?;
+                fresh.set_nonblocking(true)?;
+                *socket = UdpSocket::from_std(fresh)?;
+                Ok(())
+            }
+            Link::WebRtc(_) => Err(ClientError::Io(std::io::Error::other(
+                "a WebRTC session cannot change its address",
             ))),
         }
     }

@@ -9,14 +9,24 @@
 //! Datagrams are demultiplexed on the one port (rtcp-mux, RFC 5761) by [`classify`]; the
 //! SSRC in the clear header (RTP: the SSRC field; RTCP: the sender SSRC) names the session.
 //! The packet is unprotected with that session's keys, and the first packet that
-//! authenticates **latches** the session to its source address; after that,
-//! packets for the session from any other address are dropped before decryption
-//! (`address_mismatch`). A failed packet never latches, so a forger cannot steal or block
-//! another session's address; nor can it poison the replay window, which SRTP moves only
-//! for authenticated packets (see [`crate::rtp::srtp`]), so each session's SRTP context is
-//! made once at join and used before and after latching. Packets are unprotected in place,
-//! in the receive buffer. Plain-RTP sessions (`--insecure-plain-rtp`) latch on their first
-//! packet. Drops are counted in `gsrelay_dropped_packets_total` by reason.
+//! authenticates **latches** the session to its source address. A failed packet never
+//! latches, so a forger cannot steal or block another session's address; nor can it poison
+//! the replay window, which SRTP moves only for authenticated packets (see
+//! [`crate::rtp::srtp`]), so each session's SRTP context is made once at join and used
+//! before and after latching. Packets are unprotected in place, in the receive buffer.
+//!
+//! **A session moves** when its client's address changes (Wi-Fi to cellular, a NAT
+//! rebinding): a packet from another address that authenticates, and is no replay, moves
+//! the session there, and the old address is sent nothing more (counted in
+//! `gsrelay_address_moves_total{transport="udp"}`). Only the session's keys can produce
+//! such a packet, so an off-path attacker cannot move it; one on the path, who could as well
+//! drop the session's packets, could race a copy of a fresh packet from its own address,
+//! the risk QUIC's migration also accepts without path validation (RFC 9000 §9.3). Trying
+//! a packet from another address costs an authentication, so each session gets at most
+//! [`MOVE_TRIES_PER_SEC`] such tries a second; beyond them, and always for plain-RTP
+//! sessions (`--insecure-plain-rtp`, which latch on their first packet and cannot prove a
+//! move), packets from another address are dropped before decryption
+//! (`address_mismatch`). Drops are counted in `gsrelay_dropped_packets_total` by reason.
 //!
 //! Readable datagrams are read with `recvmmsg`, up to `RECV_BATCH` per syscall, with one
 //! clock reading per batch (the core never reads the clock), and what a batch produced is
@@ -56,6 +66,11 @@ const RECV_SLOT_SPARE: usize = 64;
 
 /// Transport label in metrics.
 const TRANSPORT: &str = "udp";
+
+/// Packets from an address other than its own a session may have authenticated per
+/// second, to move there: a legitimate move needs one, a forger's flood gets this many
+/// authentications at most.
+pub const MOVE_TRIES_PER_SEC: u32 = 8;
 
 /// How the UDP transport runs.
 #[derive(Debug, Clone)]
@@ -112,8 +127,26 @@ fn size_buffers(socket: &UdpSocket, recv: Option<usize>, send: Option<usize>) ->
 pub(super) struct Peer {
     sec: Security,
     /// Where its packets come from and where the relay sends; set by its first
-    /// authenticated packet.
+    /// authenticated packet, moved by a later one from elsewhere.
     addr: Option<SocketAddr>,
+    /// Tries to move this second: when the second began, and how many so far.
+    move_tries: (Option<Instant>, u32),
+}
+
+impl Peer {
+    /// Whether a packet from another address than the session's may be tried, at `now`.
+    fn may_try_move(&mut self, now: Instant) -> bool {
+        if matches!(self.sec, Security::Plain) {
+            return false;
+        }
+        let (since, tries) = &mut self.move_tries;
+        if since.is_none_or(|s| now.saturating_duration_since(s).as_secs() >= 1) {
+            *since = Some(now);
+            *tries = 0;
+        }
+        *tries += 1;
+        *tries <= MOVE_TRIES_PER_SEC
+    }
 }
 
 /// How a session's packets are protected.
@@ -193,7 +226,8 @@ impl UdpPort {
         let Some(peer) = self.peers.get_mut(&id) else {
             return Err("not_udp_session");
         };
-        if peer.addr.is_some_and(|a| a != from) {
+        let moving = peer.addr.is_some_and(|a| a != from);
+        if moving && !peer.may_try_move(now) {
             return Err("address_mismatch");
         }
         let plain_len = match &mut peer.sec {
@@ -208,6 +242,10 @@ impl UdpPort {
         if peer.addr.is_none() {
             tracing::debug!(session = id, addr = %from, "session latched");
             peer.addr = Some(from);
+        } else if moving {
+            tracing::info!(session = id, addr = %from, "session moved to a new address");
+            peer.addr = Some(from);
+            self.counters.moves.inc();
         }
         core.packet(now, id, class, plain);
         Ok(())
@@ -230,7 +268,12 @@ impl UdpPort {
                 (Security::Keyed(Box::new(srtp)), Some(keys))
             }
         };
-        Ok((Peer { sec, addr: None }, keys))
+        let peer = Peer {
+            sec,
+            addr: None,
+            move_tries: (None, 0),
+        };
+        Ok((peer, keys))
     }
 
     /// Keeps a joined session's link until [`Port::forget`].
