@@ -167,6 +167,10 @@ async fn closing_a_room_ends_its_sessions_with_a_bye_and_refuses_joins_for_a_whi
     let (ra, rb) = (alice.relay_ssrc(), bob.relay_ssrc());
     assert_bye_for(&mut alice, ra).await;
     assert_bye_for(&mut bob, rb).await;
+    // The clients know the relay ended them, and do not come back by themselves.
+    alice.set_silence(Some(Duration::from_millis(1)));
+    assert!(alice.ended_by_relay() && bob.ended_by_relay());
+    assert!(!alice.rejoin_if_silent().await.unwrap());
     let (status, _) = get(&server, "/v1/rooms/doomed", &admin).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     // Joins are refused while it is closed, with how long to wait.

@@ -252,6 +252,9 @@ pub struct Client {
     arrivals: Option<feedback::Arrivals>,
     /// What was heard of the relay, to tell when it is gone.
     liveness: Liveness,
+    /// The relay ended the session (an RTCP BYE from its SSRC: the room was closed or
+    /// this identity removed): the client does not rejoin by itself.
+    ended_by_relay: bool,
 }
 
 impl Client {
@@ -290,6 +293,14 @@ impl Client {
         }
         *self = Self::open(http, Some(self.joined.ssrc)).await?;
         Ok(())
+    }
+
+    /// Whether the relay ended the session: it sent an RTCP BYE from its own SSRC, as it
+    /// does when the room's admin closes the room or removes this identity
+    /// (`docs/backend.md`). Such a client is not rejoined by
+    /// [`rejoin_if_silent`](Self::rejoin_if_silent): the backend meant it to go.
+    pub fn ended_by_relay(&self) -> bool {
+        self.ended_by_relay
     }
 
     /// When the client last heard from the relay: the latest packet that authenticated,
@@ -341,7 +352,7 @@ impl Client {
     /// false.
     pub async fn rejoin_if_silent(&mut self) -> Result<bool, ClientError> {
         let now = Instant::now();
-        if !self.liveness.is_silent(now) || !self.liveness.may_retry(now) {
+        if self.ended_by_relay || !self.liveness.is_silent(now) || !self.liveness.may_retry(now) {
             return Ok(false);
         }
         tracing::debug!(
@@ -475,6 +486,7 @@ impl Client {
             sender_reports: HashMap::new(),
             arrivals: None,
             liveness: Liveness::new(None, Instant::now()),
+            ended_by_relay: false,
         })
     }
 
@@ -753,6 +765,12 @@ impl Client {
             let report = matches!(&got, Ok(Received::Rtcp(items)) if is_report(items));
             if got.is_ok() {
                 self.liveness.heard(now, report);
+            }
+            if let Ok(Received::Rtcp(items)) = &got {
+                let relay = self.joined.relay_ssrc;
+                self.ended_by_relay |= items
+                    .iter()
+                    .any(|i| matches!(i, RtcpItem::Bye { ssrcs } if ssrcs.contains(&relay)));
             }
             match got {
                 Ok(Received::Rtcp(items)) if report => {

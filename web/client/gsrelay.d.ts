@@ -886,6 +886,13 @@ export declare class Session {
   onrejoin: ((info: RejoinInfo) => void) | null;
   /** Called with the error of each failed rejoin attempt (it is tried again). */
   onrejoinerror: ((error: Error) => void) | null;
+  /**
+   * Whether the relay ended the session (an RTCP BYE from its own SSRC: the backend closed
+   * the room or removed this identity); such a session is not rejoined.
+   */
+  endedByRelay: boolean;
+  /** Called once when the relay ends the session. */
+  onended: ((info: { reason: "ended_by_relay" }) => void) | null;
   private generation;
   private rejoining;
   private closing;

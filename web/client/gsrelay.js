@@ -1699,6 +1699,12 @@ const REJOIN_RETRY_MAX_MS = 8000;
 const LEAVE_WAIT_MS = 2000;
 
 /** Whether a packet is one of the relay's periodic reports (a compound starting with SR or RR). */
+/** Whether an RTCP packet holds a BYE naming `ssrc`. */
+function byeFrom(packet, ssrc) {
+  const r = parseRtcp(packet);
+  return r.ok && r.items.some((i) => i.type === "bye" && i.ssrcs.includes(ssrc >>> 0));
+}
+
 function isReport(packet) {
   return isRtcp(packet) && (packet[1] === RTCP.SR || packet[1] === RTCP.RR);
 }
@@ -1816,6 +1822,13 @@ export class Session {
     this.onrejoin = null;
     /** Called with the error of each failed rejoin attempt (it is tried again). */
     this.onrejoinerror = null;
+    /**
+     * Whether the relay ended the session (an RTCP BYE from its own SSRC: the room was
+     * closed, or this identity removed, by the backend); such a session is not rejoined.
+     */
+    this.endedByRelay = false;
+    /** Called once when the relay ends the session. */
+    this.onended = null;
     this.generation = 0;
     this.rejoining = null;
     this.closing = false;
@@ -1856,6 +1869,10 @@ export class Session {
 
   onPacket(p) {
     this.liveness.heard(isReport(p));
+    if (!this.endedByRelay && isRtcp(p) && this.answer && byeFrom(p, this.answer.relay_ssrc)) {
+      this.endedByRelay = true;
+      this.onended?.({ reason: "ended_by_relay" });
+    }
     if (this.room.ingest(p) === "rtp" && this.firstStateMs === null) {
       this.firstStateMs = performance.now() - this.startedMs;
     }
@@ -1873,7 +1890,7 @@ export class Session {
 
   /** The watchdog's tick: rejoins when the relay is silent. */
   check() {
-    if (this.closing || this.rejoining || !this.liveness.isSilent()) return;
+    if (this.closing || this.rejoining || this.endedByRelay || !this.liveness.isSilent()) return;
     this.rejoin(this.liveness.failed ? "closed" : "silence").catch(() => {});
   }
 
