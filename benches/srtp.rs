@@ -57,12 +57,15 @@ fn bench_srtp(c: &mut Criterion) {
             let mut plain = rtp(payload);
             let mut buf = Vec::with_capacity(HEADER + payload + profile.rtcp_overhead());
             let mut seq = 0u16;
-            group.bench_function(BenchmarkId::new(format!("{profile}/protect"), payload), |b| {
-                b.iter(|| {
-                    seal_next(&mut sender, &mut plain, &mut seq, &mut buf);
-                    black_box(&buf);
-                })
-            });
+            group.bench_function(
+                BenchmarkId::new(format!("{profile}/protect"), payload),
+                |b| {
+                    b.iter(|| {
+                        seal_next(&mut sender, &mut plain, &mut seq, &mut buf);
+                        black_box(&buf);
+                    })
+                },
+            );
             let (mut sender, mut receiver) = pair(profile);
             let mut seq = 0u16;
             group.bench_function(
