@@ -6,7 +6,10 @@
 //! - A Rust client publishes, libsrtp subscribes (SRTCP RR, SRTCP FIR): libsrtp unprotects
 //!   the relay's SRTP snapshot.
 //!
-//! Both for both SRTP profiles. Without `pylibsrtp` these tests fail with the install hint,
+//! Both for both SRTP profiles, and on both SRTP backends: the relay's sessions run on the
+//! one the process picks (accelerated where the CPU has VAES and AVX-512), and
+//! [`relay_libsrtp_on_the_portable_backend`] runs both tests again in a child process with
+//! `GSRELAY_SRTP_PORTABLE=1`. Without `pylibsrtp` these tests fail with the install hint,
 //! unless `GSRELAY_SKIP_LIBSRTP=1` is set (then they say loudly that they skipped).
 
 mod support;
@@ -20,8 +23,8 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::time::Duration;
-use support::libsrtp;
 use support::server::{PUBLISH, SUBSCRIBE, base, start, token};
+use support::{libsrtp, srtp_backend};
 use tokio::process::Command;
 
 const CLIENT: &str = concat!(
@@ -124,6 +127,7 @@ async fn relay_unprotects_libsrtp_publisher() {
     if !libsrtp::available("relay/libsrtp interop test") {
         return;
     }
+    srtp_backend::expected();
     for profile in SrtpProfile::ALL {
         let server = start().await;
         let mut sub = rust_client(&server, SUBSCRIBE, profile).await;
@@ -185,6 +189,7 @@ async fn libsrtp_unprotects_relay_snapshots() {
     if !libsrtp::available("relay/libsrtp interop test") {
         return;
     }
+    srtp_backend::expected();
     for profile in SrtpProfile::ALL {
         let server = start().await;
         let mut publisher = rust_client(&server, PUBLISH, profile).await;
@@ -247,5 +252,17 @@ async fn libsrtp_unprotects_relay_snapshots() {
         }
         assert_eq!(server.metrics.snapshots.get(), 2, "{profile}");
         server.shutdown().await.unwrap();
+    }
+}
+
+/// Both tests above, again with the relay on the portable SRTP backend (a no-op in that
+/// re-run itself).
+#[test]
+fn relay_libsrtp_on_the_portable_backend() {
+    if libsrtp::available("relay/libsrtp interop test") {
+        srtp_backend::rerun_on_the_portable_backend(&[
+            "relay_unprotects_libsrtp_publisher",
+            "libsrtp_unprotects_relay_snapshots",
+        ]);
     }
 }

@@ -1,5 +1,10 @@
 //! SRTP protect and unprotect allocate nothing per packet, counted by a global allocator
-//! that tallies the allocations made on the test's own thread.
+//! that tallies the allocations made on the test's own thread; on the SRTP backend the
+//! process picks, and again on the portable one (a child process with
+//! `GSRELAY_SRTP_PORTABLE=1`).
+
+#[path = "support/srtp_backend.rs"]
+mod srtp_backend;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -77,6 +82,7 @@ fn protect_and_unprotect_allocate_nothing_per_packet() {
         let relay_key = KeyMaterial::generate(profile).unwrap();
         let mut client = SrtpSession::for_client(profile, &client_key, &relay_key).unwrap();
         let mut relay = SrtpSession::for_relay(profile, &client_key, &relay_key).unwrap();
+        assert_eq!(relay.backend(), srtp_backend::expected());
         let mut buf = Vec::with_capacity(2048);
         // The first packet of each kind makes its SSRC's window: one map entry each.
         for rtcp in [false, true] {
@@ -108,4 +114,12 @@ fn protect_and_unprotect_allocate_nothing_per_packet() {
         }
         assert_eq!(allocations() - before, 0, "{profile}");
     }
+}
+
+#[test]
+fn nothing_is_allocated_per_packet_on_the_portable_backend_either() {
+    srtp_backend::rerun_on_the_portable_backend(&[
+        "the_counter_sees_allocations",
+        "protect_and_unprotect_allocate_nothing_per_packet",
+    ]);
 }

@@ -5,6 +5,10 @@
 //! directions, both profiles, with replay protection on both sides, across several
 //! sequence-number rollovers. Without the package these tests fail, unless
 //! `GSRELAY_SKIP_LIBSRTP=1` is set.
+//!
+//! Each runs on the SRTP backend the process picks (accelerated where the CPU has VAES and
+//! AVX-512), and [`libsrtp_interop_on_the_portable_backend`] runs them all again in a child
+//! process with `GSRELAY_SRTP_PORTABLE=1`.
 
 mod support;
 
@@ -12,8 +16,8 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use gsrelay::rtp::srtp::{KeyMaterial, SrtpError, SrtpProfile, SrtpSession};
-use support::libsrtp;
 use support::srtp::Copying;
+use support::{libsrtp, srtp_backend};
 
 const PEER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/srtp_peer.py");
 const SSRC: u32 = 0x0bad_cafe;
@@ -123,6 +127,7 @@ fn relay_session(profile: SrtpProfile) -> (KeyMaterial, KeyMaterial, SrtpSession
     let client_key = KeyMaterial::generate(profile).unwrap();
     let relay_key = KeyMaterial::generate(profile).unwrap();
     let relay = SrtpSession::for_relay(profile, &client_key, &relay_key).unwrap();
+    assert_eq!(relay.backend(), srtp_backend::expected());
     (client_key, relay_key, relay)
 }
 
@@ -222,5 +227,18 @@ fn libsrtp_follows_the_relays_rollover_counter() {
 fn relay_follows_libsrtps_rollover_counter() {
     if libsrtp::available("libsrtp interop test") {
         check_relay_unprotects(&rollover_traffic());
+    }
+}
+
+/// The four tests above, again on the portable backend (a no-op in that re-run itself).
+#[test]
+fn libsrtp_interop_on_the_portable_backend() {
+    if libsrtp::available("libsrtp interop test") {
+        srtp_backend::rerun_on_the_portable_backend(&[
+            "libsrtp_unprotects_what_the_relay_protects",
+            "relay_unprotects_what_libsrtp_protects",
+            "libsrtp_follows_the_relays_rollover_counter",
+            "relay_follows_libsrtps_rollover_counter",
+        ]);
     }
 }

@@ -9,6 +9,7 @@ pub mod redis;
 pub mod serve;
 pub mod server;
 pub mod srtp;
+pub mod srtp_backend;
 pub mod tools;
 pub mod transports;
 

@@ -15,6 +15,19 @@
 //! an SSRC is seen. The primitives are RustCrypto's `aes` (AES-NI when the CPU has it) +
 //! `ctr` and `hmac` + `sha1` (SHA-NI when present) for AES-CM, and ring's AES-GCM.
 //!
+//! # At the hardware's speed, with the portable path beside it
+//!
+//! Where the CPU has VAES and AVX-512 (checked at run time), AES-CM's keystream comes from
+//! a VAES kernel that encrypts sixteen blocks at once (`accel`): the accelerated backend,
+//! [`SrtpBackend::Accelerated`]. The portable backend, [`SrtpBackend::Portable`], is the
+//! code above, and what runs on any other CPU. Both give the same bytes. The rest already
+//! runs on the CPU's best instructions on both backends, each crate choosing at run time:
+//! HMAC-SHA1 on SHA-NI (`sha1`), AES-GCM on VAES + VPCLMULQDQ (ring's AVX2 code).
+//! `GSRELAY_SRTP_PORTABLE=1` in the environment, read once per process, keeps every session
+//! on the portable backend (the tests run the libsrtp interop both ways with it);
+//! [`SrtpBackend::current`] says which one sessions get. `docs/benchmarks.md`, "SRTP at
+//! the hardware's speed", has the figures.
+//!
 //! # Indexes, replay and forgeries
 //!
 //! Each direction keeps, per SSRC, the highest SRTP index and SRTCP index it accepted and
@@ -32,12 +45,14 @@
 //! [RFC 3711]: https://www.rfc-editor.org/rfc/rfc3711
 //! [RFC 7714]: https://www.rfc-editor.org/rfc/rfc7714
 
+mod accel;
 mod cipher;
 mod kdf;
 mod replay;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -132,6 +147,69 @@ impl FromStr for SrtpProfile {
             .into_iter()
             .find(|profile| profile.name() == s)
             .ok_or_else(|| SrtpError::UnknownProfile(s.to_owned()))
+    }
+}
+
+/// The environment variable that, set to `1`, keeps every session of the process on
+/// [`SrtpBackend::Portable`]. Read once, when the first session is made.
+pub const PORTABLE_ENV: &str = "GSRELAY_SRTP_PORTABLE";
+
+/// Which implementation of the SRTP primitives a session runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SrtpBackend {
+    /// AES-CM's keystream on VAES with AVX-512 (sixteen AES blocks at once); only where
+    /// the CPU has VAES, AVX-512F and AVX-512BW.
+    Accelerated,
+    /// RustCrypto's `aes` on AES-NI (or in software on a CPU without it) for AES-CM's
+    /// keystream: runs on any CPU.
+    Portable,
+}
+
+impl SrtpBackend {
+    /// Both backends.
+    pub const ALL: [Self; 2] = [Self::Accelerated, Self::Portable];
+
+    /// The backend this process's sessions use: [`Accelerated`](Self::Accelerated) when
+    /// the CPU can run it and [`PORTABLE_ENV`] is not `1`, else
+    /// [`Portable`](Self::Portable). Decided (and logged) once.
+    pub fn current() -> Self {
+        static CURRENT: OnceLock<SrtpBackend> = OnceLock::new();
+        *CURRENT.get_or_init(|| {
+            let forced = std::env::var_os(PORTABLE_ENV).is_some_and(|v| v == "1");
+            let backend = if !forced && Self::Accelerated.supported() {
+                Self::Accelerated
+            } else {
+                Self::Portable
+            };
+            tracing::info!(
+                backend = backend.name(),
+                forced_portable = forced,
+                "SRTP primitives chosen"
+            );
+            backend
+        })
+    }
+
+    /// Whether this CPU can run the backend.
+    pub fn supported(self) -> bool {
+        match self {
+            Self::Accelerated => accel::VaesCtr::supported(),
+            Self::Portable => true,
+        }
+    }
+
+    /// The backend's name, `"accelerated"` or `"portable"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Accelerated => "accelerated",
+            Self::Portable => "portable",
+        }
+    }
+}
+
+impl fmt::Display for SrtpBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -278,7 +356,11 @@ struct Direction {
 }
 
 impl Direction {
-    fn new(profile: SrtpProfile, key: &KeyMaterial) -> Result<Self, SrtpError> {
+    fn new(
+        profile: SrtpProfile,
+        key: &KeyMaterial,
+        backend: SrtpBackend,
+    ) -> Result<Self, SrtpError> {
         if key.profile != profile {
             return Err(SrtpError::BadKey(format!(
                 "key is for {}, session uses {profile}",
@@ -287,8 +369,8 @@ impl Direction {
         }
         let kdf = key.kdf()?;
         Ok(Self {
-            srtp: Cipher::derive(profile, &kdf, false)?,
-            srtcp: Cipher::derive(profile, &kdf, true)?,
+            srtp: Cipher::derive(profile, &kdf, false, backend)?,
+            srtcp: Cipher::derive(profile, &kdf, true, backend)?,
             srtp_seen: Windows::with_capacity(SSRCS_AHEAD),
             srtcp_seen: Windows::with_capacity(SSRCS_AHEAD),
         })
@@ -303,6 +385,7 @@ impl Direction {
 /// drops packets whose SSRC is not the session's before unprotecting them (`docs/security.md`).
 pub struct SrtpSession {
     profile: SrtpProfile,
+    backend: SrtpBackend,
     inbound: Direction,
     outbound: Direction,
 }
@@ -332,16 +415,25 @@ impl SrtpSession {
         inbound_key: &KeyMaterial,
         outbound_key: &KeyMaterial,
     ) -> Result<Self, SrtpError> {
+        let backend = SrtpBackend::current();
         Ok(Self {
             profile,
-            inbound: Direction::new(profile, inbound_key)?,
-            outbound: Direction::new(profile, outbound_key)?,
+            backend,
+            inbound: Direction::new(profile, inbound_key, backend)?,
+            outbound: Direction::new(profile, outbound_key, backend)?,
         })
     }
 
     /// The session's protection profile.
     pub fn profile(&self) -> SrtpProfile {
         self.profile
+    }
+
+    /// The backend the session's primitives run on ([`SrtpBackend::current`] when it was
+    /// made). With AEAD_AES_128_GCM both backends run the same code, ring's, which picks
+    /// its VAES + VPCLMULQDQ path at run time by itself.
+    pub fn backend(&self) -> SrtpBackend {
+        self.backend
     }
 
     /// Encrypts and authenticates the RTP packet in `packet`, appending the
@@ -452,6 +544,7 @@ impl fmt::Debug for SrtpSession {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SrtpSession")
             .field("profile", &self.profile)
+            .field("backend", &self.backend)
             .finish_non_exhaustive()
     }
 }
