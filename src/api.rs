@@ -42,6 +42,10 @@ pub struct JoinBody {
     /// The client's SDP offer; a `webrtc` join carries one, no other does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sdp_offer: Option<String>,
+    /// A resume credential of an earlier join's answer: the join takes that session back
+    /// (or, the relay having forgotten it, its SSRCs) rather than opening another.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume: Option<String>,
 }
 
 /// Whether an interest is the one a join without any gets.
@@ -61,6 +65,10 @@ pub struct JoinAnswerBody {
     pub relay_ssrc: u32,
     /// SSRCs of the streams already in the room.
     pub streams: Vec<u32>,
+    /// The credential that resumes this session (`docs/api.md`, "Resume"); each answer
+    /// gives the next one, and only the newest is taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<String>,
     /// How to reach the session: one object keyed by the transport's name.
     #[serde(flatten)]
     pub transport: TransportAnswer,
@@ -208,6 +216,7 @@ mod tests {
             ssrc: 1,
             relay_ssrc: 2,
             streams: vec![3],
+            resume: None,
             transport,
         }
     }

@@ -262,7 +262,14 @@ async fn join_answer_has_the_contract_shape_for_both_profiles() {
         let answer: Value = resp.json().await.unwrap();
         assert_eq!(
             keys(&answer),
-            BTreeSet::from(["session_id", "ssrc", "relay_ssrc", "streams", "rtp"]),
+            BTreeSet::from([
+                "session_id",
+                "ssrc",
+                "relay_ssrc",
+                "streams",
+                "resume",
+                "rtp"
+            ]),
             "{answer}"
         );
         let id = answer["session_id"].as_str().unwrap();

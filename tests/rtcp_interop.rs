@@ -65,6 +65,7 @@ impl Harness {
         };
         let cmd = JoinCommand {
             request,
+            generation: 0,
             transport: TransportRequest::Rtp(None),
         };
         self.t.handle.join(cmd).await.unwrap()

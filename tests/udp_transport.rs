@@ -58,6 +58,7 @@ impl Harness {
             .handle
             .join(JoinCommand {
                 request,
+                generation: 0,
                 transport: TransportRequest::Rtp(profile),
             })
             .await
@@ -559,6 +560,7 @@ async fn plain_rtp_only_when_allowed() {
         h.t.handle
             .join(JoinCommand {
                 request,
+                generation: 0,
                 transport: TransportRequest::Rtp(None),
             })
             .await;

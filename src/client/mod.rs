@@ -255,6 +255,8 @@ pub struct Client {
     /// The relay ended the session (an RTCP BYE from its SSRC: the room was closed or
     /// this identity removed): the client does not rejoin by itself.
     ended_by_relay: bool,
+    /// The resume credential of the last join's answer.
+    resume: Option<String>,
 }
 
 impl Client {
@@ -273,7 +275,7 @@ impl Client {
             opts,
         };
         let ssrc = http.opts.ssrc;
-        Self::open(http, ssrc).await
+        Self::open(http, ssrc, None).await
     }
 
     /// Joins again with the same room, token and options, asking for the same SSRC
@@ -291,8 +293,47 @@ impl Client {
         if let Err(e) = delete_session(&http, self.joined.session, REJOIN_LEAVE_TIMEOUT).await {
             tracing::debug!(error = %e, "leaving the old session before a rejoin failed");
         }
-        *self = Self::open(http, Some(self.joined.ssrc)).await?;
+        *self = Self::open(http, Some(self.joined.ssrc), None).await?;
         Ok(())
+    }
+
+    /// Takes the same session back with the resume credential of the last join's answer
+    /// (`docs/api.md`, "Resume"), over a new socket or connection and new keys: for when
+    /// the client lost its path. Where the relay still holds the session, nothing else
+    /// changes (the room sees no BYE, the stream's numbering goes on); where it has
+    /// forgotten it (it restarted), the relay opens a session with the same SSRC. On
+    /// failure the client is unchanged and may try again, or [`rejoin`](Self::rejoin).
+    pub async fn resume(&mut self) -> Result<(), ClientError> {
+        let http = self.http.clone().ok_or(ClientError::NoHttp)?;
+        let credential = self
+            .resume
+            .clone()
+            .ok_or_else(|| ClientError::BadAnswer("no resume credential".into()))?;
+        let mut next = Self::open(http, Some(self.joined.ssrc), Some(&credential)).await?;
+        // The stream goes on: its numbering and clock, as if the path had never broken.
+        next.seq = self.seq;
+        next.ts_base = self.ts_base;
+        next.epoch = self.epoch;
+        next.fir_seq = self.fir_seq;
+        *self = next;
+        Ok(())
+    }
+
+    /// The resume credential of the last join's answer, if the relay gave one.
+    pub fn resume_credential(&self) -> Option<&str> {
+        self.resume.as_deref()
+    }
+
+    /// [`resume`](Self::resume) when the client has a credential, else, or when the
+    /// relay refuses it, [`rejoin`](Self::rejoin).
+    async fn resume_or_rejoin(&mut self) -> Result<(), ClientError> {
+        if self.resume.is_some() {
+            match self.resume().await {
+                Ok(()) => return Ok(()),
+                Err(e) => tracing::debug!(error = %e, "resume refused; rejoining"),
+            }
+        }
+        self.rejoin().await
     }
 
     /// Whether the relay ended the session: it sent an RTCP BYE from its own SSRC, as it
@@ -343,9 +384,10 @@ impl Client {
         self.liveness.is_silent(now)
     }
 
-    /// When the relay is silent ([`is_silent`](Self::is_silent)), rejoins as
-    /// [`rejoin`](Self::rejoin) does and asks the new session for the whole room (a FIR
-    /// naming the relay, which also latches a UDP session's address); true if it rejoined.
+    /// When the relay is silent ([`is_silent`](Self::is_silent)), resumes the session
+    /// ([`resume`](Self::resume); or, without a credential or when the relay refuses it,
+    /// rejoins as [`rejoin`](Self::rejoin) does) and asks for the whole room (a FIR naming
+    /// the relay, which also latches a UDP session's address); true if it came back.
     /// The app then starts its [`RoomState`] afresh and sends its own state again. A failed
     /// rejoin leaves the client as it was and returns the error; until the next attempt is
     /// due (0.25 s after the first failure, doubling to 8 s, randomised) this returns
@@ -360,7 +402,7 @@ impl Client {
             silent = ?now.saturating_duration_since(self.liveness.last_heard()),
             "relay silent; rejoining"
         );
-        if let Err(e) = self.rejoin().await {
+        if let Err(e) = self.resume_or_rejoin().await {
             self.liveness.retry_failed(Instant::now(), jitter());
             return Err(e);
         }
@@ -373,7 +415,11 @@ impl Client {
     }
 
     /// Posts the join for `http`'s room and options, wanting `ssrc`.
-    async fn open(http: Http, ssrc: Option<u32>) -> Result<Self, ClientError> {
+    async fn open(
+        http: Http,
+        ssrc: Option<u32>,
+        resume: Option<&str>,
+    ) -> Result<Self, ClientError> {
         let opts = &http.opts;
         let over_quic = opts.quic || opts.webtransport;
         let webrtc = match opts.webrtc && !over_quic {
@@ -400,6 +446,7 @@ impl Client {
                 opts.profile.map(|p| p.name().to_owned())
             },
             sdp_offer: webrtc.as_ref().map(WebRtcPeer::offer_sdp).transpose()?,
+            resume: resume.map(str::to_owned),
         };
         let resp = http
             .client
@@ -409,6 +456,7 @@ impl Client {
             .send()
             .await?;
         let answer: JoinAnswerBody = checked(resp).await?.json().await?;
+        let credential = answer.resume.clone();
         let session = parse_session_id(&answer.session_id)
             .ok_or_else(|| ClientError::BadAnswer(format!("session_id {}", answer.session_id)))?;
         let joined = Joined {
@@ -444,13 +492,18 @@ impl Client {
         let mut client = match (link, transport) {
             (Some(link), _) => Self::with_link(joined, http.opts.dialect, link)?,
             (None, Some(transport)) => {
-                let answer = JoinAnswer { joined, transport };
+                let answer = JoinAnswer {
+                    joined,
+                    generation: 0,
+                    transport,
+                };
                 Self::from_answer(answer, http.opts.dialect).await?
             }
             (None, None) => return Err(ClientError::BadAnswer("no transport answer".into())),
         };
         client.liveness.set_silence(http.opts.silence);
         client.http = Some(http);
+        client.resume = credential;
         Ok(client)
     }
 
@@ -487,6 +540,7 @@ impl Client {
             arrivals: None,
             liveness: Liveness::new(None, Instant::now()),
             ended_by_relay: false,
+            resume: None,
         })
     }
 

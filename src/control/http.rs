@@ -17,6 +17,7 @@ mod rooms;
 
 use super::forward::{self, Forwarder};
 use super::limits::{HttpLimits, IdentityLimiter};
+use super::resume::ResumeClaims;
 use super::rooms::{Refusal, RoomService};
 use super::token::{self, AuthzError, Claims, NameError, Right, TokenError, Tokens};
 use crate::api::{
@@ -215,6 +216,7 @@ impl From<CommandError> for ApiError {
             ),
             CommandError::WebRtcOffer(e) => Self::unprocessable(e.code(), message),
             CommandError::Stopped => relay_stopped(),
+            CommandError::ResumeStale => Self::new(StatusCode::CONFLICT, "resume_stale", message),
             // 503 with a short Retry-After: the directory reconnects by itself, and the
             // rooms already open keep flowing meanwhile.
             CommandError::DirectoryUnavailable(_) => Self::new(
@@ -333,6 +335,43 @@ impl ApiState {
             return Err(missing());
         }
         Ok(self.0.tokens.verify(token.trim(), unix_now())?)
+    }
+
+    /// The claims of the resume credential `c` of a join into `room` with `claims`: this
+    /// relay's, unexpired, for that room and identity.
+    fn resume_claims(
+        &self,
+        c: &str,
+        claims: &Claims,
+        room: &str,
+    ) -> Result<ResumeClaims, ApiError> {
+        let r = self
+            .0
+            .tokens
+            .resume()
+            .verify(c, unix_now())
+            .map_err(|e| resume_invalid(&e.to_string()))?;
+        if r.room != room || r.sub != claims.sub {
+            return Err(resume_invalid(
+                "the credential is another room's or identity's",
+            ));
+        }
+        Ok(r)
+    }
+
+    /// The other node a join is served on: for a resume, the node serving its session if
+    /// another does; else where the cluster places the room. `None`: this node.
+    async fn serving_node(
+        &self,
+        room: &str,
+        resumed: Option<&ResumeClaims>,
+    ) -> Result<Option<std::net::SocketAddr>, ApiError> {
+        if let Some(id) = resumed.and_then(|r| parse_session_id(&r.sid))
+            && let Some(to) = self.0.relay.session_elsewhere(id).await?
+        {
+            return Ok(Some(to));
+        }
+        Ok(self.0.relay.placement(room).await?)
     }
 
     /// Counts one join or interest change against the token's identity.
@@ -710,6 +749,10 @@ async fn join(
     let raw = body.clone();
     let body: JoinBody = parse_object(&body, None)?;
     let webrtc = webrtc_offer(&body, &headers)?;
+    let resumed = match body.resume.as_deref() {
+        Some(c) => Some(state.resume_claims(c, &claims, &room)?),
+        None => None,
+    };
     // The QUIC endpoint's transport the join asks for, if any.
     let quic = match body.transport.as_str() {
         "rtp" | "webrtc" => None,
@@ -748,7 +791,7 @@ async fn join(
         .validate()
         .map_err(|m| ApiError::unprocessable("invalid_interest", m))?;
     if !forward::is_forwarded(&headers)
-        && let Some(to) = state.0.relay.placement(&room).await?
+        && let Some(to) = state.serving_node(&room, resumed.as_ref()).await?
     {
         let req = Forwarded {
             method: Method::POST,
@@ -756,36 +799,59 @@ async fn join(
             headers: &headers,
             body: raw,
         };
-        return state.forward(to, JOIN_ROUTE, req).await;
+        match (state.forward(to, JOIN_ROUTE, req).await, &resumed) {
+            // The node that served the session is gone: it is resumed here.
+            (Err(e), Some(_)) => tracing::warn!(node = %to, error = ?e, "resuming here"),
+            (answer, _) => return answer,
+        }
     }
     if state.is_draining() {
         return Err(draining());
     }
 
-    let answer = state
-        .0
-        .relay
-        .join(JoinCommand {
-            request: JoinRequest {
-                room: room.clone(),
-                identity: claims.sub.clone(),
-                publish: rights.publish,
-                subscribe: rights.subscribe,
-                ssrc: body.ssrc,
-                require_ssrc: body.require_ssrc,
-                dialect: body.dialect,
-                interest: body.interest,
-                muted,
-                ..JoinRequest::default()
-            },
-            transport: match (webrtc, quic) {
-                (Some(offer), _) => TransportRequest::WebRtc(Box::new(offer)),
-                (None, Some(q)) => q,
-                (None, None) => TransportRequest::Rtp(profile),
-            },
-        })
-        .await?;
+    let declared = resumed
+        .as_ref()
+        .map(|r| r.ssrcs.clone())
+        .unwrap_or_default();
+    let cmd = JoinCommand {
+        request: JoinRequest {
+            room: room.clone(),
+            identity: claims.sub.clone(),
+            publish: rights.publish,
+            subscribe: rights.subscribe,
+            ssrc: resumed.as_ref().map(|r| r.ssrc).or(body.ssrc),
+            require_ssrc: body.require_ssrc,
+            dialect: body.dialect,
+            interest: body.interest,
+            muted,
+            ssrcs: declared.clone(),
+            ..JoinRequest::default()
+        },
+        generation: 0,
+        transport: match (webrtc, quic) {
+            (Some(offer), _) => TransportRequest::WebRtc(Box::new(offer)),
+            (None, Some(q)) => q,
+            (None, None) => TransportRequest::Rtp(profile),
+        },
+    };
+    let answer = match &resumed {
+        Some(r) => {
+            let id = parse_session_id(&r.sid).ok_or_else(|| resume_invalid("no session id"))?;
+            state.0.relay.resume(id, r.generation, cmd).await?
+        }
+        None => state.0.relay.join(cmd).await?,
+    };
     let session_id = format_session_id(answer.joined.session);
+    let credential = ResumeClaims {
+        typ: String::new(),
+        room: room.clone(),
+        sub: claims.sub.clone(),
+        sid: session_id.clone(),
+        ssrc: answer.joined.ssrc,
+        ssrcs: declared,
+        generation: answer.generation,
+        exp: claims.exp,
+    };
     tracing::info!(
         room = %room,
         identity = %claims.sub,
@@ -810,6 +876,7 @@ async fn join(
         ssrc: answer.joined.ssrc,
         relay_ssrc: answer.joined.relay_ssrc,
         streams: answer.joined.streams,
+        resume: Some(state.0.tokens.resume().issue(credential)),
         transport,
     };
     Ok((
@@ -818,6 +885,15 @@ async fn join(
         Json(body),
     )
         .into_response())
+}
+
+/// A resume credential refused: 403 `resume_invalid`, saying why.
+fn resume_invalid(why: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "resume_invalid",
+        format!("resume: {why}"),
+    )
 }
 
 /// The answer to a join the room service refuses.

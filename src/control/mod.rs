@@ -9,6 +9,7 @@
 //! - [`cors`] decides which other origins' pages may call the API and import the client.
 //! - [`conn`] accepts the TCP connections and closes those that stall (slowloris, idle).
 //! - [`limits`] holds the HTTP limits' configuration and the per-identity rate limit.
+//! - [`resume`] issues and verifies the resume credentials of join answers.
 //! - [`rooms`] is the room service: participants, metadata, mutes, closed rooms and
 //!   removed identities, told to players as presence and to the backend as webhooks.
 //! - [`webhooks`] delivers the room service's webhooks to the backend, signed, retried
@@ -21,6 +22,7 @@ pub mod forward;
 pub mod http;
 pub mod limits;
 pub mod openapi;
+pub mod resume;
 pub mod rooms;
 pub mod token;
 pub mod web;

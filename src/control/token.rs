@@ -363,6 +363,8 @@ pub struct Tokens {
     decoding: DecodingKey,
     validation: Validation,
     max_ttl_secs: u64,
+    /// Resume credentials, under a key derived from the same secret.
+    resume: super::resume::ResumeKeys,
 }
 
 impl fmt::Debug for Tokens {
@@ -397,7 +399,13 @@ impl Tokens {
             decoding: DecodingKey::from_secret(secret),
             validation,
             max_ttl_secs: DEFAULT_MAX_TTL_SECS,
+            resume: super::resume::ResumeKeys::new(secret),
         })
+    }
+
+    /// The keys of resume credentials, derived from the same secret.
+    pub fn resume(&self) -> &super::resume::ResumeKeys {
+        &self.resume
     }
 
     /// The same verifier, refusing tokens whose lifetime (`exp - iat`) exceeds

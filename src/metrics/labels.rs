@@ -83,6 +83,8 @@ pub const JOIN_REFUSALS: &[&str] = &[
     "ssrc_taken",
     "room_closed",
     "removed",
+    "resume_invalid",
+    "resume_stale",
     "body_too_large",
     "invalid_request",
     "invalid_interest",

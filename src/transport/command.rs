@@ -23,6 +23,8 @@ pub struct SrtpKeys {
 pub struct JoinAnswer {
     /// The core's answer.
     pub joined: Joined,
+    /// The session's resume generation: how many times it was resumed.
+    pub generation: u32,
     /// How the client reaches the session, by the transport it asked for.
     pub transport: TransportAnswer,
 }
@@ -145,6 +147,9 @@ pub struct SessionOwner {
 pub struct JoinCommand {
     /// The core's join request.
     pub request: JoinRequest,
+    /// The new session's resume generation: 0, or one more than the credential's of a
+    /// session the relay no longer had.
+    pub generation: u32,
     /// The transport, and over UDP the protection, it asks for.
     pub transport: TransportRequest,
 }
@@ -170,6 +175,10 @@ pub enum CommandError {
     /// The relay task has stopped.
     #[error("the relay is not running")]
     Stopped,
+    /// A resume credential of an older generation than the session's (already used), or
+    /// whose SSRC another session holds now.
+    #[error("this resume credential has been used already")]
+    ResumeStale,
     /// The room directory (Redis) cannot be reached: a join cannot be placed now.
     #[error("the room directory is unavailable: {0}")]
     DirectoryUnavailable(String),
@@ -191,6 +200,14 @@ pub enum Command {
     ),
     /// Link a room this shard holds to the replicas listed, where it has no link yet.
     Link(String, Vec<Peer>, oneshot::Sender<()>),
+    /// Give a session of resume generation and SSRC `.1` a new transport (`.2`), its old
+    /// one forgotten: the session, its SSRC and its numbering go on.
+    Reattach(
+        SessionId,
+        (u32, u32),
+        TransportRequest,
+        oneshot::Sender<Result<JoinAnswer, CommandError>>,
+    ),
     /// Remove a session (BYE to the others).
     Leave(SessionId, oneshot::Sender<Result<(), CommandError>>),
     /// Replace a session's interest.
@@ -262,6 +279,18 @@ impl RelayHandle {
     /// Links `room` to the replicas `peers` where this shard has no link of it yet.
     pub async fn link(&self, room: String, peers: Vec<Peer>) -> Result<(), CommandError> {
         self.call(|r| Command::Link(room, peers, r)).await
+    }
+
+    /// Gives session `id`, of resume generation `generation` and SSRC `ssrc`, the new
+    /// transport asked for.
+    pub async fn reattach(
+        &self,
+        id: SessionId,
+        (generation, ssrc): (u32, u32),
+        transport: TransportRequest,
+    ) -> Result<JoinAnswer, CommandError> {
+        self.call(|r| Command::Reattach(id, (generation, ssrc), transport, r))
+            .await?
     }
 
     /// Removes a session.

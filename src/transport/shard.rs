@@ -61,6 +61,9 @@ enum Carrier {
 struct Joined {
     room: Arc<str>,
     carrier: Carrier,
+    /// How many times it was resumed ([`Command::Reattach`]); only a credential of this
+    /// generation resumes it.
+    generation: u32,
 }
 
 /// The core and what the shard keeps beside it: what the ports reach through [`Core`].
@@ -396,24 +399,8 @@ impl Shard {
     /// Forgets a session: its port's state (closing its QUIC or WebRTC connection, if
     /// any), and reports it gone (`why`).
     fn unlink(&mut self, id: SessionId, why: Gone) {
-        match self.inner.forget(id, why) {
-            Some(Carrier::Udp) => self.ports.udp.forget(id),
-            Some(Carrier::Quic) => {
-                if let Some(port) = &mut self.ports.quic {
-                    port.forget(id);
-                }
-            }
-            Some(Carrier::WebRtc) => {
-                if let Some(port) = &mut self.ports.webrtc {
-                    port.forget(id);
-                }
-            }
-            Some(Carrier::Link) => {
-                if let Some(port) = &mut self.ports.link {
-                    port.forget(id);
-                }
-            }
-            None => {}
+        if let Some(carrier) = self.inner.forget(id, why) {
+            self.ports.forget(carrier, id);
         }
     }
 
@@ -430,6 +417,11 @@ impl Shard {
                 if answer.is_err() {
                     self.inner.emptied.push(room);
                 }
+                self.flush().await;
+                let _ = reply.send(answer);
+            }
+            Command::Reattach(id, resumed, transport, reply) => {
+                let answer = self.reattach(id, resumed, transport);
                 self.flush().await;
                 let _ = reply.send(answer);
             }
@@ -515,22 +507,7 @@ impl Shard {
     /// Prepares the session's link on its port (keys, token or peer connection), joins it
     /// to the core, then hands the link to the port.
     fn join(&mut self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
-        let Ports {
-            udp, quic, webrtc, ..
-        } = &mut self.ports;
-        let link = match cmd.transport {
-            TransportRequest::Rtp(profile) => {
-                let (peer, srtp) = udp.new_link(profile)?;
-                Link::Udp(udp, peer, srtp)
-            }
-            TransportRequest::Quic => quic_link(quic, quic::Protocol::Roq)?,
-            TransportRequest::WebTransport => quic_link(quic, quic::Protocol::WebTransport)?,
-            TransportRequest::WebRtc(offer) => {
-                let port = webrtc.as_mut().ok_or(CommandError::WebRtcDisabled)?;
-                let (peer, answer) = port.new_link(&offer)?;
-                Link::WebRtc(port, Box::new(peer), answer)
-            }
-        };
+        let link = new_link(&mut self.ports, cmd.transport)?;
         let now = Instant::now();
         let room: Arc<str> = Arc::from(cmd.request.room.as_str());
         let req = &cmd.request;
@@ -543,7 +520,114 @@ impl Shard {
             .joined()
             .ok_or(CommandError::Internal)?;
         let id = joined.session;
-        let (carrier, transport) = match link {
+        let (carrier, transport) = link.attach(inner, now, id);
+        if let Some(events) = &inner.events {
+            events.joined(room.clone(), id);
+        }
+        inner.observe(|| Activity::Joined {
+            room: room.clone(),
+            session: id,
+            identity,
+            ssrcs: std::iter::once(joined.ssrc).chain(declared).collect(),
+            publish,
+            subscribe,
+            muted,
+        });
+        *inner.hosted.entry(room.clone()).or_default() += 1;
+        inner.hosted_gauge.inc();
+        let generation = cmd.generation;
+        let entry = Joined {
+            room,
+            carrier,
+            generation,
+        };
+        inner.sessions.insert(id, entry);
+        Ok(JoinAnswer {
+            joined,
+            generation,
+            transport,
+        })
+    }
+
+    /// Gives session `id`, of resume generation `generation` and SSRC `ssrc`, a new link
+    /// over `transport` in place of its old one, which is forgotten (a QUIC or WebRTC
+    /// connection closed); the core's session, its SSRC and its numbering go on.
+    fn reattach(
+        &mut self,
+        id: SessionId,
+        (generation, ssrc): (u32, u32),
+        transport: TransportRequest,
+    ) -> Result<JoinAnswer, CommandError> {
+        let unknown = || CommandError::Control(ControlError::NoSuchSession(id));
+        let entry = self.inner.sessions.get(&id).ok_or_else(unknown)?;
+        if entry.carrier == Carrier::Link {
+            return Err(unknown());
+        }
+        if entry.generation != generation {
+            return Err(CommandError::ResumeStale);
+        }
+        let session = self.inner.relay.session(id).ok_or_else(unknown)?;
+        // Session ids start again with a restarted relay: another session may have
+        // this one's id now, never its SSRC.
+        if session.ssrc != ssrc {
+            return Err(unknown());
+        }
+        let (old, room) = (entry.carrier, entry.room.clone());
+        // The old link goes first: the client lost it, and asks for this one instead.
+        self.ports.forget(old, id);
+        let link = new_link(&mut self.ports, transport)?;
+        let now = Instant::now();
+        let inner = &mut self.inner;
+        let (carrier, transport) = link.attach(inner, now, id);
+        let session = inner.relay.session(id).ok_or_else(unknown)?;
+        let joined = crate::relay::Joined {
+            session: id,
+            ssrc: session.ssrc,
+            relay_ssrc: inner.relay.relay_ssrc(),
+            streams: inner
+                .relay
+                .room_info(&room)
+                .map(|r| r.streams.iter().map(|s| s.ssrc).collect())
+                .unwrap_or_default(),
+        };
+        let generation = generation + 1;
+        if let Some(entry) = inner.sessions.get_mut(&id) {
+            entry.carrier = carrier;
+            entry.generation = generation;
+        }
+        Ok(JoinAnswer {
+            joined,
+            generation,
+            transport,
+        })
+    }
+}
+
+/// Makes a new session's link ready on the port of `transport`.
+fn new_link(ports: &mut Ports, transport: TransportRequest) -> Result<Link<'_>, CommandError> {
+    let Ports {
+        udp, quic, webrtc, ..
+    } = ports;
+    Ok(match transport {
+        TransportRequest::Rtp(profile) => {
+            let (peer, srtp) = udp.new_link(profile)?;
+            Link::Udp(udp, peer, srtp)
+        }
+        TransportRequest::Quic => quic_link(quic, quic::Protocol::Roq)?,
+        TransportRequest::WebTransport => quic_link(quic, quic::Protocol::WebTransport)?,
+        TransportRequest::WebRtc(offer) => {
+            let port = webrtc.as_mut().ok_or(CommandError::WebRtcDisabled)?;
+            let (peer, answer) = port.new_link(&offer)?;
+            Link::WebRtc(port, Box::new(peer), answer)
+        }
+    })
+}
+
+impl Link<'_> {
+    /// Hands the link to its port as session `id`'s; what carries it, and the join
+    /// answer's transport part.
+    fn attach(self, inner: &mut Inner, now: Instant, id: SessionId) -> (Carrier, TransportAnswer) {
+        match self {
             Link::Udp(port, peer, srtp) => {
                 port.register(id, peer);
                 let addr = port.rtp_addr;
@@ -562,23 +646,7 @@ impl Shard {
                 inner.set_path(now, id, webrtc::MAX_SEND_PACKET, None);
                 (Carrier::WebRtc, TransportAnswer::WebRtc(answer))
             }
-        };
-        if let Some(events) = &inner.events {
-            events.joined(room.clone(), id);
         }
-        inner.observe(|| Activity::Joined {
-            room: room.clone(),
-            session: id,
-            identity,
-            ssrcs: std::iter::once(joined.ssrc).chain(declared).collect(),
-            publish,
-            subscribe,
-            muted,
-        });
-        *inner.hosted.entry(room.clone()).or_default() += 1;
-        inner.hosted_gauge.inc();
-        inner.sessions.insert(id, Joined { room, carrier });
-        Ok(JoinAnswer { joined, transport })
     }
 }
 
@@ -601,6 +669,29 @@ fn quic_link(
 }
 
 impl Ports {
+    /// Forgets session `id`'s state on the port `carrier` names (closing its QUIC or
+    /// WebRTC connection, if any).
+    fn forget(&mut self, carrier: Carrier, id: SessionId) {
+        match carrier {
+            Carrier::Udp => self.udp.forget(id),
+            Carrier::Quic => {
+                if let Some(port) = &mut self.quic {
+                    port.forget(id);
+                }
+            }
+            Carrier::WebRtc => {
+                if let Some(port) = &mut self.webrtc {
+                    port.forget(id);
+                }
+            }
+            Carrier::Link => {
+                if let Some(port) = &mut self.link {
+                    port.forget(id);
+                }
+            }
+        }
+    }
+
     /// Queues one of the core's packets on the port of its session.
     fn queue(
         &mut self,
@@ -746,6 +837,7 @@ impl Core for Inner {
         let link = Joined {
             room: room.clone(),
             carrier: Carrier::Link,
+            generation: 0,
         };
         self.sessions.insert(joined.session, link);
         Some(joined.session)

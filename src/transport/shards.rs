@@ -251,6 +251,37 @@ impl Shards {
         Ok(peers)
     }
 
+    /// Resumes session `id` of resume generation `generation` (`docs/api.md`, "Resume"):
+    /// where this node still has it, with the transport `cmd` asks for instead of its
+    /// old one; where it has not (the relay restarted, or the session timed out), as a
+    /// join that must get the session's SSRC, which `cmd` names. A credential already
+    /// used, or an SSRC another session holds now, is [`CommandError::ResumeStale`].
+    pub async fn resume(
+        &self,
+        id: SessionId,
+        generation: u32,
+        mut cmd: JoinCommand,
+    ) -> Result<JoinAnswer, CommandError> {
+        self.settle().await;
+        let ssrc = cmd.request.ssrc.unwrap_or_default();
+        if let Some(k) = self.directory.session_shard(id).await? {
+            let handle = self.handles.get(k).ok_or(CommandError::Stopped)?;
+            let transport = cmd.transport.clone();
+            match handle.reattach(id, (generation, ssrc), transport).await {
+                Err(CommandError::Control(ControlError::NoSuchSession(_))) => {}
+                done => return done,
+            }
+        }
+        cmd.generation = generation.saturating_add(1);
+        cmd.request.require_ssrc = true;
+        match self.join(cmd).await {
+            Err(CommandError::Control(ControlError::SsrcTaken(_))) => {
+                Err(CommandError::ResumeStale)
+            }
+            done => done,
+        }
+    }
+
     /// Removes a session.
     pub async fn leave(&self, id: SessionId) -> Result<(), CommandError> {
         let left = self.of_session(id).await?.leave(id).await;
@@ -397,6 +428,7 @@ mod tests {
                 room: room.into(),
                 ..JoinRequest::default()
             },
+            generation: 0,
             transport: TransportRequest::Rtp(None),
         }
     }

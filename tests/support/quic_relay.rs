@@ -66,7 +66,11 @@ impl Harness {
             subscribe: !publish,
             ..JoinRequest::default()
         };
-        let cmd = JoinCommand { request, transport };
+        let cmd = JoinCommand {
+            request,
+            generation: 0,
+            transport,
+        };
         self.t.handle.join(cmd).await.unwrap()
     }
 
