@@ -577,6 +577,8 @@ export interface JoinRequest {
   interest?: Interest;
   srtp_profile?: "AES_CM_128_HMAC_SHA1_80" | "AEAD_AES_128_GCM" | "none";
   sdp_offer?: string;
+  /** An earlier answer's `resume` credential: take that session back (docs/api.md, "Resume"). */
+  resume?: string;
 }
 
 /** The `webtransport` part of a join answer (docs/transports.md). */
@@ -605,6 +607,8 @@ export interface JoinAnswer {
   relay_ssrc: number;
   /** The streams already in the room. */
   streams: number[];
+  /** The credential that resumes this session; each answer gives the next one. */
+  resume?: string;
   rtp?: {
     addr: string;
     srtp: { profile: string; client_key: string; relay_key: string } | null;
@@ -831,6 +835,8 @@ export interface RejoinInfo {
   silentMs: number;
   /** Join attempts it took. */
   attempts: number;
+  /** Whether it came back by resuming the session (else by joining afresh). */
+  resumed: boolean;
 }
 
 /** `Session.connect`'s options. */

@@ -1895,11 +1895,15 @@ export class Session {
   }
 
   /**
-   * Rejoins through the same base URL, with the same room, token, request and SSRC: leaves
-   * the old session if its relay still answers, joins and connects again (trying again
-   * after 0.25 s, doubling to 8 s, until it succeeds or the session is closed), starts the
-   * room state afresh, asks for the whole room (FIR) and calls `onrejoin`. Resolves to
-   * true once rejoined (false if closed meanwhile); a rejoin under way is shared.
+   * Rejoins through the same base URL, with the same room, token, request and SSRC:
+   * first by resuming the session with the last answer's `resume` credential (the same
+   * session where the relay still holds it, its SSRC where it restarted; docs/api.md,
+   * "Resume"); when the relay refuses that (`resume_*`), by leaving the old session if its
+   * relay still answers and joining again. Connects (trying again after 0.25 s, doubling
+   * to 8 s, until it succeeds or the session is closed), starts the room state afresh,
+   * asks for the whole room (FIR) and calls `onrejoin` (`resumed` says which way it came
+   * back). Resolves to true once rejoined (false if closed meanwhile); a rejoin under way
+   * is shared.
    */
   rejoin(reason = "asked") {
     this.rejoining ??= this.rejoinNow(reason).finally(() => { this.rejoining = null; });
@@ -1912,18 +1916,28 @@ export class Session {
     const { baseUrl, token } = this;
     this.generation++;
     try { this.conn?.close(); } catch { /* already closed */ }
-    // After a restart the relay answers 404 or 403; a relay that hangs must not hold us.
-    await Promise.race([leave({ baseUrl, sessionId: previous.session_id, token }).catch(() => {}), sleep(LEAVE_WAIT_MS)]);
-    const request = { ...this.request, ssrc: previous.ssrc };
+    const plain = { ...this.request, ssrc: previous.ssrc };
+    let resume = previous.resume ?? null;
     let attempts = 0;
     for (;;) {
       if (this.closing) return false;
+      if (resume === null && attempts === 0) {
+        // No session to take back: leave it, so that its SSRC is free. After a restart the
+        // relay answers 404 or 403; a relay that hangs must not hold us.
+        await Promise.race([leave({ baseUrl, sessionId: previous.session_id, token }).catch(() => {}), sleep(LEAVE_WAIT_MS)]);
+      }
       attempts++;
       try {
-        await this.open(request);
+        await this.open(resume === null ? plain : { ...plain, resume });
         break;
       } catch (e) {
         this.onrejoinerror?.(e);
+        if (resume !== null && typeof e.code === "string" && e.code.startsWith("resume_")) {
+          // The relay will not resume it: join afresh, at once.
+          resume = null;
+          attempts = 0;
+          continue;
+        }
         await sleep(rejoinDelayMs(attempts));
       }
     }
@@ -1935,7 +1949,7 @@ export class Session {
     this.room.clear();
     await this.requestSnapshot().catch(() => {});
     this.onrejoin?.({ reason, previousSessionId: previous.session_id, sessionId: this.answer.session_id,
-      ssrc: this.answer.ssrc, silentMs, attempts });
+      ssrc: this.answer.ssrc, silentMs, attempts, resumed: resume !== null });
     return true;
   }
 

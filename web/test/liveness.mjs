@@ -93,14 +93,22 @@ class FakeWebTransport {
   close() { this.closedByClient = true; this.closeOk(); }
 }
 globalThis.WebTransport = FakeWebTransport;
-const http = { requests: [], down: false, joins: 0 };
+// `credentials`: answers carry a resume credential; `refuseResume`: a join with one is
+// refused as spent.
+const http = { requests: [], down: false, joins: 0, credentials: false, refuseResume: false };
 globalThis.fetch = async (url, init) => {
   const path = new URL(url).pathname;
-  http.requests.push({ method: init.method, path, body: init.body && JSON.parse(init.body) });
+  const body = init.body && JSON.parse(init.body);
+  http.requests.push({ method: init.method, path, body });
   if (init.method === "DELETE") return new Response("", { status: 404 });
   if (http.down) throw new TypeError("fetch failed");
+  if (body?.resume && http.refuseResume) {
+    return new Response(JSON.stringify({ error: { code: "resume_stale", message: "spent" } }), { status: 409 });
+  }
   http.joins++;
-  return new Response(JSON.stringify({ session_id: `s${http.joins}`, ssrc: 0x1234, relay_ssrc: 0xfeed,
+  const resume = http.credentials ? `cred${http.joins}` : undefined;
+  return new Response(JSON.stringify({ session_id: body?.resume ? "s1-resumed" : `s${http.joins}`, ssrc: 0x1234,
+    relay_ssrc: 0xfeed, resume,
     webtransport: { url: "https://relay.test/webtransport", flow_id: FLOW, session_token: "t" } }), { status: 200 });
 };
 const until = async (what, f, ms = 5000) => {
@@ -160,10 +168,29 @@ await until("rejoined after the loss", () => told.rejoin.length === 2);
 t.check(told.rejoin[1].reason === "closed" && performance.now() - lostAt < 300 + 250,
   `rejoined after the loss: ${JSON.stringify(told.rejoin[1])}`);
 
+// With a credential, a rejoin resumes: no leave, the credential sent, told `resumed`.
+http.credentials = true;
+await s.rejoin("asked");
+const credential = s.answer.resume;
+const deletesBefore = http.requests.filter((r) => r.method === "DELETE").length;
+await s.rejoin("asked");
+const resumeBody = http.requests.filter((r) => r.method === "POST").at(-1).body;
+t.check(resumeBody.resume === credential && resumeBody.ssrc === 0x1234, `resumed with the credential: ${JSON.stringify(resumeBody)}`);
+t.check(http.requests.filter((r) => r.method === "DELETE").length === deletesBefore, "a resume leaves nothing");
+t.check(told.rejoin.at(-1).resumed === true, `told resumed: ${JSON.stringify(told.rejoin.at(-1))}`);
+// A refused credential: leave, and join afresh without it.
+http.refuseResume = true;
+await s.rejoin("asked");
+const posts = http.requests.filter((r) => r.method === "POST").slice(-2).map((r) => r.body);
+t.check(posts[0].resume !== undefined && posts[1].resume === undefined, `joined afresh after the refusal: ${JSON.stringify(posts)}`);
+t.check(http.requests.filter((r) => r.method === "DELETE").length === deletesBefore + 1, "left before joining afresh");
+t.check(told.rejoin.at(-1).resumed === false, `told not resumed: ${JSON.stringify(told.rejoin.at(-1))}`);
+http.refuseResume = false;
+
 // Closed: no more rejoins.
 await s.close();
 const joins = http.joins;
 await new Promise((r) => setTimeout(r, 700));
-t.check(http.joins === joins && s.rejoins === 2, "no rejoin once closed");
+t.check(http.joins === joins && s.rejoins === 5, "no rejoin once closed");
 
 t.finish();
