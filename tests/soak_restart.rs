@@ -94,6 +94,13 @@ fn after_a_relay_restart_every_subscriber_holds_the_whole_room_again() {
     assert_eq!(num(&r, "sessions_after"), 12.0);
     assert_eq!(num(&r, "objects_lost"), 0.0, "{r}");
     assert_eq!(num(&r, "objects_compared"), 8.0 * 4.0 * 70.0);
+    // Every client came back by resuming: the new relay opened each session with its SSRC
+    // (a client whose SSRC changed fails the run).
+    assert_eq!(
+        num(&r, "resumes"),
+        num(&r, "publisher_rejoins") + num(&r, "subscriber_rejoins"),
+        "{r}"
+    );
 }
 
 /// The soak of docs/benchmarks.md ("Soak and chaos"): 10 minutes at half the saturating

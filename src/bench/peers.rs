@@ -138,12 +138,26 @@ impl Liveness {
     }
 }
 
-/// Rejoins until the relay accepts (or the run stops), then latches the new address and
-/// asks for the room's state.
-async fn rejoin(c: &mut Client, stop: &AtomicBool) -> anyhow::Result<()> {
+/// Takes the session back with its resume credential (`docs/api.md`, "Resume"), or, once
+/// the relay refuses that credential, rejoins; either until the relay accepts (or the run
+/// stops). Then latches the new address and asks for the room's state. Whether it came
+/// back by resuming.
+async fn rejoin(c: &mut Client, stop: &AtomicBool) -> anyhow::Result<bool> {
+    let mut resume = c.resume_credential().is_some();
     loop {
-        match c.rejoin().await {
+        let back = if resume {
+            c.resume().await
+        } else {
+            c.rejoin().await
+        };
+        match back {
             Ok(()) => break,
+            Err(ClientError::Status {
+                status: 403 | 409,
+                body,
+            }) if resume && body.contains("\"resume_") => {
+                resume = false;
+            }
             // Down, still starting, or rate-limiting the retries: try again shortly.
             Err(ClientError::Http(_) | ClientError::Status { .. } | ClientError::Io(_))
                 if !stop.load(Ordering::Relaxed) =>
@@ -158,7 +172,7 @@ async fn rejoin(c: &mut Client, stop: &AtomicBool) -> anyhow::Result<()> {
     }
     let relay = c.relay_ssrc();
     c.send_fir(relay).await?;
-    Ok(())
+    Ok(resume)
 }
 
 /// Shared switches and counters of one publisher.
@@ -170,6 +184,8 @@ pub struct PubControl {
     pub packets: AtomicU64,
     /// Rejoins done.
     pub rejoins: AtomicU64,
+    /// Of them, those that resumed the session.
+    pub resumes: AtomicU64,
     /// The relay address of its current session.
     pub relay: RelayAddr,
 }
@@ -224,12 +240,13 @@ pub async fn publish(
             }
             if failed || l.silent(heard) {
                 let ssrc = c.ssrc();
-                rejoin(&mut c, &ctl.stop).await?;
+                let resumed = rejoin(&mut c, &ctl.stop).await?;
                 anyhow::ensure!(
                     c.ssrc() == ssrc,
                     "the relay gave a rejoining publisher another SSRC"
                 );
                 ctl.rejoins.fetch_add(1, Ordering::Relaxed);
+                ctl.resumes.fetch_add(u64::from(resumed), Ordering::Relaxed);
                 ctl.relay.set_from(&c);
                 (heard, failed, next_static) = (None, false, Instant::now());
             }
@@ -300,6 +317,8 @@ pub struct SubControl {
     pub packets: AtomicU64,
     /// Rejoins done.
     pub rejoins: AtomicU64,
+    /// Of them, those that resumed the session.
+    pub resumes: AtomicU64,
     /// The publishers are stopping: silence from now on is no reason to rejoin.
     pub silence_expected: AtomicBool,
     /// Since when the subscriber has held every expected object (counted from its latest
@@ -392,8 +411,14 @@ pub async fn subscribe(
             Err(e) => return Err(e.into()),
         };
         if gone {
-            rejoin(&mut c, &ctl.stop).await?;
+            let ssrc = c.ssrc();
+            let resumed = rejoin(&mut c, &ctl.stop).await?;
+            anyhow::ensure!(
+                c.ssrc() == ssrc,
+                "the relay gave a rejoining subscriber another SSRC"
+            );
             ctl.rejoins.fetch_add(1, Ordering::Relaxed);
+            ctl.resumes.fetch_add(u64::from(resumed), Ordering::Relaxed);
             ctl.relay.set_from(&c);
             ctl.set_complete_at(None);
             s.view.clear();

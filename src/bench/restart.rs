@@ -1,7 +1,8 @@
 //! `gsrelay bench restart`: a relay process killed (SIGKILL) and started again on the same
 //! ports while publishers and subscribers are in a room. The clients notice the silence
-//! (or the port-unreachable errors), rejoin with [`Client::rejoin`](crate::client::Client::rejoin)
-//! and ask for the room again; publishers re-send their static objects on rejoining. The
+//! (or the port-unreachable errors), resume their sessions with the credential of their
+//! join ([`Client::resume`](crate::client::Client::resume); the new relay opens each with
+//! its SSRC; a refused credential falls back to a rejoin) and ask for the room again; publishers re-send their static objects on rejoining. The
 //! run measures the time from the new relay being ready to every subscriber holding every
 //! object again, then checks that they end with the publishers' last state.
 
@@ -118,6 +119,10 @@ pub struct RestartReport {
     pub publisher_rejoins: u64,
     /// Rejoins by subscribers.
     pub subscriber_rejoins: u64,
+    /// Of all the rejoins, those that resumed the session with its credential (every
+    /// client's SSRC is checked unchanged; a changed one fails the run).
+    #[serde(default)]
+    pub resumes: u64,
     /// `gsrelay_sessions` of the new relay once every subscriber held every object.
     pub sessions_after: f64,
     /// (subscriber, object) pairs compared at the end.
@@ -148,6 +153,7 @@ impl RestartReport {
                 "rejoins publishers / subscribers",
                 format!("{} / {}", self.publisher_rejoins, self.subscriber_rejoins),
             ),
+            ("of them resumed (SSRCs kept)", self.resumes.to_string()),
             ("relay sessions after", format!("{}", self.sessions_after)),
             (
                 "objects lost / compared",
@@ -248,6 +254,11 @@ async fn drive(r: &Restart, exe: PathBuf) -> anyhow::Result<RestartReport> {
         .iter()
         .map(|s| s.ctl.rejoins.load(Ordering::Relaxed))
         .sum();
+    let resumes = pubs
+        .iter()
+        .map(|p| p.ctl.resumes.load(Ordering::Relaxed))
+        .chain(subs.iter().map(|s| s.ctl.resumes.load(Ordering::Relaxed)))
+        .sum();
     let end = peers::finish(pubs, subs, SETTLE).await?;
     relay.kill()?;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -260,6 +271,7 @@ async fn drive(r: &Restart, exe: PathBuf) -> anyhow::Result<RestartReport> {
         objects: expect.len() as u64,
         publisher_rejoins,
         subscriber_rejoins,
+        resumes,
         sessions_after,
         objects_compared: end.compared,
         objects_lost: end.lost,
