@@ -25,6 +25,7 @@ async fn join(server: &Server, rights: Rights, over: Over) -> Client {
     let opts = JoinOptions {
         quic: over == Over::Quic,
         webtransport: over == Over::WebTransport,
+        webrtc: over == Over::WebRtc,
         ..JoinOptions::default()
     };
     let mut c = Client::join(&base(server), &token("r", rights), "r", opts)
@@ -109,6 +110,11 @@ async fn a_quic_client_resumes_its_session_and_nobody_sees_a_bye() {
 #[tokio::test]
 async fn a_webtransport_client_resumes_its_session_and_nobody_sees_a_bye() {
     resumes_a_live_session(Over::WebTransport).await;
+}
+
+#[tokio::test]
+async fn a_webrtc_client_resumes_its_session_and_nobody_sees_a_bye() {
+    resumes_a_live_session(Over::WebRtc).await;
 }
 
 async fn post_resume(server: &Server, token: &str, credential: &str) -> (StatusCode, Value) {
