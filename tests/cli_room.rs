@@ -4,17 +4,14 @@
 
 mod support;
 
-use gsrelay::client::{Client, JoinOptions};
 use gsrelay::serve::{self as server, Server};
-use gsrelay::token::{Rights, Tokens};
+use gsrelay::token::Tokens;
 use serde_json::{Value, json};
 use std::process::Output;
 use std::time::Duration;
 use support::moving_head;
-use support::server::{
-    ADMIN, PUBLISH_SUBSCRIBE, SECRET, SUBSCRIBE, base, config, now, token, token_as,
-};
-use support::transports::WAIT;
+use support::server::{ADMIN, PUBLISH_SUBSCRIBE, SECRET, SUBSCRIBE, base, config, now, token};
+use support::transports::{WAIT, player};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gsrelay");
 
@@ -32,16 +29,6 @@ async fn start() -> Server {
         ..config(1)
     };
     server::start(cfg).await.unwrap()
-}
-
-/// `identity` joined to `room` over UDP with `rights`, its address latched.
-async fn player(server: &Server, room: &str, identity: &str, rights: Rights) -> Client {
-    let t = token_as(room, identity, rights, now(), 600);
-    let mut c = Client::join(&base(server), &t, room, JoinOptions::default())
-        .await
-        .unwrap();
-    c.send_rr().await.unwrap();
-    c
 }
 
 /// `gsrelay room --url <url> [--token <token>] <args>`, with no `GSRELAY_*` variable of

@@ -15,6 +15,7 @@ use support::cluster::{sees, until_links};
 use support::head;
 use support::redis::Redis;
 use support::server::{ADMIN, PUBLISH, SUBSCRIBE, base, config, metric, token};
+use support::transports::player;
 
 /// How long a cluster may take to link up or show what it must.
 const WAIT: Duration = Duration::from_secs(10);
@@ -321,16 +322,6 @@ async fn get_json(server: &Server, path: &str, token: &str) -> serde_json::Value
         .unwrap()
 }
 
-/// `identity` joined to `room` on `server` with `rights`, its address latched.
-async fn join_as(server: &Server, room: &str, identity: &str, rights: Rights) -> Client {
-    let t = support::server::token_as(room, identity, rights, support::server::now(), 600);
-    let mut c = Client::join(&base(server), &t, room, JoinOptions::default())
-        .await
-        .unwrap();
-    c.send_rr().await.unwrap();
-    c
-}
-
 #[tokio::test]
 async fn the_server_api_answers_for_the_whole_cluster_from_any_node() {
     let redis = Redis::start().await;
@@ -340,8 +331,8 @@ async fn the_server_api_answers_for_the_whole_cluster_from_any_node() {
         node(&redis, "node-b", 1).await,
     );
     linked(&[&a, &b]).await;
-    let mut alice = join_as(&a, "arena", "alice", PUBLISH).await;
-    let mut bob = join_as(&b, "arena", "bob", SUBSCRIBE).await;
+    let mut alice = player(&a, "arena", "alice", PUBLISH).await;
+    let mut bob = player(&b, "arena", "bob", SUBSCRIBE).await;
     assert_eq!(served_by(&bob, &[&a, &b]), 1);
     let http = reqwest::Client::new();
     let relay_admin = gsrelay::token::Tokens::new(support::server::SECRET.as_bytes())
@@ -423,7 +414,7 @@ async fn presence_through_any_node_is_the_rooms_own() {
         node(&redis, "node-b", 1000).await,
     );
     linked(&[&a, &b]).await;
-    let alice = join_as(&a, "hall", "alice", PUBLISH).await;
+    let alice = player(&a, "hall", "alice", PUBLISH).await;
     // B holds none of the room: it hands the stream to A, where the room is.
     let mut resp = reqwest::Client::new()
         .get(format!("{}/v1/rooms/hall/presence", base(&b)))
@@ -457,7 +448,7 @@ async fn presence_through_any_node_is_the_rooms_own() {
         "{snapshot}"
     );
     // A join through B is served on A, and its presence comes through B's stream.
-    let _bob = join_as(&b, "hall", "bob", SUBSCRIBE).await;
+    let _bob = player(&b, "hall", "bob", SUBSCRIBE).await;
     let joined = next_event().await;
     assert!(joined.starts_with("event: participant_joined"), "{joined}");
     assert!(joined.contains("\"identity\":\"bob\""), "{joined}");

@@ -6,7 +6,7 @@ mod support;
 use gsrelay::client::{Client, JoinOptions, Presence, PresenceEvent, Received};
 use gsrelay::rtp::RtcpItem;
 use gsrelay::serve::{self as server, Server};
-use gsrelay::token::{Rights, Tokens};
+use gsrelay::token::Tokens;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -15,7 +15,7 @@ use support::server::{
     ADMIN, PUBLISH, PUBLISH_SUBSCRIBE, SECRET, SUBSCRIBE, base, config, metric, now, token,
     token_as,
 };
-use support::transports::{WAIT, assert_forwarded};
+use support::transports::{WAIT, assert_forwarded, player};
 
 /// A relay-wide admin token (`room: "*"`).
 fn relay_admin() -> String {
@@ -31,16 +31,6 @@ async fn start(closed_secs: u64) -> Server {
         ..config(1)
     };
     server::start(cfg).await.unwrap()
-}
-
-/// `identity` joined to `room` over UDP with `rights`, its address latched.
-async fn player(server: &Server, room: &str, identity: &str, rights: Rights) -> Client {
-    let t = token_as(room, identity, rights, now(), 600);
-    let mut c = Client::join(&base(server), &t, room, JoinOptions::default())
-        .await
-        .unwrap();
-    c.send_rr().await.unwrap();
-    c
 }
 
 fn http() -> reqwest::Client {
@@ -168,8 +158,14 @@ async fn closing_a_room_ends_its_sessions_with_a_bye_and_refuses_joins_for_a_whi
     assert_bye_for(&mut alice, ra).await;
     assert_bye_for(&mut bob, rb).await;
     // The clients know the relay ended them, and do not come back by themselves.
-    alice.set_silence(Some(Duration::from_millis(1)));
     assert!(alice.ended_by_relay() && bob.ended_by_relay());
+    // Silent by now, as a gone relay would be: still no rejoin.
+    alice.set_silence(Some(Duration::from_millis(1)));
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !alice.is_silent(std::time::Instant::now()) {
+        assert!(tokio::time::Instant::now() < deadline, "never silent");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     assert!(!alice.rejoin_if_silent().await.unwrap());
     let (status, _) = get(&server, "/v1/rooms/doomed", &admin).await;
     assert_eq!(status, StatusCode::NOT_FOUND);

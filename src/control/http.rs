@@ -374,6 +374,27 @@ impl ApiState {
         Ok(self.0.relay.placement(room).await?)
     }
 
+    /// The room of a `{room}` route, checked, for a token that holds one of `rights` in
+    /// it (the last one's refusal otherwise).
+    fn room_for(
+        &self,
+        headers: &HeaderMap,
+        room: Result<Path<String>, PathRejection>,
+        rights: &[Right],
+    ) -> Result<String, ApiError> {
+        let claims = self.authenticate(headers)?;
+        let room = path_param(room)?;
+        token::validate_room(&room)?;
+        let mut refusal = None;
+        for &right in rights {
+            match token::require(&claims, &room, right) {
+                Ok(()) => return Ok(room),
+                Err(e) => refusal = Some(e),
+            }
+        }
+        Err(refusal.unwrap_or(AuthzError::WrongRoom).into())
+    }
+
     /// Counts one join or interest change against the token's identity.
     fn check_rate(&self, claims: &Claims) -> Result<(), ApiError> {
         self.0
@@ -1022,10 +1043,7 @@ async fn room_info(
     room: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let claims = state.authenticate(&headers)?;
-    let room = path_param(room)?;
-    token::validate_room(&room)?;
-    token::require(&claims, &room, Right::Admin)?;
+    let room = state.room_for(&headers, room, &[Right::Admin])?;
     let local = state.0.relay.room_info(room.clone()).await?;
     let mut merged = local
         .map(|info| serde_json::to_value(info).unwrap_or_default())

@@ -563,14 +563,14 @@ impl Shard {
         if entry.carrier == Carrier::Link {
             return Err(unknown());
         }
-        if entry.generation != generation {
-            return Err(CommandError::ResumeStale);
-        }
-        let session = self.inner.relay.session(id).ok_or_else(unknown)?;
         // Session ids start again with a restarted relay: another session may have
-        // this one's id now, never its SSRC.
+        // this one's id now, never its SSRC. Only this session's credentials are stale.
+        let session = self.inner.relay.session(id).ok_or_else(unknown)?;
         if session.ssrc != ssrc {
             return Err(unknown());
+        }
+        if entry.generation != generation {
+            return Err(CommandError::ResumeStale);
         }
         let (old, room) = (entry.carrier, entry.room.clone());
         // The old link goes first: the client lost it, and asks for this one instead.
@@ -579,10 +579,9 @@ impl Shard {
         let now = Instant::now();
         let inner = &mut self.inner;
         let (carrier, transport) = link.attach(inner, now, id);
-        let session = inner.relay.session(id).ok_or_else(unknown)?;
         let joined = crate::relay::Joined {
             session: id,
-            ssrc: session.ssrc,
+            ssrc,
             relay_ssrc: inner.relay.relay_ssrc(),
             streams: inner
                 .relay

@@ -2,7 +2,7 @@
 //! the transport tests share.
 
 use super::moving_head;
-use super::server::{ALL, PUBLISH, SUBSCRIBE, base, start, token};
+use super::server::{ALL, PUBLISH, SUBSCRIBE, base, now, start, token, token_as};
 use gsrelay::client::{Client, JoinOptions, Received};
 use gsrelay::rtp::RtcpItem;
 use gsrelay::serve::Server;
@@ -38,6 +38,16 @@ pub async fn join(server: &Server, room: &str, rights: Rights, over: Over) -> Cl
         // A UDP session's address is latched by its first packet.
         c.send_rr().await.unwrap();
     }
+    c
+}
+
+/// `identity` joined to `room` over UDP with `rights`, its address latched.
+pub async fn player(server: &Server, room: &str, identity: &str, rights: Rights) -> Client {
+    let t = token_as(room, identity, rights, now(), 600);
+    let mut c = Client::join(&base(server), &t, room, JoinOptions::default())
+        .await
+        .unwrap();
+    c.send_rr().await.unwrap();
     c
 }
 

@@ -9,11 +9,11 @@
 //! (`snapshot`), then tells each change; a watcher that falls behind is sent the whole
 //! room again rather than a gap.
 
-use super::{ApiError, ApiState, path_param};
+use super::{ApiError, ApiState};
 use crate::api::PresenceSnapshot;
 use crate::control::forward;
 use crate::control::rooms::{Notice, STOPPING};
-use crate::control::token::{self, Right};
+use crate::control::token::Right;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -102,12 +102,7 @@ pub(super) async fn presence(
     room: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let claims = state.authenticate(&headers)?;
-    let room = path_param(room)?;
-    token::validate_room(&room)?;
-    if token::require(&claims, &room, Right::Admin).is_err() {
-        token::require(&claims, &room, Right::Subscribe)?;
-    }
+    let room = state.room_for(&headers, room, &[Right::Admin, Right::Subscribe])?;
     let (first, rx) = state.0.rooms.watch(&room);
     if first.is_none()
         && !forward::is_forwarded(&headers)

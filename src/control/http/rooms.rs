@@ -8,7 +8,7 @@
 //! must be refused wherever a join lands (a node that cannot be reached fails the call
 //! with 503, to be retried: every change here may be repeated safely).
 
-use super::{ApiError, ApiState, TimedBody, parse_json, parse_object, path_param};
+use super::{ApiError, ApiState, TimedBody, parse_json, parse_object};
 use crate::control::forward;
 use crate::control::rooms::{MAX_METADATA_BYTES, ParticipantView};
 use crate::control::token::{self, Right};
@@ -159,14 +159,15 @@ impl ApiState {
         self.0.relay.other_nodes()
     }
 
-    /// Hands a change to every other node; the first failure fails the call.
+    /// Hands a change to `nodes`; how many of them had what it changes (did not answer
+    /// 404). The first failure fails the call.
     async fn spread(
         &self,
+        nodes: Vec<SocketAddr>,
         call: (Method, &'static str, &str),
         headers: &HeaderMap,
         body: &Bytes,
     ) -> Result<usize, ApiError> {
-        let nodes = self.change_nodes(headers);
         let mut found = 0;
         for part in self.gather(nodes, call, headers, body).await {
             if part?.is_some() {
@@ -295,18 +296,11 @@ pub(super) async fn close_room(
     room: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let claims = state.authenticate(&headers)?;
-    let room = path_param(room)?;
-    token::validate_room(&room)?;
-    token::require(&claims, &room, Right::Admin)?;
+    let room = state.room_for(&headers, room, &[Right::Admin])?;
     let path = format!("/v1/rooms/{room}");
-    state
-        .spread(
-            (Method::DELETE, super::ROOM_ROUTE, &path),
-            &headers,
-            &Bytes::new(),
-        )
-        .await?;
+    let call = (Method::DELETE, super::ROOM_ROUTE, path.as_str());
+    let nodes = state.change_nodes(&headers);
+    state.spread(nodes, call, &headers, &Bytes::new()).await?;
     state.0.rooms.close(&room);
     let ended = state.0.relay.evict(&room, None).await?;
     tracing::info!(room = %room, sessions = ended, "room closed");
@@ -319,10 +313,7 @@ pub(super) async fn participants(
     room: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let claims = state.authenticate(&headers)?;
-    let room = path_param(room)?;
-    token::validate_room(&room)?;
-    token::require(&claims, &room, Right::Admin)?;
+    let room = state.room_for(&headers, room, &[Right::Admin])?;
     let participants = state.all_participants(&room, &headers).await?;
     if participants.is_empty() {
         return Err(room_not_found(&room));
@@ -375,15 +366,15 @@ pub(super) async fn update_participant(
     let path = PARTICIPANT_ROUTE
         .replace("{room}", &room)
         .replace("{identity}", &identity);
-    let elsewhere = state
-        .spread((Method::PATCH, PARTICIPANT_ROUTE, &path), &headers, &body)
-        .await?;
-    let mut here = !state
+    let call = (Method::PATCH, PARTICIPANT_ROUTE, path.as_str());
+    let nodes = state.change_nodes(&headers);
+    let elsewhere = state.spread(nodes, call, &headers, &body).await?;
+    let mut here = state
         .0
         .rooms
         .participants(&room)
         .iter()
-        .all(|p| p.identity != identity);
+        .any(|p| p.identity == identity);
     if let Some(publish) = update.publish {
         state.0.rooms.set_muted(&room, &identity, !publish);
         here |= state.0.relay.mute(&room, &identity, !publish).await? > 0;
@@ -391,10 +382,8 @@ pub(super) async fn update_participant(
     if let Some(m) = metadata {
         here |= state.0.rooms.set_participant_metadata(&room, &identity, m);
     }
+    // A forwarded request is handed to no other node: there, here alone counts.
     if !here && elsewhere == 0 {
-        return Err(participant_not_found(&identity));
-    }
-    if forward::is_forwarded(&headers) && !here {
         return Err(participant_not_found(&identity));
     }
     let view = found_participant(&state, &room, &identity, &headers).await?;
@@ -414,13 +403,9 @@ pub(super) async fn remove_participant(
     let path = PARTICIPANT_ROUTE
         .replace("{room}", &room)
         .replace("{identity}", &identity);
-    state
-        .spread(
-            (Method::DELETE, PARTICIPANT_ROUTE, &path),
-            &headers,
-            &Bytes::new(),
-        )
-        .await?;
+    let call = (Method::DELETE, PARTICIPANT_ROUTE, path.as_str());
+    let nodes = state.change_nodes(&headers);
+    state.spread(nodes, call, &headers, &Bytes::new()).await?;
     state.0.rooms.remove(&room, &identity, super::unix_now());
     let ended = state.0.relay.evict(&room, Some(&identity)).await?;
     tracing::info!(room = %room, identity = %identity, sessions = ended, "participant removed");
@@ -435,20 +420,12 @@ pub(super) async fn set_metadata(
     headers: HeaderMap,
     TimedBody(body): TimedBody,
 ) -> Result<Response, ApiError> {
-    let claims = state.authenticate(&headers)?;
-    let room = path_param(room)?;
-    token::validate_room(&room)?;
-    token::require(&claims, &room, Right::Admin)?;
+    let room = state.room_for(&headers, room, &[Right::Admin])?;
     let metadata = checked_metadata(parse_json(&body, None)?)?;
     let path = METADATA_ROUTE.replace("{room}", &room);
     let nodes = state.room_nodes(&room, &headers).await?;
-    let mut found = 0;
     let call = (Method::PUT, METADATA_ROUTE, path.as_str());
-    for part in state.gather(nodes, call, &headers, &body).await {
-        if part?.is_some() {
-            found += 1;
-        }
-    }
+    let mut found = state.spread(nodes, call, &headers, &body).await?;
     if state.0.rooms.set_room_metadata(&room, metadata) {
         found += 1;
     }
