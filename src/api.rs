@@ -46,6 +46,10 @@ pub struct JoinBody {
     /// (or, the relay having forgotten it, its SSRCs) rather than opening another.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resume: Option<String>,
+    /// Asks for a room stream: one more SSRC whose objects belong to the room and
+    /// outlive the session (`docs/relay.md`, "Room objects and ownership").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub room_stream: bool,
 }
 
 /// Whether an interest is the one a join without any gets.
@@ -65,6 +69,9 @@ pub struct JoinAnswerBody {
     pub relay_ssrc: u32,
     /// SSRCs of the streams already in the room.
     pub streams: Vec<u32>,
+    /// The session's room stream's SSRC, when the join asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub room_ssrc: Option<u32>,
     /// The credential that resumes this session (`docs/api.md`, "Resume"); each answer
     /// gives the next one, and only the newest is taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -216,6 +223,7 @@ mod tests {
             ssrc: 1,
             relay_ssrc: 2,
             streams: vec![3],
+            room_ssrc: None,
             resume: None,
             transport,
         }

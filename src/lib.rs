@@ -29,6 +29,7 @@ pub mod wire;
 
 pub use control::token;
 pub use relay::area::Area;
+pub use relay::handover;
 pub use relay::interest::{Filter, TypeSel};
 pub use relay::pacing::{PredictionGate, RateTier};
 pub use relay::{

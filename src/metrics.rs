@@ -29,6 +29,8 @@ pub struct Metrics {
     pub address_moves: IntCounterVec,
     /// RTCP feedback received by kind ([`labels::FEEDBACK_KINDS`]).
     pub feedback: IntCounterVec,
+    /// Object ownership by outcome ([`labels::OWNERSHIP_OUTCOMES`]).
+    pub ownership: IntCounterVec,
     /// Snapshot packets sent in answer to FIR/PLI.
     pub snapshot_packets: IntCounter,
     /// Snapshots (one per FIR/PLI answered from the cache).
@@ -283,6 +285,11 @@ impl Metrics {
                 "RTCP feedback received, by kind.",
                 &["kind"],
             ),
+            ownership: counter_vec(
+                "gsrelay_ownership_total",
+                "Object ownership: requests granted, objects released or lost to a request, requests refused by reason.",
+                &["outcome"],
+            ),
             snapshot_packets: counter(
                 "gsrelay_snapshot_packets_total",
                 "Packets sent as FIR/PLI snapshots.",
@@ -464,6 +471,7 @@ impl Metrics {
             Box::new(m.dropped.clone()),
             Box::new(m.address_moves.clone()),
             Box::new(m.feedback.clone()),
+            Box::new(m.ownership.clone()),
             Box::new(m.snapshot_packets.clone()),
             Box::new(m.snapshots.clone()),
             Box::new(m.firs_forwarded.clone()),
@@ -522,8 +530,9 @@ impl Metrics {
     /// exported before its first event.
     fn create_known_series(&self) {
         use labels::*;
-        let families: [(&IntCounterVec, &[&[&str]]); 12] = [
+        let families: [(&IntCounterVec, &[&[&str]]); 13] = [
             (&self.feedback, &[FEEDBACK_KINDS]),
+            (&self.ownership, &[OWNERSHIP_OUTCOMES]),
             (&self.feedback_suppressed, &[FEEDBACK_SUPPRESSED]),
             (&self.internal_errors, &[INTERNAL_ERROR_PLACES]),
             (&self.http_limited, &[http_limit::ALL]),

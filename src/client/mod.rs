@@ -68,6 +68,9 @@
 pub mod batch;
 mod feedback;
 mod liveness;
+mod objects;
+
+pub use objects::{Notice, notices};
 mod presence;
 mod quic;
 mod state;
@@ -135,6 +138,9 @@ pub struct JoinOptions {
     /// Carry the session over a WebRTC data channel instead of UDP/SRTP (ignored with
     /// `quic` or `webtransport`).
     pub webrtc: bool,
+    /// Ask for a room stream ([`Client::send_room_objects`]): objects sent on it belong
+    /// to the room and outlive the session.
+    pub room_stream: bool,
     /// Silence from the relay after which the client takes it for gone
     /// ([`Client::is_silent`]); `None`: [`DEFAULT_SILENCE`], longer when the relay's
     /// reports come further apart.
@@ -257,6 +263,10 @@ pub struct Client {
     ended_by_relay: bool,
     /// The resume credential of the last join's answer.
     resume: Option<String>,
+    /// Sequence number of the next packet of its room stream.
+    room_seq: u16,
+    /// Objects of other streams it holds, as the relay's notices said.
+    holds: std::collections::HashSet<(u32, u64)>,
 }
 
 impl Client {
@@ -447,6 +457,7 @@ impl Client {
             },
             sdp_offer: webrtc.as_ref().map(WebRtcPeer::offer_sdp).transpose()?,
             resume: resume.map(str::to_owned),
+            room_stream: opts.room_stream,
         };
         let resp = http
             .client
@@ -464,6 +475,7 @@ impl Client {
             ssrc: answer.ssrc,
             relay_ssrc: answer.relay_ssrc,
             streams: answer.streams,
+            room_ssrc: answer.room_ssrc,
         };
         let (link, transport) = match (webrtc, answer.transport) {
             (Some(mut peer), api::TransportAnswer::WebRtc(w)) => {
@@ -541,6 +553,8 @@ impl Client {
             liveness: Liveness::new(None, Instant::now()),
             ended_by_relay: false,
             resume: None,
+            room_seq: u16::from_be_bytes([s1, s0]),
+            holds: std::collections::HashSet::new(),
         })
     }
 
@@ -649,18 +663,25 @@ impl Client {
     /// Sends `payload` as one RTP packet: own SSRC, next sequence number, the 90 kHz
     /// timestamp of now, PT 96.
     pub async fn send_payload(&mut self, payload: &[u8]) -> Result<(), ClientError> {
+        let seq = self.seq;
+        self.seq = self.seq.wrapping_add(1);
+        self.send_rtp(self.joined.ssrc, seq, payload).await
+    }
+
+    /// Sends `payload` as one RTP packet of stream `ssrc` numbered `seq`, with the 90 kHz
+    /// timestamp of now and PT 96.
+    async fn send_rtp(&mut self, ssrc: u32, seq: u16, payload: &[u8]) -> Result<(), ClientError> {
         let ticks = self.epoch.elapsed().as_micros() as u64 * CLOCK_RATE / 1_000_000;
         let header = RtpHeader {
             marker: false,
             payload_type: PAYLOAD_TYPE,
-            sequence_number: self.seq,
+            sequence_number: seq,
             // RTP timestamps wrap: truncation is the arithmetic RFC 3550 wants.
             timestamp: self.ts_base.wrapping_add(ticks as u32),
-            ssrc: self.joined.ssrc,
+            ssrc,
             csrcs: &[],
             extension: None,
         };
-        self.seq = self.seq.wrapping_add(1);
         self.out.clear();
         header.append_to(&mut self.out)?;
         self.out.extend_from_slice(payload);
@@ -825,6 +846,7 @@ impl Client {
                 self.ended_by_relay |= items
                     .iter()
                     .any(|i| matches!(i, RtcpItem::Bye { ssrcs } if ssrcs.contains(&relay)));
+                self.note_ownership(items);
             }
             match got {
                 Ok(Received::Rtcp(items)) if report => {

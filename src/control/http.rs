@@ -846,6 +846,9 @@ async fn join(
             interest: body.interest,
             muted,
             ssrcs: declared.clone(),
+            room_stream: body.room_stream
+                || resumed.as_ref().is_some_and(|r| r.room_ssrc.is_some()),
+            room_ssrc: resumed.as_ref().and_then(|r| r.room_ssrc),
             ..JoinRequest::default()
         },
         generation: 0,
@@ -870,6 +873,7 @@ async fn join(
         sid: session_id.clone(),
         ssrc: answer.joined.ssrc,
         ssrcs: declared,
+        room_ssrc: answer.joined.room_ssrc,
         generation: answer.generation,
         exp: claims.exp,
     };
@@ -897,6 +901,7 @@ async fn join(
         ssrc: answer.joined.ssrc,
         relay_ssrc: answer.joined.relay_ssrc,
         streams: answer.joined.streams,
+        room_ssrc: answer.joined.room_ssrc,
         resume: Some(state.0.tokens.resume().issue(credential)),
         transport,
     };

@@ -39,6 +39,9 @@ pub struct ResumeClaims {
     /// The further SSRCs it declared.
     #[serde(default)]
     pub ssrcs: Vec<u32>,
+    /// Its room stream's SSRC, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub room_ssrc: Option<u32>,
     /// Its generation: the number of resumes before this credential's.
     pub generation: u32,
     /// Expiry, Unix seconds: the access token's that joined.
@@ -128,6 +131,7 @@ mod tests {
             sid: "s0000000000000001".into(),
             ssrc: 7,
             ssrcs: vec![8],
+            room_ssrc: Some(9),
             generation: 0,
             exp: 1000,
         }

@@ -70,6 +70,7 @@ pub struct StatsExporter {
     last: RelayStats,
     dropped: Family,
     feedback: Family,
+    ownership: Family,
     suppressed: Family,
     rooms: SharedGauge,
     sessions: SharedGauge,
@@ -106,6 +107,7 @@ impl StatsExporter {
             last: RelayStats::default(),
             dropped: Family::new(&metrics.dropped),
             feedback: Family::new(&metrics.feedback),
+            ownership: Family::new(&metrics.ownership),
             suppressed: Family::new(&metrics.feedback_suppressed),
             rooms: SharedGauge::new(&metrics.rooms),
             sessions: SharedGauge::new(&metrics.sessions),
@@ -123,6 +125,7 @@ impl StatsExporter {
         let last = &self.last;
         add_new(&mut self.dropped, &now.dropped, &last.dropped);
         add_new(&mut self.feedback, &now.feedback, &last.feedback);
+        add_new(&mut self.ownership, &now.ownership, &last.ownership);
         add_new(&mut self.suppressed, &now.suppressed, &last.suppressed);
         m.snapshots.inc_by(now.snapshots - last.snapshots);
         m.firs_forwarded

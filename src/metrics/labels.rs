@@ -34,6 +34,22 @@ pub const FEEDBACK_SUPPRESSED: &[&str] = &[
     "rr_absurd",
 ];
 
+/// `gsrelay_ownership_total{outcome}`: ownership requests granted, objects released and
+/// lost to a request, and requests refused by reason (`docs/relay.md`, "Room objects and
+/// ownership"; the reasons are the names of `handover::Reason`).
+pub const OWNERSHIP_OUTCOMES: &[&str] = &[
+    "granted",
+    "released",
+    "lost",
+    "contended",
+    "no_object",
+    "not_home",
+    "dialect_mismatch",
+    "id_in_use",
+    "too_many_held",
+    "not_publisher",
+];
+
 /// `gsrelay_internal_errors_total{where}`: where the shells hand the core an input.
 pub const INTERNAL_ERROR_PLACES: &[&str] =
     &["rtp", "rtcp", "timeout", "command", "path", "aggregate"];

@@ -39,6 +39,12 @@ pub struct JoinRequest {
     /// Joins with its publishing suspended ([`Input::Mute`]): a backend muted this
     /// identity in the room before it joined again.
     pub muted: bool,
+    /// Asks for a room stream: one more SSRC whose objects belong to the room, so they
+    /// outlive the session (`docs/relay.md`, "Room objects and ownership").
+    pub room_stream: bool,
+    /// The room stream's wanted SSRC (a resume names its own): free, or a room stream
+    /// of this room that outlived a publisher of the same identity, taken up again.
+    pub room_ssrc: Option<u32>,
     /// A link's: the SSRC its peer replica sends from (the peer's relay SSRC). The link
     /// is known by it on the wire but does not own it: the peer's links of every room
     /// it shares with this replica send from it.
@@ -247,6 +253,8 @@ pub struct Joined {
     pub relay_ssrc: u32,
     /// SSRCs of the streams already in the room.
     pub streams: Vec<u32>,
+    /// Its room stream's SSRC, when it asked for one ([`JoinRequest::room_stream`]).
+    pub room_ssrc: Option<u32>,
 }
 
 /// Why a control operation failed.
@@ -341,6 +349,12 @@ pub struct StreamInfo {
     pub objects: usize,
     /// Their wire size in bytes.
     pub bytes: usize,
+    /// A room stream: its objects belong to the room.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub room_owned: bool,
+    /// Whether its publisher left and the room holds it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub orphaned: bool,
 }
 
 /// Session ids as the HTTP API spells them.

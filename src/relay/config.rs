@@ -62,6 +62,19 @@ pub struct RelayConfig {
     /// out, reaches the peer within this interval.
     #[serde(with = "secs")]
     pub link_refresh: Duration,
+    /// An object of a room stream not updated for this long expires (room objects are
+    /// not subject to `object_ttl`; `docs/relay.md`, "Room objects and ownership").
+    #[serde(with = "secs")]
+    pub room_object_ttl: Duration,
+    /// Objects the room streams of one room may hold together; a packet that would add
+    /// more is dropped (`room_objects_full`).
+    pub max_room_objects: usize,
+    /// An object that changed hands is refused to a further request for this long
+    /// (`contended`): of requests racing for one object, the first wins.
+    #[serde(with = "secs")]
+    pub handover_guard: Duration,
+    /// Objects of other streams one session may hold at once.
+    pub max_held_objects: usize,
 }
 
 impl Default for RelayConfig {
@@ -86,6 +99,10 @@ impl Default for RelayConfig {
             max_outbox_bytes: 16 << 20,
             rtcp_min_interval: Duration::from_secs(5),
             link_refresh: Duration::from_secs(1),
+            room_object_ttl: Duration::from_secs(600),
+            max_room_objects: 1024,
+            handover_guard: Duration::from_millis(200),
+            max_held_objects: 64,
         }
     }
 }

@@ -20,12 +20,13 @@ use super::interest::Interest;
 use super::leg::RtcpLeg;
 use super::limits::BITRATE;
 use super::outbox::{OutboxMark, Transmit};
+use super::ownership::{self, message as handover};
 use super::pacing::Pacing;
 use super::relevance;
 use super::replica;
 use super::reports::{self, Reports};
 use super::rng::Rng;
-use super::room::Room;
+use super::room::{ROOM, Room};
 use super::session::{Session, TokenBucket};
 use super::state::State;
 use super::stats::RelayStats;
@@ -227,6 +228,8 @@ impl Relay {
                 ssrc: *ssrc,
                 objects: st.store.len(),
                 bytes: st.store.bytes(),
+                room_owned: st.room_owned,
+                orphaned: st.owner == ROOM,
             })
             .collect();
         streams.sort_by_key(|s| s.ssrc);
@@ -271,7 +274,7 @@ impl Relay {
             }
             Input::Join(req) => Reply::Joined(self.join(now, req)?),
             Input::Leave(id) => {
-                self.leave(id)?;
+                self.leave(now, id)?;
                 Reply::Done
             }
             Input::SetInterest { session, interest } => {
@@ -298,7 +301,7 @@ impl Relay {
                 self.draining = on;
                 Reply::Done
             }
-            Input::Evict { room, identity } => Reply::Sessions(self.evict(room, identity)),
+            Input::Evict { room, identity } => Reply::Sessions(self.evict(now, room, identity)),
             Input::Mute {
                 room,
                 identity,
@@ -386,26 +389,37 @@ impl Relay {
         if members >= cfg.max_sessions_per_room {
             return Err(ControlError::RoomFull(req.room));
         }
-        let declared = self.declared_ssrcs(&req)?;
+        let mut declared = self.declared_ssrcs(&req)?;
         let ssrc = match req.ssrc {
             Some(s) if self.st.ssrc_free(s) && !declared.contains(&s) => s,
             Some(s) if req.require_ssrc => return Err(ControlError::SsrcTaken(s)),
-            _ => loop {
-                let s = self.st.fresh_ssrc();
-                if !declared.contains(&s) {
-                    break s;
-                }
-            },
+            _ => self.fresh_ssrc_besides(&declared),
         };
+        declared.push(ssrc);
+        let room_ssrc = match (req.room_stream, req.room_ssrc) {
+            (false, _) => None,
+            (true, Some(s)) if self.adoptable(&req, s) => Some(s),
+            (true, Some(s)) if self.st.ssrc_free(s) && !declared.contains(&s) => Some(s),
+            (true, Some(s)) => return Err(ControlError::SsrcTaken(s)),
+            (true, None) => Some(self.fresh_ssrc_besides(&declared)),
+        };
+        declared.pop();
         let id = self.next_id;
         self.next_id += self.id_step;
         let name: Arc<str> = Arc::from(req.room);
         let room = self.st.rooms.entry(name.clone()).or_default();
         room.members.push(id);
         let streams = room.streams.keys().copied().collect();
-        let owned: Vec<u32> = std::iter::once(ssrc).chain(declared).collect();
+        let owned: Vec<u32> = std::iter::once(ssrc)
+            .chain(declared)
+            .chain(room_ssrc)
+            .collect();
         for s in &owned {
             self.st.by_ssrc.insert(*s, id);
+        }
+        // A room stream that outlived this identity's earlier session is its again.
+        if let Some(stream) = room_ssrc.and_then(|s| room.streams.get_mut(&s)) {
+            stream.owner = id;
         }
         let cfg = &self.st.cfg;
         let session = Session {
@@ -440,6 +454,9 @@ impl Relay {
             predicted: HashMap::new(),
             cells: None,
             rtcp: RtcpLeg::new(now),
+            room_ssrc,
+            holds: Vec::new(),
+            claims: TokenBucket::new(ownership::REQUESTS_PER_SEC, now),
             send_budget_bps: None,
             congestion: None,
         };
@@ -456,7 +473,30 @@ impl Relay {
             ssrc,
             relay_ssrc: self.st.relay_ssrc,
             streams,
+            room_ssrc,
         })
+    }
+
+    /// A random free SSRC not among `taken`.
+    fn fresh_ssrc_besides(&mut self, taken: &[u32]) -> u32 {
+        loop {
+            let s = self.st.fresh_ssrc();
+            if !taken.contains(&s) {
+                break s;
+            }
+        }
+    }
+
+    /// Whether `ssrc` is a room stream of the joined room that outlived a publisher of
+    /// the joining identity, which may take it up again.
+    fn adoptable(&self, req: &JoinRequest, ssrc: u32) -> bool {
+        self.st
+            .rooms
+            .get(req.room.as_str())
+            .and_then(|r| r.streams.get(&ssrc))
+            .is_some_and(|s| {
+                s.owner == ROOM && !s.carried && s.publisher.as_deref() == Some(&*req.identity)
+            })
     }
 
     /// The further SSRCs a join declares, once each, every one free; at most as many as
@@ -476,11 +516,12 @@ impl Relay {
     }
 
     /// Removes a session; its streams end and the others get an RTCP BYE for them.
-    fn leave(&mut self, id: SessionId) -> Result<(), ControlError> {
+    fn leave(&mut self, now: Instant, id: SessionId) -> Result<(), ControlError> {
         let s = self.st.session_mut(id)?;
         let (name, owned) = (s.room.clone(), std::mem::take(&mut s.streams));
+        ownership::session_left(&mut self.st, now, id);
         for &ssrc in &owned {
-            self.end_stream(&name, ssrc);
+            self.publisher_left(&name, ssrc);
         }
         if let (Some(room), Some(s)) = (self.st.rooms.get_mut(&name), self.st.sessions.get_mut(&id))
         {
@@ -490,15 +531,23 @@ impl Relay {
         self.st.out.sent.forget_session(id);
         self.agg.end(&mut self.st, id);
         for ssrc in owned {
-            self.st.by_ssrc.remove(&ssrc);
+            // A room stream that outlived it keeps its SSRC, now the room's.
+            if self.st.by_ssrc.get(&ssrc) == Some(&id) {
+                self.st.by_ssrc.remove(&ssrc);
+            }
         }
         if let Some(room) = self.st.rooms.get_mut(&name) {
             room.members.retain(|m| *m != id);
-            if room.members.is_empty() {
-                self.st.rooms.remove(&name);
-            }
         }
+        self.drop_room_if_unused(&name);
         Ok(())
+    }
+
+    /// Forgets a room nothing keeps any more.
+    fn drop_room_if_unused(&mut self, name: &str) {
+        if self.st.rooms.get(name).is_some_and(Room::is_unused) {
+            self.st.rooms.remove(name);
+        }
     }
 
     /// The sessions of `room` other than links, of `identity` only when given.
@@ -515,7 +564,7 @@ impl Relay {
     }
 
     /// Ends sessions by the relay's will ([`Input::Evict`]); how many.
-    fn evict(&mut self, room: &str, identity: Option<&str>) -> usize {
+    fn evict(&mut self, now: Instant, room: &str, identity: Option<&str>) -> usize {
         let ids = self.members_of(room, identity);
         let relay = self.st.relay_ssrc;
         for &id in &ids {
@@ -525,8 +574,21 @@ impl Relay {
             } else {
                 self.st.out.abandon(start);
             }
-            if self.leave(id).is_ok() {
+            if self.leave(now, id).is_ok() {
                 self.closed.push(id);
+            }
+        }
+        if identity.is_none() {
+            // A closed room's objects go with it, room streams too.
+            let orphans: Vec<u32> = self.st.rooms.get(room).map_or_else(Vec::new, |r| {
+                r.streams
+                    .iter()
+                    .filter(|(_, s)| s.owner == ROOM)
+                    .map(|(ssrc, _)| *ssrc)
+                    .collect()
+            });
+            for ssrc in orphans {
+                self.end_stream(room, ssrc);
             }
         }
         ids.len()
@@ -700,6 +762,17 @@ impl Relay {
                 }
                 RtcpItem::Bye { ssrcs } => self.on_bye(from, &ssrcs),
                 RtcpItem::App {
+                    subtype,
+                    ssrc,
+                    name: handover::NAME,
+                    data,
+                } => {
+                    let at = (subtype, ssrc, &data[..]);
+                    if let Err(reason) = ownership::on_app(&mut self.st, now, from, own, at) {
+                        self.st.stats.drop(reason);
+                    }
+                }
+                RtcpItem::App {
                     subtype: union::SUBTYPE,
                     ssrc,
                     name,
@@ -727,17 +800,41 @@ impl Relay {
                     self.st.stats.feedback.add("bye", 1);
                     counted = true;
                 }
-                self.end_stream(&name, ssrc);
+                self.publisher_left(&name, ssrc);
             }
         }
     }
 
-    /// Ends a stream: its state goes, the room's subscribers get an RTCP BYE for it, and
-    /// aggregated delivery forgets it.
+    /// Its publisher left a stream (BYE, or the session went): a room stream outlives it,
+    /// owned by the room, and nobody sees a change; any other ends.
+    fn publisher_left(&mut self, room: &str, ssrc: u32) {
+        let Some(stream) = self
+            .st
+            .rooms
+            .get_mut(room)
+            .and_then(|r| r.streams.get_mut(&ssrc))
+        else {
+            return;
+        };
+        if stream.room_owned && !stream.carried {
+            let publisher = std::mem::replace(&mut stream.owner, ROOM);
+            self.st.by_ssrc.insert(ssrc, ROOM);
+            if let Some(s) = self.st.sessions.get_mut(&publisher) {
+                s.streams.retain(|x| *x != ssrc);
+            }
+            return;
+        }
+        self.end_stream(room, ssrc);
+    }
+
+    /// Ends a stream: its state goes, its objects' holders lose them, the room's
+    /// subscribers get an RTCP BYE for it, and aggregated delivery forgets it.
     fn end_stream(&mut self, room: &str, ssrc: u32) {
+        ownership::objects_gone(&mut self.st, room, |key| key.0 == ssrc);
         if self.st.end_stream(room, ssrc) {
             self.agg.sender_left(room, ssrc);
         }
+        self.drop_room_if_unused(room);
     }
 
     /// Paced sends, aggregated flushes and reports that are due; then, at each sweep,
@@ -806,22 +903,27 @@ impl Relay {
         // A carried stream's objects live as long as their home refreshes them: one its
         // home expired stops coming, and goes here two refreshes later.
         let carried_cutoff = now.checked_sub(st.cfg.object_ttl.min(carried_ttl(&st.cfg)));
+        // Room objects expire by the room's rule, and their streams never time out.
+        let room_cutoff = now.checked_sub(st.cfg.room_object_ttl);
         let mut ended = Vec::new();
+        let mut held_gone = Vec::new();
         let mut expired = std::mem::take(&mut self.expired);
         for (name, room) in &mut st.rooms {
+            ownership::prune(room, now, st.cfg.handover_guard);
             let Room {
                 streams,
                 objects,
                 members,
+                holds,
                 ..
             } = room;
             st.busy = members.first().copied();
             expired.clear();
             for (ssrc, stream) in streams {
-                let cutoff = if stream.carried {
-                    carried_cutoff
-                } else {
-                    object_cutoff
+                let cutoff = match (stream.carried, stream.room_owned) {
+                    (true, _) => carried_cutoff,
+                    (false, true) => room_cutoff,
+                    (false, false) => object_cutoff,
                 };
                 if let Some(cutoff) = cutoff {
                     let n = stream.store.expire(cutoff, |id, e| {
@@ -832,10 +934,20 @@ impl Relay {
                     });
                     st.stats.objects_changed(0, n);
                 }
-                if now.saturating_duration_since(stream.last_packet) >= st.cfg.stream_timeout {
+                let silent = now.saturating_duration_since(stream.last_packet)
+                    >= st.cfg.stream_timeout
+                    && (!stream.room_owned || stream.carried);
+                let emptied = stream.owner == ROOM && stream.store.is_empty();
+                if silent || emptied {
                     ended.push((name.clone(), *ssrc));
                 }
             }
+            held_gone.extend(
+                expired
+                    .iter()
+                    .filter(|key| holds.contains_key(key))
+                    .map(|key| (name.clone(), *key)),
+            );
             // Per-subscriber state keyed by an object goes with the object.
             for m in members.iter() {
                 let Some(s) = st.sessions.get_mut(m) else {
@@ -848,6 +960,9 @@ impl Relay {
             }
         }
         self.expired = expired;
+        for (room, key) in held_gone {
+            ownership::objects_gone(&mut self.st, &room, |k| k == key);
+        }
         for (room, ssrc) in ended {
             self.end_stream(&room, ssrc);
         }
@@ -860,11 +975,12 @@ impl Relay {
             .map(|s| s.id)
             .collect();
         for id in idle {
-            if self.leave(id).is_ok() {
+            if self.leave(now, id).is_ok() {
                 self.closed.push(id);
             }
         }
-        self.next_sweep = (!self.st.sessions.is_empty()).then(|| now + self.st.cfg.sweep_interval);
+        // Rooms without sessions may hold room objects, which expire at a sweep.
+        self.next_sweep = (!self.st.rooms.is_empty()).then(|| now + self.st.cfg.sweep_interval);
     }
 
     /// Removes a room and its sessions at once, without touching their state.

@@ -129,7 +129,7 @@ fn queue_snapshot(st: &mut State, now: Instant, to: SessionId, ssrc: u32) {
     let Some(stream) = room.streams.get(&ssrc) else {
         return;
     };
-    let from = st.dialect_of(stream.owner);
+    let from = stream.dialect;
     let center = st
         .sessions
         .get(&to)
@@ -223,7 +223,7 @@ pub(super) fn repair(st: &mut State, now: Instant, to: SessionId, media: u32, lo
         st.stats.suppress("unknown_stream");
         return;
     };
-    let from = st.dialect_of(stream.owner);
+    let from = stream.dialect;
     let Some(sub) = st.sessions.get_mut(&to) else {
         return;
     };

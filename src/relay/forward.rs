@@ -92,6 +92,10 @@ pub struct Packet<'a, 'p> {
     pub complete: bool,
     /// The sender's dialect.
     pub dialect: Dialect,
+    /// Made by the relay rather than sent by the stream's publisher (updates from the
+    /// holder of one of its objects): numbered in line for each subscriber, as a
+    /// snapshot is, since it has no place in the source's numbering.
+    pub injected: bool,
 }
 
 /// Sends `p` to every other subscriber of the room. Returns the earliest time a paced
@@ -129,14 +133,21 @@ pub fn fan_out(
         }
         let wanted = scratch.mask.iter().filter(|w| **w).count();
         let state = subscription(&mut sub.subs, &mut sub.resume, ssrc, seq);
-        if wanted == 0 {
-            state.rewriter.filter(seq);
-            continue;
-        }
-        let Some(rw) = state.rewriter.forward(seq, p.timestamp) else {
-            continue;
+        let rw = match (wanted, p.injected) {
+            (0, true) => continue,
+            (0, false) => {
+                state.rewriter.filter(seq);
+                continue;
+            }
+            (_, true) => state.rewriter.inject(p.timestamp),
+            (_, false) => {
+                let Some(rw) = state.rewriter.forward(seq, p.timestamp) else {
+                    continue;
+                };
+                state.record(rw.sequence_number, seq);
+                rw
+            }
         };
-        state.record(rw.sequence_number, seq);
         let (buf, start) = out.begin();
         let header = RtpHeader {
             marker: p.marker,
@@ -537,15 +548,7 @@ pub fn rescan_area(
     let owners: HashMap<u32, Dialect> = room
         .streams
         .iter()
-        .map(|(ssrc, s)| {
-            (
-                *ssrc,
-                sessions
-                    .get(&s.owner)
-                    .map(|o| o.dialect)
-                    .unwrap_or_default(),
-            )
-        })
+        .map(|(ssrc, s)| (*ssrc, s.dialect))
         .collect();
     let Some(sub) = sessions.get_mut(&who) else {
         return;

@@ -8,11 +8,12 @@ use super::aggregate::{Aggregator, Tx};
 use super::api::{Event, SessionId};
 use super::forward::{self, Packet};
 use super::grid::{self, Cell, Grid};
-use super::room::Stream;
+use super::room::{Stream, held_elsewhere};
 use super::state::State;
 use crate::rtp::RtpPacket;
 use crate::rtp::packet::HeaderExtension;
 use crate::wire::{self, Dialect, ObjectKind, ObjectRef, container};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The reused scratch of the RTP path (no allocation per packet).
@@ -22,6 +23,17 @@ pub(super) struct Ingest {
     refs: Vec<ObjectRef>,
     /// The objects of the container being handled.
     inner: Vec<ObjectRef>,
+    /// The objects of the packet its sender holds of other streams.
+    held: Held,
+}
+
+/// Scratch of the objects a sender holds of other streams ([`super::ownership`]).
+#[derive(Debug, Default)]
+pub(super) struct Held {
+    /// Each with the stream it belongs to.
+    refs: Vec<(u32, ObjectRef)>,
+    /// One stream's of them, as a packet's objects.
+    group: Vec<ObjectRef>,
 }
 
 /// One stream's packet: the RTP header fields it is forwarded with and its payload.
@@ -36,10 +48,12 @@ struct Carried<'p> {
     payload_type: u8,
     extension: Option<HeaderExtension<'p>>,
     payload: &'p [u8],
+    /// The sender's wire dialect.
+    dialect: Dialect,
 }
 
 impl<'p> Carried<'p> {
-    fn of(pkt: &RtpPacket<'p>) -> Self {
+    fn of(pkt: &RtpPacket<'p>, dialect: Dialect) -> Self {
         Self {
             ssrc: pkt.ssrc(),
             carried: false,
@@ -49,6 +63,7 @@ impl<'p> Carried<'p> {
             payload_type: pkt.payload_type(),
             extension: pkt.extension(),
             payload: pkt.payload(),
+            dialect,
         }
     }
 }
@@ -88,12 +103,12 @@ impl Ingest {
             .iter()
             .filter(|r| r.kind == ObjectKind::Container)
             .count();
-        let carried = Carried::of(&pkt);
+        let carried = Carried::of(&pkt, dialect);
         if containers == 0 {
             if !sends.streams() {
                 return Err("not_container");
             }
-            return stream(st, agg, now, from, dialect, carried, &mut self.refs);
+            return stream(st, agg, now, from, carried, &mut self.refs, &mut self.held);
         }
         // Containers are the relay's own framing: towards subscribers in aggregated
         // delivery, and a link's towards its peer. A client may not send them.
@@ -115,7 +130,7 @@ impl Ingest {
                         payload: body,
                         ..carried
                     };
-                    self.container(st, agg, now, from, dialect, inner)
+                    self.container(st, agg, now, from, inner)
                 });
             if let Err(reason) = outcome {
                 st.stats.drop(reason);
@@ -131,15 +146,14 @@ impl Ingest {
         agg: &mut Aggregator,
         now: Instant,
         from: SessionId,
-        dialect: Dialect,
         p: Carried<'_>,
     ) -> Result<(), &'static str> {
         claim(st, from, p.ssrc)?;
         self.inner.clear();
-        for r in wire::objects(p.payload, dialect) {
+        for r in wire::objects(p.payload, p.dialect) {
             self.inner.push(r.map_err(|e| e.reason())?);
         }
-        stream(st, agg, now, from, dialect, p, &mut self.inner)
+        stream(st, agg, now, from, p, &mut self.inner, &mut self.held)
     }
 }
 
@@ -178,17 +192,32 @@ fn claim(st: &mut State, from: SessionId, ssrc: u32) -> Result<(), &'static str>
 }
 
 /// One stream's packet from `from`, whose objects are `refs`: ordered, stored, indexed
-/// and fanned out.
+/// and fanned out. Objects the sender holds from other streams (`held`, scratch) go on
+/// as updates of those streams; objects of this stream that another session holds are
+/// not its publisher's to update and are dropped (`not_owner`).
 fn stream(
     st: &mut State,
     agg: &mut Aggregator,
     now: Instant,
     from: SessionId,
-    dialect: Dialect,
     p: Carried<'_>,
     refs: &mut Vec<ObjectRef>,
+    held: &mut Held,
 ) -> Result<(), &'static str> {
     let name = st.room_of(from).ok_or("unknown_session")?;
+    let sender = st.sessions.get(&from).ok_or("unknown_session")?;
+    let holds = &sender.holds;
+    held.refs.clear();
+    if !holds.is_empty() && !p.carried {
+        // Its objectIDs are unique among what it holds and owns (`id_in_use`).
+        let target = |r: &ObjectRef| {
+            let id = r.id?;
+            holds.iter().find(|k| k.1 == id).map(|k| k.0)
+        };
+        held.refs
+            .extend(refs.iter().filter_map(|r| Some((target(r)?, *r))));
+        refs.retain(|r| target(r).is_none());
+    }
     let room = st.rooms.get_mut(&name).ok_or("unknown_session")?;
     let ts = p.timestamp;
     let (stats, events) = (&mut st.stats, &mut st.stream_events);
@@ -203,6 +232,11 @@ fn stream(
         }
         let mut stream = Stream::new(from, p.seq, ts, p.payload_type, now);
         stream.carried = p.carried;
+        stream.dialect = p.dialect;
+        if sender.room_ssrc == Some(p.ssrc) {
+            stream.room_owned = true;
+            stream.publisher = Some(sender.identity.as_str().into());
+        }
         stream
     });
     // A carried stream is numbered here, one by one: the link's own numbering counts
@@ -221,15 +255,29 @@ fn stream(
     if late {
         // Reordered: keep the objects no newer packet has refreshed; stale game state is
         // never applied over newer state. Objects without an objectID are never cached,
-        // so they cannot regress anything and go through.
+        // so they cannot regress anything and go through. What it held elsewhere is as
+        // stale.
         refs.retain(|r| r.id.is_none_or(|id| stream.store.is_news(id, seq)));
+        st.stats.dropped.add("late", held.refs.len() as u64);
+        held.refs.clear();
         if refs.is_empty() {
             return Err("late");
         }
     }
-    if stream.store.len() + stream.store.count_new(refs) > st.cfg.max_objects_per_stream {
+    let all = refs.len();
+    refs.retain(|r| {
+        r.id.is_none_or(|id| !held_elsewhere(&room.holds, p.ssrc, id))
+    });
+    st.stats.dropped.add("not_owner", (all - refs.len()) as u64);
+    let new = stream.store.count_new(refs);
+    if stream.store.len() + new > st.cfg.max_objects_per_stream {
         return Err("too_many_objects");
     }
+    let room_owned = stream.room_owned;
+    if room_owned && new > 0 && room.room_objects() + new > st.cfg.max_room_objects {
+        return Err("room_objects_full");
+    }
+    let stream = room.streams.get_mut(&p.ssrc).ok_or("unknown_session")?;
     let before = stream.store.len();
     stream.store.apply(p.payload, refs, seq, now);
     st.scratch.moved_from.clear();
@@ -257,23 +305,11 @@ fn stream(
         extension: p.extension,
         payload: p.payload,
         refs,
-        complete: !late,
-        dialect,
+        complete: !late && refs.len() == all,
+        dialect: p.dialect,
+        injected: false,
     };
-    let room = &st.rooms[&name];
-    let due = forward::fan_out(
-        room,
-        &mut st.sessions,
-        &mut st.out,
-        &mut st.scratch,
-        &packet,
-        now,
-    );
-    st.pace_at = st.pace_at.into_iter().chain(due).min();
-    let mut tx = Tx::new(&mut st.out, &mut st.stats, st.relay_ssrc, now);
-    agg.fan_out(&name, &packet, &mut tx);
-    st.count_paced();
-    st.drain_followers(now);
+    deliver(st, agg, &name, &packet, now);
     // A subscriber whose area follows its own avatar may have walked up to objects.
     let follows = st
         .sessions
@@ -283,7 +319,82 @@ fn stream(
         forward::rescan_area(room, &mut st.sessions, from, now);
         st.drain_session(now, from);
     }
+    if !held.refs.is_empty() {
+        held_updates(st, agg, now, &name, p, held);
+    }
     Ok(())
+}
+
+/// Objects a session holds of other streams, from its packet `p` (in `held`): each
+/// stream's are stored and sent on as a packet of that stream the relay made (numbered in
+/// line for each subscriber, as a snapshot is).
+fn held_updates(
+    st: &mut State,
+    agg: &mut Aggregator,
+    now: Instant,
+    name: &Arc<str>,
+    p: Carried<'_>,
+    held: &mut Held,
+) {
+    held.refs.sort_by_key(|(ssrc, _)| *ssrc);
+    for chunk in held.refs.chunk_by(|a, b| a.0 == b.0) {
+        let Some(&(ssrc, _)) = chunk.first() else {
+            continue;
+        };
+        held.group.clear();
+        held.group.extend(chunk.iter().map(|(_, r)| *r));
+        let Some(room) = st.rooms.get_mut(name) else {
+            return;
+        };
+        let Some(stream) = room.streams.get_mut(&ssrc) else {
+            continue;
+        };
+        let seq = stream.last_seq;
+        stream.store.apply(p.payload, &held.group, seq, now);
+        st.scratch.moved_from.clear();
+        index_objects(
+            &mut room.objects,
+            stream,
+            ssrc,
+            &held.group,
+            &mut st.scratch.moved_from,
+        );
+        let packet = Packet {
+            ssrc,
+            seq,
+            timestamp: stream.last_ts,
+            marker: false,
+            payload_type: stream.payload_type,
+            extension: None,
+            payload: p.payload,
+            refs: &held.group,
+            complete: false,
+            dialect: p.dialect,
+            injected: true,
+        };
+        deliver(st, agg, name, &packet, now);
+    }
+}
+
+/// Fans an accepted packet out to the room's subscribers in both delivery modes, then
+/// drains the paced subscribers it left something for.
+fn deliver(st: &mut State, agg: &mut Aggregator, name: &Arc<str>, packet: &Packet, now: Instant) {
+    let Some(room) = st.rooms.get(name) else {
+        return;
+    };
+    let due = forward::fan_out(
+        room,
+        &mut st.sessions,
+        &mut st.out,
+        &mut st.scratch,
+        packet,
+        now,
+    );
+    st.pace_at = st.pace_at.into_iter().chain(due).min();
+    let mut tx = Tx::new(&mut st.out, &mut st.stats, st.relay_ssrc, now);
+    agg.fan_out(name, packet, &mut tx);
+    st.count_paced();
+    st.drain_followers(now);
 }
 
 /// Keeps the room's object grid in step with the objects' new positions, noting the

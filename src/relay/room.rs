@@ -5,8 +5,32 @@ use super::grid::Grid;
 use super::store::{History, Store};
 use crate::rtp::CLOCK_RATE;
 use crate::rtp::reception::Reception;
+use crate::wire::Dialect;
 use std::collections::HashMap;
 use std::time::Instant;
+
+/// An object that changed hands: who holds it (`None`: back with its stream's
+/// publisher, or the room's for a room stream that outlived it) and since when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hold {
+    /// The holder, when not the stream's publisher.
+    pub by: Option<SessionId>,
+    /// When it last changed hands (the handover guard runs from here).
+    pub at: Instant,
+}
+
+/// Handed objects of a room ([`super::ownership`]) by (stream, objectID).
+pub type Holds = HashMap<(u32, u64), Hold>;
+
+/// Whether an object of `ssrc` is held by a session other than its publisher (whose
+/// updates of it are then dropped).
+pub fn held_elsewhere(holds: &Holds, ssrc: u32, id: u64) -> bool {
+    !holds.is_empty() && holds.get(&(ssrc, id)).is_some_and(|h| h.by.is_some())
+}
+
+/// The owner of a room stream that outlived its publisher: the room itself. No session
+/// has this id (the core never numbers one 0).
+pub const ROOM: SessionId = 0;
 
 /// One room: its members and streams. Rooms never share state.
 #[derive(Debug, Default)]
@@ -22,13 +46,40 @@ pub struct Room {
     pub everywhere: Vec<SessionId>,
     /// Objects with a position, by cell.
     pub objects: Grid<(u32, u64)>,
+    /// Objects that changed hands ([`super::ownership`]).
+    pub holds: Holds,
+}
+
+impl Room {
+    /// Objects its room streams hold ([`Stream::room_owned`]), against
+    /// [`super::RelayConfig::max_room_objects`].
+    pub fn room_objects(&self) -> usize {
+        self.streams
+            .values()
+            .filter(|s| s.room_owned)
+            .map(|s| s.store.len())
+            .sum()
+    }
+
+    /// Whether nothing keeps it: no member and no stream that outlived its publisher.
+    pub fn is_unused(&self) -> bool {
+        self.members.is_empty() && self.streams.is_empty()
+    }
 }
 
 /// One publisher's stream.
 #[derive(Debug)]
 pub struct Stream {
-    /// The publishing session (for a stream a link carries, the link).
+    /// The publishing session (for a stream a link carries, the link; [`ROOM`] for a room
+    /// stream that outlived its publisher).
     pub owner: SessionId,
+    /// A room stream: its objects belong to the room, so it outlives its publisher and
+    /// they expire by the room's rule (`docs/relay.md`, "Room objects and ownership").
+    pub room_owned: bool,
+    /// The wire dialect its objects are in (its publisher's, kept when it leaves).
+    pub dialect: Dialect,
+    /// A room stream's publisher's identity: who may take it up again after it left.
+    pub publisher: Option<Box<str>>,
     /// Whether it arrived in a link's containers rather than from its sender: a replica
     /// never sends such a stream over a link (a full mesh of replicas, so nothing loops).
     pub carried: bool,
@@ -70,6 +121,9 @@ impl Stream {
     pub fn new(owner: SessionId, seq: u16, ts: u32, payload_type: u8, now: Instant) -> Self {
         Self {
             owner,
+            room_owned: false,
+            dialect: Dialect::default(),
+            publisher: None,
             carried: false,
             store: Store::new(now),
             history: History::default(),

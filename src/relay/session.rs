@@ -87,6 +87,14 @@ pub struct Session {
     pub cells: Option<Vec<super::grid::Cell>>,
     /// Its RTCP reports: schedule, round-trip time, CNAME.
     pub rtcp: RtcpLeg,
+    /// Its room stream's SSRC, if it asked for one at join: what it publishes there
+    /// belongs to the room and outlives it.
+    pub room_ssrc: Option<u32>,
+    /// Objects of other streams it holds (stream, objectID): its packets' objects with
+    /// these objectIDs update them ([`super::ownership`]).
+    pub holds: Vec<(u32, u64)>,
+    /// Ownership-message rate limiter.
+    pub claims: TokenBucket,
     /// Send budget from its transport or its congestion feedback, bits per second.
     pub send_budget_bps: Option<u64>,
     /// The controller its RFC 8888 feedback drives, once it sent some.

@@ -10,13 +10,12 @@ use super::config::RelayConfig;
 use super::forward::{self, PaceCounts, Scratch};
 use super::outbox::Outbox;
 use super::rng::Rng;
-use super::room::Room;
+use super::room::{ROOM, Room};
 use super::session::Session;
 use super::stats::{RelayStats, StatEvent};
 use crate::rtp::PacketClass;
 use crate::rtp::ntp::Wallclock;
 use crate::rtp::rtcp;
-use crate::wire::Dialect;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -106,17 +105,10 @@ impl State {
         }
     }
 
-    /// The session that owns an SSRC.
+    /// The session that owns an SSRC (none for a room stream that outlived its
+    /// publisher).
     pub fn owner_of(&self, ssrc: u32) -> Option<SessionId> {
-        self.by_ssrc.get(&ssrc).copied()
-    }
-
-    /// The wire dialect a session speaks (the default for one that left).
-    pub fn dialect_of(&self, id: SessionId) -> Dialect {
-        self.sessions
-            .get(&id)
-            .map(|s| s.dialect)
-            .unwrap_or_default()
+        self.by_ssrc.get(&ssrc).copied().filter(|id| *id != ROOM)
     }
 
     /// A session's room name.
@@ -213,6 +205,9 @@ impl State {
         let Some(stream) = room.streams.remove(&ssrc) else {
             return false;
         };
+        if stream.owner == ROOM {
+            self.by_ssrc.remove(&ssrc);
+        }
         if !stream.carried {
             self.stream_events.push_back(Event::StreamEnded {
                 room: name,

@@ -120,6 +120,9 @@ pub struct RelayStats {
     pub dropped: ReasonCounts,
     /// RTCP feedback received, by kind (`fir`, `pli`, `nack`, `tmmbr`, `bye`).
     pub feedback: ReasonCounts,
+    /// Ownership requests by outcome: `granted`, `released`, `lost` (a holder lost an
+    /// object to a request), or the reason a request was refused.
+    pub ownership: ReasonCounts,
     /// Feedback not answered (or answered later) under the feedback budget, by reason.
     pub suppressed: ReasonCounts,
     /// FIR/PLI answered from the cache.
@@ -150,6 +153,7 @@ impl Default for RelayStats {
         Self {
             dropped: ReasonCounts::default(),
             feedback: ReasonCounts::default(),
+            ownership: ReasonCounts::default(),
             suppressed: ReasonCounts::default(),
             snapshots: 0,
             firs_forwarded: 0,
@@ -180,6 +184,7 @@ impl Clone for RelayStats {
         let Self {
             dropped,
             feedback,
+            ownership,
             suppressed,
             snapshots,
             firs_forwarded,
@@ -195,6 +200,7 @@ impl Clone for RelayStats {
         } = source;
         self.dropped.clone_from(dropped);
         self.feedback.clone_from(feedback);
+        self.ownership.clone_from(ownership);
         self.suppressed.clone_from(suppressed);
         self.snapshots = *snapshots;
         self.firs_forwarded = *firs_forwarded;

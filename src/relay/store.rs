@@ -182,7 +182,7 @@ impl Store {
     /// of updates allocates nothing.
     pub fn apply(&mut self, payload: &[u8], refs: &[ObjectRef], seq: u16, now: Instant) {
         let at = self.since_epoch(now);
-        for r in refs {
+        for (i, r) in refs.iter().enumerate() {
             let Some(id) = r.id else { continue };
             let bytes = r.bytes(payload);
             let (slot, fresh) = match self.slot(id) {
@@ -208,8 +208,14 @@ impl Store {
             // The first TLV of this id in a packet replaces the old state; later ones (the
             // same object in a newer format) are appended after it. A packet is told by
             // its sequence number and arrival together: duplicates are refused before
-            // this, and one arrival time never spans 65 536 packets of a stream.
-            if !fresh && e.seq == seq && e.updated == at {
+            // this, and one arrival time never spans 65 536 packets of a stream. Objects
+            // a holder sends for this stream come with its newest number, so the object
+            // must also be earlier in these `refs` (rare: the scan runs only then).
+            if !fresh
+                && e.seq == seq
+                && e.updated == at
+                && refs.iter().take(i).any(|p| p.id == Some(id))
+            {
                 e.append_bytes(bytes);
             } else {
                 e.replace_bytes(bytes);

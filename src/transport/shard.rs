@@ -588,6 +588,7 @@ impl Shard {
                 .room_info(&room)
                 .map(|r| r.streams.iter().map(|s| s.ssrc).collect())
                 .unwrap_or_default(),
+            room_ssrc: inner.relay.session(id).and_then(|s| s.room_ssrc),
         };
         let generation = generation + 1;
         if let Some(entry) = inner.sessions.get_mut(&id) {

@@ -78,7 +78,7 @@ impl Aggregator {
         let owners: Vec<(u32, Dialect)> = room
             .streams
             .iter()
-            .map(|(ssrc, stream)| (*ssrc, st.dialect_of(stream.owner)))
+            .map(|(ssrc, stream)| (*ssrc, stream.dialect))
             .collect();
         let Some(sub) = st.sessions.get_mut(&to) else {
             return;
