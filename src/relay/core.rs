@@ -174,6 +174,12 @@ impl Relay {
         self.st.rooms.len()
     }
 
+    /// Whether it holds room `name` (with sessions, or only room objects that outlived
+    /// them).
+    pub fn has_room(&self, name: &str) -> bool {
+        self.st.rooms.contains_key(name)
+    }
+
     /// What the core has counted so far (the shell exports it).
     pub fn stats(&self) -> &RelayStats {
         &self.st.stats

@@ -80,6 +80,11 @@ struct Inner {
     /// Rooms whose last session other than links went: their links close at the next
     /// flush.
     emptied: Vec<Arc<str>>,
+    /// Rooms whose sessions all went while the core still holds their room objects,
+    /// with the last session: its end is reported to the directory only when the core
+    /// lets the room go or another session joins it, so that joins keep landing where
+    /// the room objects are.
+    lingering: HashMap<Arc<str>, SessionId>,
     /// Where the shard reports its sessions' joins and ends, in a sharded relay.
     events: Option<EventSink>,
     /// Who follows the rooms' activity (the room service).
@@ -152,6 +157,7 @@ pub async fn spawn_with(
             hosted: HashMap::new(),
             hosted_gauge,
             emptied: Vec::new(),
+            lingering: HashMap::new(),
             events: setup.events,
             observer: setup.observer,
         },
@@ -359,6 +365,7 @@ impl Shard {
     async fn timeout(&mut self) {
         let now = Instant::now();
         self.inner.input("timeout", now, Input::Timeout);
+        self.inner.release_lingering();
         self.flush().await;
         self.forget_closed(Gone::Timeout);
     }
@@ -523,12 +530,18 @@ impl Shard {
         let (carrier, transport) = link.attach(inner, now, id);
         if let Some(events) = &inner.events {
             events.joined(room.clone(), id);
+            if let Some(last) = inner.lingering.remove(&room) {
+                events.gone(room.clone(), last);
+            }
         }
         inner.observe(|| Activity::Joined {
             room: room.clone(),
             session: id,
             identity,
-            ssrcs: std::iter::once(joined.ssrc).chain(declared).collect(),
+            ssrcs: std::iter::once(joined.ssrc)
+                .chain(declared)
+                .chain(joined.room_ssrc)
+                .collect(),
             publish,
             subscribe,
             muted,
@@ -751,10 +764,12 @@ impl Inner {
             // Links are the shards' own: the directory counts only the room's sessions.
             return Some(Carrier::Link);
         }
+        let mut linger = false;
         if let Some(n) = self.hosted.get_mut(&joined.room) {
             *n -= 1;
             self.hosted_gauge.dec();
-            if *n == 0 {
+            linger = *n == 0 && self.relay.has_room(&joined.room);
+            if *n == 0 && !linger {
                 self.hosted.remove(&joined.room);
                 self.emptied.push(joined.room.clone());
             }
@@ -764,10 +779,36 @@ impl Inner {
             session: id,
             why,
         });
-        if let Some(events) = &self.events {
+        if linger {
+            self.lingering.insert(joined.room, id);
+        } else if let Some(events) = &self.events {
             events.gone(joined.room, id);
         }
         Some(joined.carrier)
+    }
+
+    /// Lets go of the lingering rooms whose room objects the core has dropped.
+    fn release_lingering(&mut self) {
+        if self.lingering.is_empty() {
+            return;
+        }
+        let relay = &self.relay;
+        let gone: Vec<(Arc<str>, SessionId)> = self
+            .lingering
+            .iter()
+            .filter(|(room, _)| !relay.has_room(room))
+            .map(|(room, id)| (room.clone(), *id))
+            .collect();
+        for (room, id) in gone {
+            self.lingering.remove(&room);
+            if self.hosted.get(&room) == Some(&0) {
+                self.hosted.remove(&room);
+                self.emptied.push(room.clone());
+            }
+            if let Some(events) = &self.events {
+                events.gone(room, id);
+            }
+        }
     }
 }
 
