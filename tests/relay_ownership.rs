@@ -210,7 +210,14 @@ fn a_handover_moves_the_right_to_update_and_both_sides_learn_of_it() {
 
     // Bob's update of 9 reaches Carol as stream A's; Alice's is dropped, her 1 goes on.
     w.publish(&b, &[head(9, 42.0)]);
-    assert_eq!(heads_to(&w.sent(), &c, a.ssrc), vec![(9, 42.0)]);
+    let sent = w.sent();
+    assert_eq!(heads_to(&sent, &c, a.ssrc), vec![(9, 42.0)]);
+    assert_eq!(
+        heads_to(&sent, &a, a.ssrc),
+        vec![(9, 42.0)],
+        "its publisher sees it"
+    );
+    assert_eq!(heads_to(&sent, &b, a.ssrc), vec![], "no echo to its holder");
     w.publish(&a, &[head(1, 2.0), head(9, -1.0)]);
     assert_eq!(heads_to(&w.sent(), &c, a.ssrc), vec![(1, 2.0)]);
     assert_eq!(w.dropped("not_owner"), 1);

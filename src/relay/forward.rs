@@ -92,6 +92,9 @@ pub struct Packet<'a, 'p> {
     pub complete: bool,
     /// The sender's dialect.
     pub dialect: Dialect,
+    /// The session that sent it (the stream's publisher, a link, or a holder of one of
+    /// its objects).
+    pub sender: SessionId,
     /// Made by the relay rather than sent by the stream's publisher (updates from the
     /// holder of one of its objects): numbered in line for each subscriber, as a
     /// snapshot is, since it has no place in the source's numbering.
@@ -119,7 +122,7 @@ pub fn fan_out(
             continue;
         };
         // Shared aggregated views get the packet once per view (`aggregate`).
-        if !sub.subscribe || !sub.wants_stream(ssrc, stream) || sub.shares_view() {
+        if !sub.subscribe || !sub.wants_from(ssrc, stream, p.sender) || sub.shares_view() {
             continue;
         }
         let center = relevance::center(room, sub);

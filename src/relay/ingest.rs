@@ -307,6 +307,7 @@ fn stream(
         refs,
         complete: !late && refs.len() == all,
         dialect: p.dialect,
+        sender: from,
         injected: false,
     };
     deliver(st, agg, &name, &packet, now);
@@ -320,7 +321,7 @@ fn stream(
         st.drain_session(now, from);
     }
     if !held.refs.is_empty() {
-        held_updates(st, agg, now, &name, p, held);
+        held_updates(st, agg, now, (from, &name), p, held);
     }
     Ok(())
 }
@@ -332,7 +333,7 @@ fn held_updates(
     st: &mut State,
     agg: &mut Aggregator,
     now: Instant,
-    name: &Arc<str>,
+    (from, name): (SessionId, &Arc<str>),
     p: Carried<'_>,
     held: &mut Held,
 ) {
@@ -370,6 +371,7 @@ fn held_updates(
             refs: &held.group,
             complete: false,
             dialect: p.dialect,
+            sender: from,
             injected: true,
         };
         deliver(st, agg, name, &packet, now);

@@ -239,8 +239,14 @@ impl Session {
     /// Whether it receives stream `ssrc`: its interest admits it (its own only with
     /// echo), and a link never gets a stream another link carried.
     pub fn wants_stream(&self, ssrc: u32, stream: &Stream) -> bool {
-        !(stream.carried && self.is_link())
-            && self.interest.admits_stream(ssrc, stream.owner == self.id)
+        self.wants_from(ssrc, stream, stream.owner)
+    }
+
+    /// Whether it receives a packet of stream `ssrc` that `sender` sent: as
+    /// [`Session::wants_stream`], but its own only with echo when it sent it (a
+    /// publisher sees the updates of its objects another session holds).
+    pub fn wants_from(&self, ssrc: u32, stream: &Stream, sender: super::api::SessionId) -> bool {
+        !(stream.carried && self.is_link()) && self.interest.admits_stream(ssrc, sender == self.id)
     }
 
     /// Applies the lowest of the configured, requested, TMMBR and send-budget caps.
