@@ -308,3 +308,75 @@ fn js_session_rejoins_when_the_relay_goes_silent() {
     assert_eq!(failed, 0, "{}", String::from_utf8_lossy(&out.stdout));
     assert!(out.status.success() && passed >= 27, "{passed} checks");
 }
+
+#[test]
+fn js_session_speaks_ownership_with_the_relays_codec() {
+    use gsrelay::handover::{self, Entry, Kind, Reason};
+    use gsrelay::rtp::rtcp::{self, RtcpItem};
+    let notice = |kind: Kind, entries: &[Entry]| {
+        let mut data = Vec::new();
+        handover::encode(entries, &mut data);
+        let mut p = Vec::new();
+        rtcp::write_app(&mut p, kind.subtype(), 0x9999, handover::NAME, &data).unwrap();
+        hex(&p)
+    };
+    let big = (1u64 << 60) + 3;
+    let granted = notice(Kind::Granted, &[Entry::new(0x7777, 9)]);
+    let refused = notice(
+        Kind::Refused,
+        &[Entry {
+            reason: Reason::Contended,
+            ..Entry::new(0x7777, big)
+        }],
+    );
+    let lost = notice(
+        Kind::Lost,
+        &[Entry {
+            reason: Reason::Gone,
+            ..Entry::new(0x7777, 9)
+        }],
+    );
+    let out = node("ownership.mjs", &[&granted, &refused, &lost], "");
+    let (passed, failed) = tally(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(failed, 0, "{stdout}");
+    assert!(out.status.success() && passed >= 13, "{passed} checks");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .expect("the request");
+    let v: Value = serde_json::from_str(line).unwrap();
+    let bytes = unhex(v["request"].as_str().unwrap());
+    let items = rtcp::parse_compound(&bytes).unwrap();
+    let [
+        RtcpItem::App {
+            subtype,
+            ssrc,
+            name,
+            data,
+        },
+    ] = &items[..]
+    else {
+        panic!("{items:?}");
+    };
+    assert_eq!(
+        (*subtype, *ssrc, *name),
+        (Kind::Request.subtype(), 0x1111, handover::NAME)
+    );
+    let entries: Vec<Entry> = handover::decode(data).unwrap().collect();
+    assert_eq!(
+        entries,
+        vec![Entry::new(0x7777, 9), Entry::new(0x7777, big)]
+    );
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+        .collect()
+}

@@ -352,7 +352,47 @@ export type RtcpItem =
   | { type: "bye"; ssrcs: number[] }
   | { type: "fir"; sender: number; entries: { ssrc: number; seq: number }[] }
   | { type: "pli"; sender: number; media: number }
+  | { type: "ownership"; kind: OwnershipKind; sender: number; entries: OwnershipEntry[] }
   | { type: "other"; pt: number; count: number };
+
+/** What an ownership message says (docs/relay.md, "Room objects and ownership"). */
+export type OwnershipKind = "request" | "release" | "granted" | "lost" | "refused";
+
+/** Why an object was lost or a request refused. */
+export type OwnershipReason =
+  | "none" | "contended" | "no_object" | "gone" | "not_home" | "dialect_mismatch" | "id_in_use"
+  | "too_many_held" | "not_publisher";
+
+/** One object an ownership message names. */
+export interface OwnershipEntry {
+  ssrc: number;
+  /** Its objectID: a number, or a BigInt past 2^53. */
+  object: number | bigint;
+  reason: OwnershipReason;
+}
+
+/** The ownership messages' constants: APP name, subtypes, reasons by code, entries per message. */
+export declare const OWNERSHIP: {
+  readonly name: "GSOW";
+  readonly kinds: { readonly [K in OwnershipKind]: number };
+  readonly reasons: readonly OwnershipReason[];
+  readonly maxEntries: 16;
+};
+
+/** An ownership request or release from `sender` about `[ssrc, objectId]` pairs (1 to 16). */
+export declare function buildOwnership(
+  kind: "request" | "release",
+  sender: number,
+  objects: readonly (readonly [number, number | bigint])[],
+): Uint8Array;
+
+/** An ownership notice the relay sent a session. */
+export interface OwnershipNotice {
+  kind: "granted" | "lost" | "refused";
+  ssrc: number;
+  object: number | bigint;
+  reason: OwnershipReason;
+}
 
 /** True when a packet on an RTP/RTCP-multiplexed flow is RTCP (RFC 5761 §4). */
 export declare function isRtcp(packet: ArrayLike<number>): boolean;
@@ -579,6 +619,8 @@ export interface JoinRequest {
   sdp_offer?: string;
   /** An earlier answer's `resume` credential: take that session back (docs/api.md, "Resume"). */
   resume?: string;
+  /** Also give the session a room stream, whose objects outlive it. */
+  room_stream?: boolean;
 }
 
 /** The `webtransport` part of a join answer (docs/transports.md). */
@@ -607,6 +649,8 @@ export interface JoinAnswer {
   relay_ssrc: number;
   /** The streams already in the room. */
   streams: number[];
+  /** The session's room stream, when the join asked for one. */
+  room_ssrc?: number;
   /** The credential that resumes this session; each answer gives the next one. */
   resume?: string;
   rtp?: {
@@ -855,6 +899,8 @@ export interface ConnectOptions {
   silenceMs?: number | null;
   /** Whether the watchdog rejoins by itself (default true). */
   autoRejoin?: boolean;
+  /** Ask for a room stream (`Session.publishRoom`): its objects outlive the session. */
+  roomStream?: boolean;
 }
 
 /**
@@ -880,7 +926,12 @@ export declare class Session {
   /** Milliseconds from connect to the first state, once it came. */
   firstStateMs: number | null;
   private seq;
+  private roomSeq;
   private firSeq;
+  /** Objects it holds (`"ssrc:objectId"`), as the relay's notices said. */
+  held: Set<string>;
+  /** Called with each ownership notice. */
+  onownership: ((notice: OwnershipNotice) => void) | null;
   /** The current transport. */
   conn: WebTransportConnection | WebRtcConnection;
   private reports;
@@ -919,6 +970,18 @@ export declare class Session {
   requestSnapshot(media?: number): Promise<boolean>;
   /** Publishes objects as one RTP packet of this session's stream. */
   publish(objects: PayloadObject | readonly PayloadObject[], options?: { payloadType?: number }): Promise<boolean>;
+  /** Its room stream's SSRC, else null. */
+  get roomSsrc(): number | null;
+  /** Publishes objects on its room stream: they belong to the room and outlive the session. */
+  publishRoom(objects: PayloadObject | readonly PayloadObject[], options?: { payloadType?: number }): Promise<boolean>;
+  /** Asks the relay for objects, each `[ssrc, objectId]`; answers come to `onownership`. */
+  requestObjects(objects: readonly (readonly [number, number | bigint])[]): Promise<void>;
+  /** Gives objects it holds back to their streams' publishers. */
+  releaseObjects(objects: readonly (readonly [number, number | bigint])[]): Promise<void>;
+  private sendOwnership;
+  /** Whether it holds object `objectId` of stream `ssrc`, as the relay's last notice said. */
+  holds(ssrc: number, objectId: number | bigint): boolean;
+  private noteOwnership;
   /** Closes the transport and leaves; stops the watchdog and any rejoin under way. */
   close(): Promise<void>;
 }

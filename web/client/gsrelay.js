@@ -1010,7 +1010,7 @@ export function buildRtp({ payloadType = 96, marker = false, sequenceNumber, tim
   return out;
 }
 
-const RTCP = { SR: 200, RR: 201, SDES: 202, BYE: 203, RTPFB: 205, PSFB: 206 };
+const RTCP = { SR: 200, RR: 201, SDES: 202, BYE: 203, APP: 204, RTPFB: 205, PSFB: 206 };
 
 function rtcpHeader(count, pt, words) {
   const out = new Uint8Array(4 * (words + 1));
@@ -1055,9 +1055,47 @@ export function buildBye(ssrc) {
 }
 
 /**
+ * Object ownership messages (docs/relay.md, "Room objects and ownership"): RTCP APP
+ * packets named `GSOW` whose subtype is the kind; the relay's notices say why an object
+ * was lost or a request refused, by the reason's name.
+ */
+export const OWNERSHIP = Object.freeze({
+  name: "GSOW",
+  kinds: Object.freeze({ request: 1, release: 2, granted: 3, lost: 4, refused: 5 }),
+  reasons: Object.freeze(["none", "contended", "no_object", "gone", "not_home", "dialect_mismatch",
+    "id_in_use", "too_many_held", "not_publisher"]),
+  maxEntries: 16,
+});
+
+const OWNERSHIP_KIND_NAMES = Object.fromEntries(Object.entries(OWNERSHIP.kinds).map(([k, v]) => [v, k]));
+
+/**
+ * An ownership message of `kind` ("request" or "release") from `sender` about `objects`,
+ * each `[ssrc, objectId]` (objectId a number or a BigInt); 1 to 16 objects.
+ */
+export function buildOwnership(kind, sender, objects) {
+  const subtype = OWNERSHIP.kinds[kind];
+  if (kind !== "request" && kind !== "release") throw new TypeError(`a client sends request or release, not ${kind}`);
+  if (objects.length === 0 || objects.length > OWNERSHIP.maxEntries) {
+    throw new RangeError(`1 to ${OWNERSHIP.maxEntries} objects, not ${objects.length}`);
+  }
+  const p = rtcpHeader(subtype, RTCP.APP, 2 + 4 * objects.length);
+  const v = new DataView(p.buffer);
+  v.setUint32(4, sender >>> 0);
+  for (let i = 0; i < 4; i++) p[8 + i] = OWNERSHIP.name.charCodeAt(i);
+  objects.forEach(([ssrc, object], i) => {
+    v.setUint32(12 + 16 * i, ssrc >>> 0);
+    v.setBigUint64(16 + 16 * i, BigInt(object));
+  });
+  return p;
+}
+
+/**
  * Parses a compound RTCP packet into items: `{type:"sr"|"rr", ssrc}`, `{type:"bye",
  * ssrcs}`, `{type:"fir", sender, entries:[{ssrc, seq}]}`, `{type:"pli", sender, media}`,
- * `{type:"other", pt, count}`. Returns `{ok, items}` or `{ok:false, error}`; never throws.
+ * `{type:"ownership", kind, sender, entries:[{ssrc, object, reason}]}` (an ownership message:
+ * `kind` by name, `object` a number or a BigInt past 2^53, `reason` by name), `{type:"other",
+ * pt, count}`. Returns `{ok, items}` or `{ok:false, error}`; never throws.
  */
 export function parseRtcp(bytes) {
   return attempt(() => {
@@ -1090,6 +1128,23 @@ function rtcpItem(count, pt, b) {
       entries.push({ ssrc, seq });
     }
     return { type: "fir", sender, entries };
+  }
+  if (pt === RTCP.APP && b.remaining >= 8) {
+    const sender = b.u32();
+    const name = String.fromCharCode(...b.take(4));
+    const kind = OWNERSHIP_KIND_NAMES[count];
+    if (name === OWNERSHIP.name && kind && b.remaining > 0 && b.remaining % 16 === 0
+      && b.remaining / 16 <= OWNERSHIP.maxEntries) {
+      const entries = [];
+      while (!b.empty) {
+        const ssrc = b.u32();
+        const object = narrow(b.u64());
+        const reason = OWNERSHIP.reasons[b.u8()] ?? "none";
+        b.take(3);
+        entries.push({ ssrc, object, reason });
+      }
+      return { type: "ownership", kind, sender, entries };
+    }
   }
   return { type: "other", pt, count };
 }
@@ -1788,9 +1843,10 @@ export function rejoinDelayMs(failures, random = Math.random) {
 export class Session {
   static async connect({ baseUrl = location.origin, room, token, dialect = "draft01", interest,
     roomState, transport = hasWebTransport() ? "webtransport" : "webrtc", silenceMs = null,
-    autoRejoin = true } = {}) {
+    autoRejoin = true, roomStream = false } = {}) {
     const request = { transport, dialect };
     if (interest) request.interest = interest;
+    if (roomStream) request.room_stream = true;
     const startedMs = performance.now();
     const s = new Session({ baseUrl, token, answer: null, dialect, startedMs, roomState, roomName: room,
       request, silenceMs });
@@ -1811,7 +1867,12 @@ export class Session {
     this.startedMs = startedMs;
     this.firstStateMs = null;
     this.seq = Math.floor(Math.random() * 65536);
+    this.roomSeq = Math.floor(Math.random() * 65536);
     this.firSeq = 0;
+    /** Objects it holds (`"ssrc:objectId"`), as the relay's notices said. */
+    this.held = new Set();
+    /** Called with each ownership notice: `{kind: "granted"|"lost"|"refused", ssrc, object, reason}`. */
+    this.onownership = null;
     this.conn = null;
     this.reports = null;
     this.watchdog = null;
@@ -1873,6 +1934,7 @@ export class Session {
       this.endedByRelay = true;
       this.onended?.({ reason: "ended_by_relay" });
     }
+    if (isRtcp(p)) this.noteOwnership(p);
     if (this.room.ingest(p) === "rtp" && this.firstStateMs === null) {
       this.firstStateMs = performance.now() - this.startedMs;
     }
@@ -1966,6 +2028,63 @@ export class Session {
     const timestamp = Math.floor(performance.now() * 90) >>> 0;
     return this.conn.send(buildRtp({ payloadType, sequenceNumber: this.seq, timestamp,
       ssrc: this.answer.ssrc, payload }));
+  }
+
+  /** Its room stream's SSRC (connected with `roomStream: true`), else null. */
+  get roomSsrc() {
+    return this.answer?.room_ssrc ?? null;
+  }
+
+  /**
+   * Publishes objects as one RTP packet of its room stream: they belong to the room and
+   * stay after the session ends (docs/relay.md, "Room objects and ownership").
+   */
+  publishRoom(objects, { payloadType = 96 } = {}) {
+    const ssrc = this.roomSsrc;
+    if (ssrc === null) throw new Error("no room stream: connect with roomStream: true");
+    this.roomSeq = (this.roomSeq + 1) & 0xffff;
+    const payload = encode(objects, this.room.dialect);
+    const timestamp = Math.floor(performance.now() * 90) >>> 0;
+    return this.conn.send(buildRtp({ payloadType, sequenceNumber: this.roomSeq, timestamp, ssrc, payload }));
+  }
+
+  /**
+   * Asks the relay for objects, each `[ssrc, objectId]`; the answers come to `onownership`.
+   * Once granted, the session updates an object by publishing its objectId as usual.
+   */
+  requestObjects(objects) {
+    return this.sendOwnership("request", objects);
+  }
+
+  /** Gives objects it holds back to their streams' publishers. */
+  releaseObjects(objects) {
+    for (const [ssrc, object] of objects) this.held.delete(`${ssrc}:${object}`);
+    return this.sendOwnership("release", objects);
+  }
+
+  async sendOwnership(kind, objects) {
+    for (let i = 0; i < objects.length; i += OWNERSHIP.maxEntries) {
+      await this.conn.send(buildOwnership(kind, this.answer.ssrc, objects.slice(i, i + OWNERSHIP.maxEntries)));
+    }
+  }
+
+  /** Whether it holds object `objectId` of stream `ssrc`, as the relay's last notice said. */
+  holds(ssrc, objectId) {
+    return this.held.has(`${ssrc}:${objectId}`);
+  }
+
+  noteOwnership(p) {
+    const r = parseRtcp(p);
+    if (!r.ok) return;
+    for (const item of r.items) {
+      if (item.type !== "ownership" || item.sender !== this.answer?.relay_ssrc) continue;
+      for (const e of item.entries) {
+        const key = `${e.ssrc}:${e.object}`;
+        if (item.kind === "granted") this.held.add(key);
+        if (item.kind === "lost") this.held.delete(key);
+        this.onownership?.({ kind: item.kind, ssrc: e.ssrc, object: e.object, reason: e.reason });
+      }
+    }
   }
 
   /** Closes the transport and leaves the room; a rejoin under way stops. */
