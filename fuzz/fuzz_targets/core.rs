@@ -24,7 +24,7 @@ use gsrelay::rtp::{PacketClass, RtpHeader, RtpPacket};
 use gsrelay::wire::json::Hex;
 use gsrelay::wire::{self, Dialect, ObjectKind, container};
 use gsrelay::{
-    Area, Delivery, Event, Filter, Input, Interest, JoinRequest, PredictionGate, RateTier, Relay,
+    Area, handover, Delivery, Event, Filter, Input, Interest, JoinRequest, PredictionGate, RateTier, Relay,
     RelayConfig, Reply, Sends, SessionId, TypeSel,
 };
 use libfuzzer_sys::fuzz_target;
@@ -133,6 +133,8 @@ enum Ssrc {
     Member(u8),
     /// The relay's own SSRC (a FIR for it asks for every stream).
     Relay,
+    /// The room stream of the n-th session joined (0 when it has none).
+    Room(u8),
     Raw(u32),
 }
 
@@ -238,6 +240,9 @@ enum Fb {
     Tmmbr(Vec<(Ssrc, u64, u16)>),
     Tmmbn(Vec<(Ssrc, u64)>),
     Bye(Vec<Ssrc>),
+    /// An ownership message (any subtype: requests, releases and the relay-only kinds)
+    /// naming objects of streams by position.
+    Ownership(u8, Vec<(Ssrc, u8)>),
     Rr,
     Sr,
     Sdes(Vec<u8>),
@@ -255,6 +260,8 @@ enum Op {
         interest: FuzzInterest,
         /// 0: a client; 1: a link (containers only); 2: both.
         sends: u8,
+        /// Ask for a room stream.
+        room_stream: bool,
     },
     Leave(u8),
     SetInterest(u8, FuzzInterest),
@@ -312,6 +319,7 @@ struct Run {
 struct Member {
     id: SessionId,
     ssrc: u32,
+    room_ssrc: Option<u32>,
     dialect: Dialect,
     seq: u16,
     ts: u32,
@@ -327,6 +335,8 @@ struct World {
     members: Vec<Member>,
     /// The last RTP sequence number each session received on each stream.
     received: HashMap<(SessionId, u32), u16>,
+    /// The room stream the last join answered, if any.
+    last_room_ssrc: Option<u32>,
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -344,6 +354,7 @@ fuzz_target!(|data: &[u8]| {
         now: Instant::now(),
         members: Vec::new(),
         received: HashMap::new(),
+        last_room_ssrc: None,
     };
     for op in input.ops {
         w.step(op);
@@ -361,6 +372,7 @@ impl World {
         match s {
             Ssrc::Member(n) => self.member(n).map_or(0, |m| m.ssrc),
             Ssrc::Relay => self.relay.relay_ssrc(),
+            Ssrc::Room(n) => self.member(n).and_then(|m| m.room_ssrc).unwrap_or(0),
             Ssrc::Raw(v) => v,
         }
     }
@@ -369,7 +381,10 @@ impl World {
     /// session and its SSRC; the other inputs' outcomes show in what the core sends.
     fn drive(&mut self, input: Input<'_>) -> Option<(SessionId, u32)> {
         match self.relay.handle_input(self.now, input) {
-            Ok(Reply::Joined(j)) => Some((j.session, j.ssrc)),
+            Ok(Reply::Joined(j)) => {
+                self.last_room_ssrc = j.room_ssrc;
+                Some((j.session, j.ssrc))
+            }
             _ => None,
         }
     }
@@ -385,6 +400,7 @@ impl World {
                 gse,
                 interest,
                 sends,
+                room_stream,
             } => {
                 let dialect = if gse { Dialect::Gse } else { Dialect::Draft01 };
                 let sends = match sends % 3 {
@@ -402,12 +418,15 @@ impl World {
                     dialect,
                     interest: self.interest(interest),
                     sends,
+                    room_stream,
                     ..Default::default()
                 };
                 if let Some((id, ssrc)) = self.drive(Input::Join(req)) {
+                    let room_ssrc = self.last_room_ssrc.take();
                     self.members.push(Member {
                         id,
                         ssrc,
+                        room_ssrc,
                         dialect,
                         seq: 0,
                         ts: 0,
@@ -600,6 +619,15 @@ impl World {
                 Fb::Bye(ssrcs) => {
                     let ssrcs: Vec<u32> = ssrcs.iter().map(|s| self.ssrc(*s)).collect();
                     rtcp::write_bye(&mut packet, &ssrcs)
+                }
+                Fb::Ownership(subtype, objects) => {
+                    let entries: Vec<handover::Entry> = objects
+                        .iter()
+                        .map(|&(s, o)| handover::Entry::new(self.ssrc(s), u64::from(o)))
+                        .collect();
+                    let mut data = Vec::new();
+                    handover::encode(&entries, &mut data);
+                    rtcp::write_app(&mut packet, subtype & 31, sender, handover::NAME, &data)
                 }
                 Fb::Rr => rtcp::write_rr(&mut packet, sender, &[]),
                 Fb::Sr => rtcp::write_sr(&mut packet, sender, SenderInfo::default(), &[]),

@@ -174,10 +174,13 @@ impl Relay {
         self.st.rooms.len()
     }
 
-    /// Whether it holds room `name` (with sessions, or only room objects that outlived
-    /// them).
-    pub fn has_room(&self, name: &str) -> bool {
-        self.st.rooms.contains_key(name)
+    /// Whether room `name` holds room streams published here (not carried from another
+    /// replica): objects that may outlive every session of the room.
+    pub fn holds_room_objects(&self, name: &str) -> bool {
+        self.st
+            .rooms
+            .get(name)
+            .is_some_and(|r| r.streams.values().any(|s| s.room_owned && !s.carried))
     }
 
     /// What the core has counted so far (the shell exports it).

@@ -768,7 +768,7 @@ impl Inner {
         if let Some(n) = self.hosted.get_mut(&joined.room) {
             *n -= 1;
             self.hosted_gauge.dec();
-            linger = *n == 0 && self.relay.has_room(&joined.room);
+            linger = *n == 0 && self.relay.holds_room_objects(&joined.room);
             if *n == 0 && !linger {
                 self.hosted.remove(&joined.room);
                 self.emptied.push(joined.room.clone());
@@ -787,7 +787,8 @@ impl Inner {
         Some(joined.carrier)
     }
 
-    /// Lets go of the lingering rooms whose room objects the core has dropped.
+    /// Lets go of the lingering rooms whose room objects the core has dropped (expired,
+    /// or the room was closed).
     fn release_lingering(&mut self) {
         if self.lingering.is_empty() {
             return;
@@ -796,7 +797,7 @@ impl Inner {
         let gone: Vec<(Arc<str>, SessionId)> = self
             .lingering
             .iter()
-            .filter(|(room, _)| !relay.has_room(room))
+            .filter(|(room, _)| !relay.holds_room_objects(room))
             .map(|(room, id)| (room.clone(), *id))
             .collect();
         for (room, id) in gone {
