@@ -53,7 +53,7 @@ const DEFAULT_UDP_BUFFER: usize = 4 << 20;
 
 /// Default [`ServeConfig::udp_max_queue_delay_ms`]: a few milliseconds, above the
 /// time a shard takes for one receive batch (64 datagrams of a room of a few dozen
-/// subscribers: about 3 ms on the bench machine), so that nothing is shed below
+/// subscribers: 2–3 ms on the bench machine), so that nothing is shed below
 /// saturation, and far below the hundreds of milliseconds a full 4 MiB buffer queues.
 const DEFAULT_UDP_MAX_QUEUE_DELAY_MS: u64 = 5;
 
