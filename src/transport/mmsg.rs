@@ -204,18 +204,26 @@ fn control_messages(msg: &libc::msghdr) -> (Option<Duration>, Option<u32>) {
     if msg.msg_control.is_null() || msg.msg_flags & libc::MSG_CTRUNC != 0 {
         return (arrived, drops);
     }
+    // The end of what the kernel wrote: no header's extent may pass it.
+    let end = (msg.msg_control as usize).saturating_add(msg.msg_controllen);
     // SAFETY: `msg` is a header `recvmmsg` filled: `msg_control` points at a live
-    // control buffer of ours and the kernel set `msg_controllen` to the bytes it wrote
-    // there (no more than the buffer's length, `MSG_CTRUNC` otherwise, handled above).
-    // CMSG_FIRSTHDR and CMSG_NXTHDR return only headers whose `cmsg_len` fits within
-    // those bytes, or null; the data of each is read with `read_unaligned` only when its
-    // `cmsg_len` covers the type read, so every read is within what the kernel wrote.
+    // control buffer of ours, aligned for `cmsghdr`, and the kernel set `msg_controllen`
+    // to the bytes it wrote there (no more than the buffer's length; `MSG_CTRUNC`
+    // otherwise, handled above). CMSG_FIRSTHDR returns the buffer's start only when
+    // those bytes hold a whole header, and CMSG_NXTHDR the next header only when the
+    // next header itself lies within them, else null, so every header dereferenced is
+    // within the bytes written. A header's data is read (unaligned) only when its
+    // `cmsg_len` covers the type read and its extent ends by `end`, so every read is
+    // within what the kernel wrote.
     unsafe {
         let mut cmsg = libc::CMSG_FIRSTHDR(msg);
         while !cmsg.is_null() {
             let c = &*cmsg;
             let data = libc::CMSG_DATA(cmsg);
-            let has = |bytes: usize| c.cmsg_len >= libc::CMSG_LEN(bytes as libc::c_uint) as usize;
+            let has = |bytes: usize| {
+                c.cmsg_len >= libc::CMSG_LEN(bytes as libc::c_uint) as usize
+                    && (cmsg as usize).saturating_add(c.cmsg_len) <= end
+            };
             match (c.cmsg_level, c.cmsg_type) {
                 (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) if has(size_of::<libc::timespec>()) => {
                     let ts = data.cast::<libc::timespec>().read_unaligned();
