@@ -46,8 +46,16 @@ const DEFAULT_REDIS_PREFIX: &str = "gsrelay";
 /// Default [`ServeConfig::node_spill_sessions`].
 const DEFAULT_NODE_SPILL: usize = 2000;
 
-/// Socket buffer asked for by default: a few milliseconds of a busy shard's traffic.
+/// Socket buffer asked for by default: room for bursts. How long a datagram may wait
+/// in it is bounded by [`DEFAULT_UDP_MAX_QUEUE_DELAY_MS`], not by its size, which holds
+/// hundreds of milliseconds of a saturated shard's input.
 const DEFAULT_UDP_BUFFER: usize = 4 << 20;
+
+/// Default [`ServeConfig::udp_max_queue_delay_ms`]: a few milliseconds, above the
+/// time a shard takes for one receive batch (64 datagrams of a room of a few dozen
+/// subscribers: 2–3 ms on the bench machine), so that nothing is shed below
+/// saturation, and far below the hundreds of milliseconds a full 4 MiB buffer queues.
+const DEFAULT_UDP_MAX_QUEUE_DELAY_MS: u64 = 5;
 
 /// Everything `gsrelay serve` needs, fully resolved.
 #[derive(Clone, PartialEq, Deserialize)]
@@ -72,6 +80,10 @@ pub struct ServeConfig {
     /// Send buffer of each shard's UDP socket, bytes (0: the kernel's default); the kernel
     /// caps it at `net.core.wmem_max`.
     pub udp_send_buffer_bytes: usize,
+    /// Longest an RTP packet may wait in a shard's UDP receive queue, from the kernel's
+    /// receive time to the relay's read, in milliseconds; an older one is dropped as
+    /// `stale` before decryption (0: never; `docs/relay.md`, "Drop, don't queue").
+    pub udp_max_queue_delay_ms: u64,
     /// The QUIC address put in join answers instead of the bound one.
     pub quic_advertise_addr: Option<SocketAddr>,
     /// PEM certificate chain for QUIC; without it (and [`Self::quic_key`]) a
@@ -147,6 +159,7 @@ impl Default for ServeConfig {
             shard_spill_sessions: DEFAULT_SHARD_SPILL,
             udp_recv_buffer_bytes: DEFAULT_UDP_BUFFER,
             udp_send_buffer_bytes: DEFAULT_UDP_BUFFER,
+            udp_max_queue_delay_ms: DEFAULT_UDP_MAX_QUEUE_DELAY_MS,
             quic_advertise_addr: None,
             quic_cert: None,
             quic_key: None,
@@ -189,6 +202,7 @@ impl fmt::Debug for ServeConfig {
             .field("shard_spill_sessions", &self.shard_spill_sessions)
             .field("udp_recv_buffer_bytes", &self.udp_recv_buffer_bytes)
             .field("udp_send_buffer_bytes", &self.udp_send_buffer_bytes)
+            .field("udp_max_queue_delay_ms", &self.udp_max_queue_delay_ms)
             .field("quic_advertise_addr", &self.quic_advertise_addr)
             .field("quic_cert", &self.quic_cert)
             .field("quic_key", &self.quic_key)
@@ -359,6 +373,10 @@ pub struct ServeArgs {
     /// net.core.wmem_max [default: 4194304].
     #[arg(long, env = "GSRELAY_UDP_SEND_BUFFER_BYTES", value_name = "BYTES")]
     pub udp_send_buffer_bytes: Option<usize>,
+    /// Longest an RTP packet may wait in a shard's UDP receive queue, milliseconds; older
+    /// ones are dropped as stale before decryption, 0 never drops [default: 5].
+    #[arg(long, env = "GSRELAY_UDP_MAX_QUEUE_DELAY_MS", value_name = "MS")]
+    pub udp_max_queue_delay_ms: Option<u64>,
     /// QUIC address told to clients instead of the bound one (behind NAT or a Service).
     #[arg(long, env = "GSRELAY_QUIC_ADVERTISE_ADDR", value_name = "ADDR")]
     pub quic_advertise_addr: Option<SocketAddr>,
@@ -601,6 +619,10 @@ impl ServeArgs {
         set(&mut cfg.shard_spill_sessions, &self.shard_spill_sessions);
         set(&mut cfg.udp_recv_buffer_bytes, &self.udp_recv_buffer_bytes);
         set(&mut cfg.udp_send_buffer_bytes, &self.udp_send_buffer_bytes);
+        set(
+            &mut cfg.udp_max_queue_delay_ms,
+            &self.udp_max_queue_delay_ms,
+        );
         if self.quic_advertise_addr.is_some() {
             cfg.quic_advertise_addr = self.quic_advertise_addr;
         }

@@ -453,6 +453,8 @@ async fn start_shard(
         default_profile: cfg.srtp_profile,
         recv_buffer: (cfg.udp_recv_buffer_bytes > 0).then_some(cfg.udp_recv_buffer_bytes),
         send_buffer: (cfg.udp_send_buffer_bytes > 0).then_some(cfg.udp_send_buffer_bytes),
+        max_queue_delay: (cfg.udp_max_queue_delay_ms > 0)
+            .then(|| Duration::from_millis(cfg.udp_max_queue_delay_ms)),
     };
     let setup = ShardSetup {
         shard: k,

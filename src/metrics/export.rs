@@ -157,6 +157,11 @@ impl StatsExporter {
         self.dropped.add(reason, 1);
     }
 
+    /// Counts `n` packets dropped for `reason` in one add.
+    pub fn drop_n(&mut self, reason: &'static str, n: u64) {
+        self.dropped.add(reason, n);
+    }
+
     /// RTCP reports sent and received since the last call.
     fn export_reports(&self, now: &RelayStats, last: &RelayStats) {
         let r = &self.reports;

@@ -689,7 +689,7 @@ mod tests {
         fn max_packet(&self) -> usize {
             1500
         }
-        fn drop_packet(&mut self, _: &'static str) {}
+        fn drop_packets(&mut self, _: &'static str, _: u64) {}
         fn join_link(&mut self, _: Instant, _: &Arc<str>, _: Peer, _: u32) -> Option<SessionId> {
             if self.refusals > 0 {
                 self.refusals -= 1;

@@ -10,6 +10,7 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::RawFd;
+use std::time::Duration;
 
 /// Datagrams one call sends or receives at most.
 pub const MAX_DATAGRAMS: usize = 64;
@@ -23,7 +24,20 @@ pub struct Received {
     pub from: Option<SocketAddr>,
     /// Longer than its slot: the kernel cut it.
     pub truncated: bool,
+    /// When the kernel received it, since the Unix epoch (`SCM_TIMESTAMPNS`, on a socket
+    /// with `SO_TIMESTAMPNS`; the wall clock, the only one the kernel stamps with).
+    pub arrived: Option<Duration>,
+    /// How many datagrams the socket had dropped when this one was queued (`SO_RXQ_OVFL`,
+    /// on a socket with that option; the kernel sends none while it is 0). It counts
+    /// from the socket's creation and wraps at `u32::MAX`.
+    pub drops: Option<u32>,
 }
+
+/// Room for one datagram's control messages: a `timespec` (`SCM_TIMESTAMPNS`) and a u32
+/// (`SO_RXQ_OVFL`), each with its header, which take 32 + 24 bytes on 64-bit Linux. A
+/// message that does not fit is cut by the kernel (`MSG_CTRUNC`) and ignored, never
+/// misread. `u64` words keep it aligned as `cmsghdr` wants.
+type Control = [u64; 8];
 
 /// An unused I/O vector slot.
 const NO_IOV: libc::iovec = libc::iovec {
@@ -129,6 +143,7 @@ pub fn recv(fd: RawFd, buf: &mut [u8], slot: usize, got: &mut Vec<Received>) -> 
     got.clear();
     let mut iov = [NO_IOV; MAX_DATAGRAMS];
     let mut names = [MaybeUninit::<libc::sockaddr_storage>::zeroed(); MAX_DATAGRAMS];
+    let mut controls: [Control; MAX_DATAGRAMS] = [[0; 8]; MAX_DATAGRAMS];
     let mut headers = [empty_header(); MAX_DATAGRAMS];
     let mut n = 0;
     for (v, chunk) in iov.iter_mut().zip(buf.chunks_exact_mut(slot.max(1))) {
@@ -136,24 +151,28 @@ pub fn recv(fd: RawFd, buf: &mut [u8], slot: usize, got: &mut Vec<Received>) -> 
         v.iov_len = chunk.len();
         n += 1;
     }
-    for ((h, v), name) in headers
+    for (((h, v), name), control) in headers
         .iter_mut()
         .zip(iov.iter_mut())
         .zip(names.iter_mut())
+        .zip(controls.iter_mut())
         .take(n)
     {
         h.msg_hdr.msg_iov = v;
         h.msg_hdr.msg_iovlen = 1;
         h.msg_hdr.msg_name = name.as_mut_ptr().cast();
         h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        h.msg_hdr.msg_control = control.as_mut_ptr().cast();
+        h.msg_hdr.msg_controllen = size_of::<Control>();
     }
     if n == 0 {
         return Ok(0);
     }
-    // SAFETY: the first `n` headers point at iovecs over disjoint slots of `buf` and at
-    // `sockaddr_storage`s, all of which outlive the call and are as long as the lengths
-    // given; the kernel writes within those lengths and into the headers. `n` ≤
-    // MAX_DATAGRAMS fits a `c_uint`; a null timeout with MSG_DONTWAIT never blocks.
+    // SAFETY: the first `n` headers point at iovecs over disjoint slots of `buf`, at
+    // `sockaddr_storage`s and at control buffers, all of which outlive the call and are
+    // as long as the lengths given; the kernel writes within those lengths and into the
+    // headers. `n` ≤ MAX_DATAGRAMS fits a `c_uint`; a null timeout with MSG_DONTWAIT
+    // never blocks.
     let read = unsafe {
         libc::recvmmsg(
             fd,
@@ -165,13 +184,64 @@ pub fn recv(fd: RawFd, buf: &mut [u8], slot: usize, got: &mut Vec<Received>) -> 
     };
     let read = result(read)?;
     for (h, name) in headers.iter().zip(names.iter()).take(read) {
+        let (arrived, drops) = control_messages(&h.msg_hdr);
         got.push(Received {
             len: (h.msg_len as usize).min(slot),
             from: socket_addr(name, h.msg_hdr.msg_namelen),
             truncated: h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+            arrived,
+            drops,
         });
     }
     Ok(read)
+}
+
+/// The receive time (`SCM_TIMESTAMPNS`) and the socket's drop count (`SO_RXQ_OVFL`)
+/// among the control messages the kernel wrote for one datagram; the others are skipped.
+fn control_messages(msg: &libc::msghdr) -> (Option<Duration>, Option<u32>) {
+    let (mut arrived, mut drops) = (None, None);
+    // Cut control messages may end in a partial one: read none of them.
+    if msg.msg_control.is_null() || msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return (arrived, drops);
+    }
+    // The end of what the kernel wrote: no header's extent may pass it.
+    let end = (msg.msg_control as usize).saturating_add(msg.msg_controllen);
+    // SAFETY: `msg` is a header `recvmmsg` filled: `msg_control` points at a live
+    // control buffer of ours, aligned for `cmsghdr`, and the kernel set `msg_controllen`
+    // to the bytes it wrote there (no more than the buffer's length; `MSG_CTRUNC`
+    // otherwise, handled above). CMSG_FIRSTHDR returns the buffer's start only when
+    // those bytes hold a whole header, and CMSG_NXTHDR the next header only when the
+    // next header itself lies within them, else null, so every header dereferenced is
+    // within the bytes written. A header's data is read (unaligned) only when its
+    // `cmsg_len` covers the type read and its extent ends by `end`, so every read is
+    // within what the kernel wrote.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(msg);
+        while !cmsg.is_null() {
+            let c = &*cmsg;
+            let data = libc::CMSG_DATA(cmsg);
+            let has = |bytes: usize| {
+                c.cmsg_len >= libc::CMSG_LEN(bytes as libc::c_uint) as usize
+                    && (cmsg as usize).saturating_add(c.cmsg_len) <= end
+            };
+            match (c.cmsg_level, c.cmsg_type) {
+                (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) if has(size_of::<libc::timespec>()) => {
+                    let ts = data.cast::<libc::timespec>().read_unaligned();
+                    arrived = u64::try_from(ts.tv_sec)
+                        .ok()
+                        .zip(u32::try_from(ts.tv_nsec).ok())
+                        .filter(|&(_, ns)| ns < 1_000_000_000)
+                        .map(|(s, ns)| Duration::new(s, ns));
+                }
+                (libc::SOL_SOCKET, libc::SO_RXQ_OVFL) if has(size_of::<u32>()) => {
+                    drops = Some(data.cast::<u32>().read_unaligned());
+                }
+                _ => {}
+            }
+            cmsg = libc::CMSG_NXTHDR(msg, cmsg);
+        }
+    }
+    (arrived, drops)
 }
 
 /// The count of a `sendmmsg`/`recvmmsg`, or its error (`EAGAIN` as `WouldBlock`, and

@@ -74,7 +74,12 @@ pub(super) trait Core {
     fn max_packet(&self) -> usize;
 
     /// Counts a packet the port dropped, by reason.
-    fn drop_packet(&mut self, reason: &'static str);
+    fn drop_packet(&mut self, reason: &'static str) {
+        self.drop_packets(reason, 1);
+    }
+
+    /// Counts `n` packets dropped for one reason (the kernel's drops, learnt at once).
+    fn drop_packets(&mut self, reason: &'static str, n: u64);
 
     /// Joins a link session of `room` for replica `peer`, which sends from `peer_ssrc`
     /// (the link port, `super::link`); `None` when the core refuses it.

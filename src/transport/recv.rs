@@ -6,6 +6,7 @@ use super::mmsg::{self, MAX_DATAGRAMS, Received};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::time::Duration;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
@@ -58,6 +59,19 @@ impl RecvBatch {
             _ => Datagram::Unusable,
         }
     }
+
+    /// When the kernel received datagram `i` of the last batch, since the Unix epoch,
+    /// if the socket stamps what it receives (`SO_TIMESTAMPNS`).
+    pub fn arrived(&self, i: usize) -> Option<Duration> {
+        self.got.get(i)?.arrived
+    }
+
+    /// The socket's count of datagrams it dropped, as of the last datagram of the batch
+    /// that carried one (`SO_RXQ_OVFL`): `None` when none did (the option is off, or
+    /// the socket has dropped nothing yet).
+    pub fn socket_drops(&self) -> Option<u32> {
+        self.got.iter().rev().find_map(|g| g.drops)
+    }
 }
 
 #[cfg(test)]
@@ -99,5 +113,34 @@ mod tests {
             seen[5].is_none(),
             "a datagram larger than its slot is refused"
         );
+    }
+
+    #[tokio::test]
+    async fn reads_the_kernels_receive_time_and_drop_count() {
+        use nix::sys::socket::{setsockopt, sockopt};
+        use std::time::{SystemTime, UNIX_EPOCH};
+        let rx = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let to = rx.local_addr().unwrap();
+        let mut batch = RecvBatch::new(8, 64);
+        // Without the options: neither.
+        tx.send_to(&[1; 10], to).await.unwrap();
+        rx.readable().await.unwrap();
+        assert_eq!(batch.recv(&rx).unwrap(), 1);
+        assert_eq!((batch.arrived(0), batch.socket_drops()), (None, None));
+
+        setsockopt(&rx, sockopt::ReceiveTimestampns, &true).unwrap();
+        setsockopt(&rx, sockopt::RxqOvfl, &1).unwrap();
+        let before = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        tx.send_to(&[2; 10], to).await.unwrap();
+        rx.readable().await.unwrap();
+        assert_eq!(batch.recv(&rx).unwrap(), 1);
+        let after = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        let arrived = batch.arrived(0).expect("a receive time");
+        // The kernel's clock is the one SystemTime reads; a microsecond of rounding aside.
+        let slack = std::time::Duration::from_micros(1);
+        assert!(before <= arrived + slack && arrived <= after + slack);
+        // Nothing dropped yet: the kernel sends no count.
+        assert_eq!(batch.socket_drops(), None);
     }
 }

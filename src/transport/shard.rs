@@ -857,8 +857,8 @@ impl Core for Inner {
         self.relay.config().max_packet_bytes
     }
 
-    fn drop_packet(&mut self, reason: &'static str) {
-        self.exporter.drop(reason);
+    fn drop_packets(&mut self, reason: &'static str, n: u64) {
+        self.exporter.drop_n(reason, n);
     }
 
     fn join_link(

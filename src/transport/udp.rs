@@ -34,8 +34,28 @@
 //! larger than a receive slot (the largest packet the relay accepts plus SRTP's overhead)
 //! is dropped as `oversized`. The socket buffers are sized at start
 //! ([`UdpConfig::recv_buffer`], [`UdpConfig::send_buffer`]; the kernel caps them at
-//! `net.core.rmem_max`/`wmem_max`, and the effective sizes are logged); what the kernel
-//! still drops shows in `gsrelay_udp_receive_buffer_errors_total`.
+//! `net.core.rmem_max`/`wmem_max`, and the effective sizes are logged).
+//!
+//! # Drop, don't queue
+//!
+//! The receive buffer is sized in bytes, for bursts; how long a datagram may wait in it
+//! is bounded in time. The socket stamps each datagram with the kernel's receive time
+//! (`SO_TIMESTAMPNS`), and an RTP packet that waited longer than
+//! [`UdpConfig::max_queue_delay`] by the time its batch is read is dropped as `stale`
+//! before anything else is done with it (no session look-up, no SRTP): past saturation
+//! the shard sheds the oldest of its queue for the price of reading it, and what it
+//! forwards stays within the budget of its arrival instead of hundreds of milliseconds
+//! behind (a 4 MiB buffer holds that much of a saturated shard's input). RTCP is never
+//! shed: it is a small share of the input and carries what a late copy still serves
+//! (a BYE, a joiner's FIR, NACKs, reports). SRTP does not mind the gaps: the replay
+//! window takes packets out of order and after losses, and the rollover counter is
+//! guessed from the nearest index, which a few milliseconds' shedding cannot confuse
+//! (it would take 2^15 packets of one stream in a row). What the kernel itself drops
+//! because the buffer is full is counted on this socket too, from the drop count it
+//! hands over with each datagram (`SO_RXQ_OVFL`), as `socket_overflow`; the namespace's
+//! total shows in `gsrelay_udp_receive_buffer_errors_total`. The forward latency
+//! (`gsrelay_forward_latency_seconds{transport="udp"}`) counts from the kernel's receive
+//! time, so the wait in the socket is in it.
 //!
 //! # Send path
 //!
@@ -54,10 +74,11 @@ use crate::metrics::export::StatsExporter;
 use crate::metrics::{Metrics, TransportCounters};
 use crate::relay::{SessionId, Transmit};
 use crate::rtp::{KeyMaterial, PacketClass, SrtpError, SrtpProfile, SrtpSession, classify};
+use nix::sys::socket::{setsockopt, sockopt};
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::UdpSocket;
 
 /// Room in a receive slot beyond the relay's packet limit: SRTP's tag and MKI, and
@@ -89,6 +110,9 @@ pub struct UdpConfig {
     pub recv_buffer: Option<usize>,
     /// Socket send buffer to ask for, bytes (`None`: the kernel's default).
     pub send_buffer: Option<usize>,
+    /// Longest an RTP packet may have waited in the socket's receive queue when it is
+    /// read; older ones are dropped as `stale` (`None`: never).
+    pub max_queue_delay: Option<Duration>,
 }
 
 impl UdpConfig {
@@ -102,7 +126,20 @@ impl UdpConfig {
             default_profile: SrtpProfile::default(),
             recv_buffer: None,
             send_buffer: None,
+            max_queue_delay: None,
         }
+    }
+}
+
+/// Asks the kernel for each datagram's receive time and for the socket's drop count,
+/// as control messages ([`super::mmsg::Received`]). Without them (a kernel that refuses)
+/// nothing is shed and the socket's own drops go uncounted, which is logged.
+fn stamp_arrivals(socket: &UdpSocket) {
+    if let Err(e) = setsockopt(socket, sockopt::ReceiveTimestampns, &true) {
+        tracing::warn!(error = %e, "SO_TIMESTAMPNS refused: no packet will be shed as stale");
+    }
+    if let Err(e) = setsockopt(socket, sockopt::RxqOvfl, &1) {
+        tracing::warn!(error = %e, "SO_RXQ_OVFL refused: the socket's own drops are not counted");
     }
 }
 
@@ -176,6 +213,12 @@ pub(super) struct UdpPort {
     batch: SendBatch,
     /// Datagrams the core took in the last batch.
     accepted: u32,
+    /// How long each of them waited in the socket before the batch was read, seconds.
+    waited: [f64; RECV_BATCH],
+    /// See [`UdpConfig::max_queue_delay`].
+    max_queue_delay: Option<Duration>,
+    /// The socket's drop count last seen (`SO_RXQ_OVFL`).
+    socket_drops: u32,
 }
 
 impl UdpPort {
@@ -188,6 +231,7 @@ impl UdpPort {
     ) -> io::Result<Self> {
         let socket = UdpSocket::bind(cfg.bind).await?;
         size_buffers(&socket, cfg.recv_buffer, cfg.send_buffer)?;
+        stamp_arrivals(&socket);
         let local_addr = socket.local_addr()?;
         Ok(Self {
             counters: metrics.transport(TRANSPORT),
@@ -198,6 +242,9 @@ impl UdpPort {
             recv: RecvBatch::new(RECV_BATCH, max_packet + RECV_SLOT_SPARE),
             batch: SendBatch::default(),
             accepted: 0,
+            waited: [0.0; RECV_BATCH],
+            max_queue_delay: cfg.max_queue_delay,
+            socket_drops: 0,
         })
     }
 
@@ -206,17 +253,20 @@ impl UdpPort {
         self.socket.local_addr()
     }
 
-    /// Authenticates one datagram, latches its session's address and hands the plaintext
-    /// to the core; or says why it was dropped.
+    /// Authenticates one datagram, which waited `waited` in the socket, latches its
+    /// session's address and hands the plaintext to the core; or says why it was
+    /// dropped.
     fn ingest(
         &mut self,
         now: Instant,
-        datagram: &mut [u8],
-        from: SocketAddr,
+        (datagram, from, waited): (&mut [u8], SocketAddr, Duration),
         core: &mut impl Core,
     ) -> Result<(), &'static str> {
         let class = classify(datagram);
         let ssrc_at = match class {
+            PacketClass::Rtp if self.max_queue_delay.is_some_and(|max| waited > max) => {
+                return Err("stale");
+            }
             PacketClass::Rtp => 8,
             PacketClass::Rtcp => 4,
             PacketClass::Other => return Err("not_rtp"),
@@ -306,27 +356,51 @@ impl Port for UdpPort {
                 0
             }
         };
+        // The kernel stamps arrivals with the wall clock: one reading of it per batch.
+        // A step of that clock misjudges only what is queued at that moment.
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         for i in 0..n {
             self.counters.packets_in.inc();
+            let waited = recv
+                .arrived(i)
+                .map_or(Duration::ZERO, |t| wall.saturating_sub(t));
             let verdict = match recv.datagram(i) {
                 Datagram::Whole(datagram, from) => {
                     self.counters.bytes_in.inc_by(datagram.len() as u64);
-                    self.ingest(now, datagram, from, core)
+                    self.ingest(now, (datagram, from, waited), core)
                 }
                 Datagram::Unusable => Err("oversized"),
             };
             match verdict {
-                Ok(()) => accepted += 1,
+                Ok(()) => {
+                    if let Some(w) = self.waited.get_mut(accepted as usize) {
+                        *w = waited.as_secs_f64();
+                    }
+                    accepted += 1;
+                }
                 Err(reason) => core.drop_packet(reason),
+            }
+        }
+        if let Some(drops) = recv.socket_drops() {
+            // The count only grows (and wraps): what it grew by since the last batch
+            // was dropped by the kernel before the relay could read it.
+            let new = drops.wrapping_sub(self.socket_drops);
+            self.socket_drops = drops;
+            if new > 0 {
+                core.drop_packets("socket_overflow", u64::from(new));
             }
         }
         self.recv = recv;
         self.accepted = accepted;
     }
 
+    /// Each packet's latency is the batch's plus its own wait in the socket.
     fn observe_latency(&mut self, seconds: f64) {
-        for _ in 0..std::mem::take(&mut self.accepted) {
-            self.counters.latency.observe(seconds);
+        let accepted = std::mem::take(&mut self.accepted) as usize;
+        for waited in self.waited.iter().take(accepted) {
+            self.counters.latency.observe(seconds + waited);
         }
     }
 
