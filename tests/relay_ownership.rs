@@ -180,7 +180,9 @@ fn the_same_identity_takes_its_room_stream_up_again_and_no_one_else_can() {
         room_ssrc: Some(ssrc),
         ..JoinRequest::default()
     };
-    assert!(w.join_with(req("mallory")).is_err());
+    // Another identity naming it gets a room stream of its own.
+    let other = w.join_with(req("mallory")).unwrap().room_ssrc.unwrap();
+    assert_ne!(other, ssrc);
     let again = w.join_with(req("alice")).unwrap();
     assert_eq!(again.room_ssrc, Some(ssrc));
     w.publish(&on_room_stream(&again), &[head(7, 9.0)]);
@@ -385,4 +387,102 @@ fn a_flood_of_ownership_requests_is_dropped_unanswered_and_garbage_is_counted() 
             .iter()
             .all(|s| s.to != b.session || s.class == PacketClass::Rtcp)
     );
+}
+
+#[test]
+fn a_packet_mixing_its_own_and_held_objects_sends_each_under_its_stream_only() {
+    let mut w = World::new();
+    let a = join(&mut w, "alice", false);
+    let b = join(&mut w, "bob", false);
+    let c = join(&mut w, "carol", false);
+    w.publish(&a, &[head(9, 0.0)]);
+    ownership(&mut w, &b, Kind::Request, &[(a.ssrc, 9)]);
+    w.sent();
+    w.publish(&b, &[head(2, 2.0), head(9, 9.0)]);
+    let sent = w.sent();
+    assert_eq!(heads_to(&sent, &c, b.ssrc), vec![(2, 2.0)]);
+    assert_eq!(heads_to(&sent, &c, a.ssrc), vec![(9, 9.0)]);
+}
+
+#[test]
+fn a_room_stream_taken_up_again_accepts_the_new_sessions_numbering() {
+    let mut w = World::new();
+    let a = join(&mut w, "alice", true);
+    let room = on_room_stream(&a);
+    w.publish(&room, &[head(7, 7.0)]);
+    w.leave(a.session).unwrap();
+    let again = w
+        .join_with(JoinRequest {
+            room: "r".into(),
+            identity: "alice".into(),
+            publish: true,
+            room_stream: true,
+            room_ssrc: room.room_ssrc,
+            ..JoinRequest::default()
+        })
+        .unwrap();
+    let viewer = join(&mut w, "v", false);
+    w.sent();
+    // Half the sequence space away from the old session's numbering.
+    let payload = gsrelay::wire::encode(&[head(7, 8.0)], Dialect::Draft01).unwrap();
+    w.publish_seq(
+        &on_room_stream(&again),
+        1001u16.wrapping_add(0x9000),
+        &payload,
+    );
+    assert_eq!(heads_to(&w.sent(), &viewer, room.ssrc), vec![(7, 8.0)]);
+    assert_eq!(w.dropped("late"), 0);
+}
+
+#[test]
+fn what_a_holder_had_in_flight_when_it_lost_the_object_is_dropped_not_adopted() {
+    let mut w = World::new();
+    let a = join(&mut w, "alice", false);
+    let b = join(&mut w, "bob", false);
+    let c = join(&mut w, "carol", false);
+    w.publish(&a, &[head(9, 0.0)]);
+    ownership(&mut w, &b, Kind::Request, &[(a.ssrc, 9)]);
+    w.advance(Duration::from_millis(300));
+    ownership(&mut w, &c, Kind::Request, &[(a.ssrc, 9)]);
+    w.sent();
+    w.publish(&b, &[head(9, 5.0)]);
+    assert!(
+        heads_to(&w.sent(), &c, b.ssrc).is_empty(),
+        "no object 9 of Bob's"
+    );
+    assert_eq!(w.dropped("not_owner"), 1);
+    let info = w.relay.room_info("r").unwrap();
+    assert!(
+        info.streams
+            .iter()
+            .all(|s| s.ssrc != b.ssrc || s.objects == 0)
+    );
+}
+
+#[test]
+fn muting_a_holder_gives_its_objects_back() {
+    let mut w = World::new();
+    let a = join(&mut w, "alice", false);
+    let b = join(&mut w, "bob", false);
+    w.publish(&a, &[head(9, 0.0)]);
+    ownership(&mut w, &b, Kind::Request, &[(a.ssrc, 9)]);
+    w.sent();
+    w.control(Input::Mute {
+        room: "r",
+        identity: "bob",
+        muted: true,
+    })
+    .unwrap();
+    let sent = w.sent();
+    assert_eq!(
+        notices(&sent, &a),
+        vec![(Kind::Granted, Entry::new(a.ssrc, 9))]
+    );
+    let lost = notices(&sent, &b);
+    assert_eq!(
+        (lost[0].0, lost[0].1.reason),
+        (Kind::Lost, Reason::NotPublisher)
+    );
+    w.publish(&a, &[head(9, 1.0)]);
+    assert_eq!(w.dropped("not_owner"), 0);
 }

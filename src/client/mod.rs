@@ -325,6 +325,12 @@ impl Client {
         next.ts_base = self.ts_base;
         next.epoch = self.epoch;
         next.fir_seq = self.fir_seq;
+        next.room_seq = self.room_seq;
+        // The same session keeps what it holds; a session opened afresh (the relay
+        // restarted) holds nothing.
+        if next.joined.session == self.joined.session {
+            next.holds = std::mem::take(&mut self.holds);
+        }
         *self = next;
         Ok(())
     }

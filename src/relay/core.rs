@@ -256,6 +256,7 @@ impl Relay {
     /// [`Relay::poll_timeout`].
     pub fn handle_input(&mut self, now: Instant, input: Input<'_>) -> Result<Reply, ControlError> {
         self.st.out.now = Some(now);
+        self.st.busy_room = None;
         self.st.busy = match &input {
             Input::Rtp { from, .. } | Input::Rtcp { from, .. } => Some(*from),
             Input::Leave(id)
@@ -315,7 +316,7 @@ impl Relay {
                 room,
                 identity,
                 muted,
-            } => Reply::Sessions(self.mute(room, identity, muted)),
+            } => Reply::Sessions(self.mute(now, room, identity, muted)),
         };
         self.st.count_overflow();
         Ok(reply)
@@ -365,8 +366,8 @@ impl Relay {
         // Wake at once to reschedule every other session's timers.
         self.st.pace_at = Some(now);
         self.next_sweep = Some(now);
-        let id = self.st.busy.take()?;
-        let name = self.st.room_of(id)?;
+        let busy = self.st.busy.take().and_then(|id| self.st.room_of(id));
+        let name = busy.or_else(|| self.st.busy_room.take())?;
         self.drop_room(&name);
         Some(name)
     }
@@ -409,8 +410,9 @@ impl Relay {
             (false, _) => None,
             (true, Some(s)) if self.adoptable(&req, s) => Some(s),
             (true, Some(s)) if self.st.ssrc_free(s) && !declared.contains(&s) => Some(s),
-            (true, Some(s)) => return Err(ControlError::SsrcTaken(s)),
-            (true, None) => Some(self.fresh_ssrc_besides(&declared)),
+            // Taken meanwhile (another identity's now, or carried here from another
+            // replica): the session gets a room stream all the same, a new one.
+            (true, _) => Some(self.fresh_ssrc_besides(&declared)),
         };
         declared.pop();
         let id = self.next_id;
@@ -429,6 +431,8 @@ impl Relay {
         // A room stream that outlived this identity's earlier session is its again.
         if let Some(stream) = room_ssrc.and_then(|s| room.streams.get_mut(&s)) {
             stream.owner = id;
+            // Its new session numbers its packets afresh.
+            stream.renumbered = true;
         }
         let cfg = &self.st.cfg;
         let session = Session {
@@ -465,6 +469,7 @@ impl Relay {
             rtcp: RtcpLeg::new(now),
             room_ssrc,
             holds: Vec::new(),
+            lost: Vec::new(),
             claims: TokenBucket::new(ownership::REQUESTS_PER_SEC, now),
             send_budget_bps: None,
             congestion: None,
@@ -504,7 +509,10 @@ impl Relay {
             .get(req.room.as_str())
             .and_then(|r| r.streams.get(&ssrc))
             .is_some_and(|s| {
-                s.owner == ROOM && !s.carried && s.publisher.as_deref() == Some(&*req.identity)
+                s.owner == ROOM
+                    && !s.carried
+                    && s.dialect == req.dialect
+                    && s.publisher.as_deref() == Some(&*req.identity)
             })
     }
 
@@ -528,7 +536,7 @@ impl Relay {
     fn leave(&mut self, now: Instant, id: SessionId) -> Result<(), ControlError> {
         let s = self.st.session_mut(id)?;
         let (name, owned) = (s.room.clone(), std::mem::take(&mut s.streams));
-        ownership::session_left(&mut self.st, now, id);
+        ownership::give_back(&mut self.st, now, id, false);
         for &ssrc in &owned {
             self.publisher_left(&name, ssrc);
         }
@@ -604,11 +612,15 @@ impl Relay {
     }
 
     /// Suspends or restores publishing ([`Input::Mute`]); how many sessions it touched.
-    fn mute(&mut self, room: &str, identity: &str, muted: bool) -> usize {
+    fn mute(&mut self, now: Instant, room: &str, identity: &str, muted: bool) -> usize {
         let ids = self.members_of(room, Some(identity));
-        for id in &ids {
-            if let Some(s) = self.st.sessions.get_mut(id) {
+        for &id in &ids {
+            if let Some(s) = self.st.sessions.get_mut(&id) {
                 s.muted = muted;
+            }
+            // What a muted session held would freeze: it goes back to the publishers.
+            if muted {
+                ownership::give_back(&mut self.st, now, id, true);
             }
         }
         ids.len()
@@ -830,6 +842,7 @@ impl Relay {
             self.st.by_ssrc.insert(ssrc, ROOM);
             if let Some(s) = self.st.sessions.get_mut(&publisher) {
                 s.streams.retain(|x| *x != ssrc);
+                s.room_ssrc = None;
             }
             return;
         }
@@ -927,6 +940,7 @@ impl Relay {
                 ..
             } = room;
             st.busy = members.first().copied();
+            st.busy_room = Some(name.clone());
             expired.clear();
             for (ssrc, stream) in streams {
                 let cutoff = match (stream.carried, stream.room_owned) {
@@ -1001,6 +1015,11 @@ impl Relay {
         st.stats.streams = st.stats.streams.saturating_sub(room.streams.len() as u64);
         let objects: usize = room.streams.values().map(|s| s.store.len()).sum();
         st.stats.objects_changed(0, objects);
+        for (ssrc, stream) in &room.streams {
+            if stream.owner == ROOM {
+                st.by_ssrc.remove(ssrc);
+            }
+        }
         for id in room.members {
             st.out.sent.forget_session(id);
             if let Some(s) = st.sessions.remove(&id) {

@@ -8,6 +8,7 @@ use super::aggregate::{Aggregator, Tx};
 use super::api::{Event, SessionId};
 use super::forward::{self, Packet};
 use super::grid::{self, Cell, Grid};
+use super::ownership::lost_just_now;
 use super::room::{Stream, held_elsewhere};
 use super::state::State;
 use crate::rtp::RtpPacket;
@@ -208,6 +209,12 @@ fn stream(
     let sender = st.sessions.get(&from).ok_or("unknown_session")?;
     let holds = &sender.holds;
     held.refs.clear();
+    let mut not_owner = 0;
+    if !sender.lost.is_empty() {
+        let before = refs.len();
+        refs.retain(|r| r.id.is_none_or(|id| !lost_just_now(sender, id, now)));
+        not_owner = before - refs.len();
+    }
     if !holds.is_empty() && !p.carried {
         // Its objectIDs are unique among what it holds and owns (`id_in_use`).
         let target = |r: &ObjectRef| {
@@ -218,6 +225,8 @@ fn stream(
             .extend(refs.iter().filter_map(|r| Some((target(r)?, *r))));
         refs.retain(|r| target(r).is_none());
     }
+    // The payload is forwarded whole only when every object in it is this stream's.
+    let whole = held.refs.is_empty() && not_owner == 0;
     let room = st.rooms.get_mut(&name).ok_or("unknown_session")?;
     let ts = p.timestamp;
     let (stats, events) = (&mut st.stats, &mut st.stream_events);
@@ -247,6 +256,10 @@ fn stream(
     } else {
         p.seq
     };
+    if std::mem::take(&mut stream.renumbered) {
+        // A room stream taken up again: its new session's numbering starts here.
+        stream.last_seq = seq.wrapping_sub(1);
+    }
     stream.reception.packet(seq, ts, now);
     let late = match seq.wrapping_sub(stream.last_seq) {
         0 => return Err("duplicate"),
@@ -258,7 +271,6 @@ fn stream(
         // so they cannot regress anything and go through. What it held elsewhere is as
         // stale.
         refs.retain(|r| r.id.is_none_or(|id| stream.store.is_news(id, seq)));
-        st.stats.dropped.add("late", held.refs.len() as u64);
         held.refs.clear();
         if refs.is_empty() {
             return Err("late");
@@ -268,7 +280,11 @@ fn stream(
     refs.retain(|r| {
         r.id.is_none_or(|id| !held_elsewhere(&room.holds, p.ssrc, id))
     });
-    st.stats.dropped.add("not_owner", (all - refs.len()) as u64);
+    not_owner += all - refs.len();
+    if not_owner > 0 {
+        // Counted once per packet, as every drop reason is.
+        st.stats.drop("not_owner");
+    }
     let new = stream.store.count_new(refs);
     if stream.store.len() + new > st.cfg.max_objects_per_stream {
         return Err("too_many_objects");
@@ -305,7 +321,7 @@ fn stream(
         extension: p.extension,
         payload: p.payload,
         refs,
-        complete: !late && refs.len() == all,
+        complete: !late && refs.len() == all && whole,
         dialect: p.dialect,
         sender: from,
         injected: false,
@@ -352,6 +368,8 @@ fn held_updates(
         };
         let seq = stream.last_seq;
         stream.store.apply(p.payload, &held.group, seq, now);
+        // Its holder's updates keep the stream alive, as its publisher's do.
+        stream.last_packet = now;
         st.scratch.moved_from.clear();
         index_objects(
             &mut room.objects,

@@ -80,6 +80,8 @@ pub struct Stream {
     pub dialect: Dialect,
     /// A room stream's publisher's identity: who may take it up again after it left.
     pub publisher: Option<Box<str>>,
+    /// Taken up again by a new session, whose first packet starts the numbering afresh.
+    pub renumbered: bool,
     /// Whether it arrived in a link's containers rather than from its sender: a replica
     /// never sends such a stream over a link (a full mesh of replicas, so nothing loops).
     pub carried: bool,
@@ -124,6 +126,7 @@ impl Stream {
             room_owned: false,
             dialect: Dialect::default(),
             publisher: None,
+            renumbered: false,
             carried: false,
             store: Store::new(now),
             history: History::default(),

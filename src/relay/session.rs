@@ -95,6 +95,9 @@ pub struct Session {
     pub holds: Vec<(u32, u64)>,
     /// Ownership-message rate limiter.
     pub claims: TokenBucket,
+    /// ObjectIDs it held and lost (or gave back) just now, each until when: what it had
+    /// in flight then is dropped (`not_owner`) rather than taken as objects of its own.
+    pub lost: Vec<(u64, Instant)>,
     /// Send budget from its transport or its congestion feedback, bits per second.
     pub send_budget_bps: Option<u64>,
     /// The controller its RFC 8888 feedback drives, once it sent some.

@@ -45,6 +45,9 @@ pub(super) struct State {
     /// The session whose input (or whose room's timers) the core is handling: the room a
     /// defect would have left inconsistent, for [`super::core::Relay::quarantine`].
     pub busy: Option<SessionId>,
+    /// The room whose timers the core is handling when no session names it (a room
+    /// that holds only room objects), for the same purpose.
+    pub busy_room: Option<Arc<str>>,
     /// The relay's NTP anchor, set by the shell (else the epoch at first use).
     wallclock: Option<Wallclock>,
     /// Streams begun and ended, oldest first, for [`super::core::Relay::poll_event`].
@@ -69,6 +72,7 @@ impl State {
             pace_at: None,
             due_streams: Vec::new(),
             busy: None,
+            busy_room: None,
             wallclock: None,
             stream_events: VecDeque::new(),
         }

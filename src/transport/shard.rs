@@ -528,9 +528,10 @@ impl Shard {
             .ok_or(CommandError::Internal)?;
         let id = joined.session;
         let (carrier, transport) = link.attach(inner, now, id);
+        let lingered = inner.lingering.remove(&room);
         if let Some(events) = &inner.events {
             events.joined(room.clone(), id);
-            if let Some(last) = inner.lingering.remove(&room) {
+            if let Some(last) = lingered {
                 events.gone(room.clone(), last);
             }
         }

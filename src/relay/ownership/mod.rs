@@ -20,11 +20,16 @@ use super::state::State;
 use crate::rtp::PacketClass;
 use crate::rtp::rtcp;
 use message::{Entry, Kind, Reason};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Ownership messages a session may send per second; a flood beyond is dropped unread
 /// and counted (`ownership_flood`), never answered.
 pub const REQUESTS_PER_SEC: u32 = 20;
+
+/// How long a session's updates of an object it just lost or gave back are dropped
+/// (`not_owner`): what it had in flight then, about a round trip, must not become an
+/// object of its own with that objectID.
+pub const IN_FLIGHT: Duration = Duration::from_secs(1);
 
 /// Notices to send once a message is handled: per session, the entries of one kind.
 #[derive(Debug, Default)]
@@ -87,7 +92,8 @@ pub(super) fn on_app(
         Some(Kind::Request) => {
             for e in entries {
                 match request(st, now, from, e, &mut notices) {
-                    Ok(()) => st.stats.ownership.add("granted", 1),
+                    Ok(true) => st.stats.ownership.add("granted", 1),
+                    Ok(false) => {}
                     Err(reason) => {
                         st.stats.ownership.add(reason.name(), 1);
                         notices.push(from, Kind::Refused, Entry { reason, ..e });
@@ -127,7 +133,7 @@ fn request(
     from: SessionId,
     e: Entry,
     notices: &mut Notices,
-) -> Result<(), Reason> {
+) -> Result<bool, Reason> {
     let key = (e.ssrc, e.object);
     let (guard, max_held) = (st.cfg.handover_guard, st.cfg.max_held_objects);
     let s = st.sessions.get(&from).ok_or(Reason::NoObject)?;
@@ -146,7 +152,7 @@ fn request(
     let previous = holder(room, key).ok_or(Reason::NoObject)?;
     if previous == from {
         notices.push(from, Kind::Granted, Entry::new(e.ssrc, e.object));
-        return Ok(());
+        return Ok(false);
     }
     if room.holds.get(&key).is_some_and(|h| now < h.at + guard) {
         return Err(Reason::Contended);
@@ -164,7 +170,7 @@ fn request(
         room.holds.insert(key, Hold { by, at: now });
     }
     if let Some(prev) = st.sessions.get_mut(&previous) {
-        prev.holds.retain(|k| *k != key);
+        lose(prev, key, now);
     }
     if let (Some(_), Some(s)) = (by, st.sessions.get_mut(&from)) {
         s.holds.push(key);
@@ -181,7 +187,26 @@ fn request(
     if previous != ROOM {
         st.stats.ownership.add("lost", 1);
     }
-    Ok(())
+    Ok(true)
+}
+
+/// `s` no longer holds `key`: its updates of that objectID in flight are dropped for
+/// [`IN_FLIGHT`] (a publisher's of its own stream are dropped while another holds it).
+fn lose(s: &mut Session, key: (u32, u64), now: Instant) {
+    let before = s.holds.len();
+    s.holds.retain(|k| *k != key);
+    if s.holds.len() < before {
+        s.lost.retain(|(id, until)| *id != key.1 && *until > now);
+        s.lost.push((key.1, now + IN_FLIGHT));
+    }
+}
+
+/// Whether `s` sent objectID `id` too soon after it lost it.
+pub fn lost_just_now(s: &Session, id: u64, now: Instant) -> bool {
+    !s.lost.is_empty()
+        && s.lost
+            .iter()
+            .any(|(lost, until)| *lost == id && now < *until)
 }
 
 /// Whether objectID `key.1` already means another object in `s`'s packets: one of its
@@ -211,7 +236,7 @@ fn release(
         return false;
     };
     let before = s.holds.len();
-    s.holds.retain(|k| *k != key);
+    lose(s, key, now);
     if s.holds.len() == before {
         return false;
     }
@@ -225,8 +250,9 @@ fn release(
     true
 }
 
-/// A session leaves: what it holds goes back to each stream's publisher, who is told.
-pub(super) fn session_left(st: &mut State, now: Instant, id: SessionId) {
+/// Everything session `id` holds goes back to each stream's publisher, who is told: it
+/// leaves, or (`tell`: it is told it lost them, `not_publisher`) it was muted.
+pub(super) fn give_back(st: &mut State, now: Instant, id: SessionId, tell: bool) {
     let Some(s) = st.sessions.get_mut(&id) else {
         return;
     };
@@ -234,12 +260,26 @@ pub(super) fn session_left(st: &mut State, now: Instant, id: SessionId) {
     if held.is_empty() {
         return;
     }
+    for key in &held {
+        s.lost.push((key.1, now + IN_FLIGHT));
+    }
     let mut notices = Notices::default();
     if let Some(room) = st.rooms.get_mut(&s.room) {
         for key in held {
             room.holds.insert(key, Hold { by: None, at: now });
             if let Some(stream) = room.streams.get(&key.0) {
                 notices.push(stream.owner, Kind::Granted, Entry::new(key.0, key.1));
+            }
+            if tell {
+                let reason = Reason::NotPublisher;
+                notices.push(
+                    id,
+                    Kind::Lost,
+                    Entry {
+                        reason,
+                        ..Entry::new(key.0, key.1)
+                    },
+                );
             }
         }
     }
@@ -282,7 +322,7 @@ pub(super) fn objects_gone(st: &mut State, room: &str, gone: impl Fn((u32, u64))
 
 /// Forgets handovers back with their publisher whose guard has run out, so the table
 /// holds only what is held or was handed just now.
-pub(super) fn prune(room: &mut Room, now: Instant, guard: std::time::Duration) {
+pub(super) fn prune(room: &mut Room, now: Instant, guard: Duration) {
     room.holds
         .retain(|_, h| h.by.is_some() || now < h.at + guard);
 }
