@@ -19,7 +19,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::Duration;
-use support::serve::{BIN, Serve};
+use support::serve::{BIN, QUEUE_DELAY, Serve};
 use support::server::{ADMIN, PUBLISH, SECRET, SUBSCRIBE, token};
 use support::transports::{Over, assert_forwarded};
 use tokio::time::Instant;
@@ -109,6 +109,7 @@ impl Relay {
             cmd.env_remove(k);
         }
         cmd.env("GSRELAY_TOKEN_SECRET", SECRET);
+        cmd.env(QUEUE_DELAY.0, QUEUE_DELAY.1);
         let mut relay = Self {
             serve: Serve::spawn(&mut cmd),
             ports,

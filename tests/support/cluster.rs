@@ -53,6 +53,7 @@ impl Node {
         for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("GSRELAY_")) {
             cmd.env_remove(k);
         }
+        cmd.env(super::serve::QUEUE_DELAY.0, super::serve::QUEUE_DELAY.1);
         let serve = Serve::spawn(&mut cmd);
         let node = Self {
             name: name.to_owned(),

@@ -8,6 +8,11 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// The queueing budget of the relays the tests start (`udp_max_queue_delay_ms`): a shard
+/// descheduled on a busy test machine must not shed a test's packets as stale; the
+/// shedding itself is tested with its own budget (`tests/udp_queue.rs`).
+pub const QUEUE_DELAY: (&str, &str) = ("GSRELAY_UDP_MAX_QUEUE_DELAY_MS", "250");
+
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_gsrelay");
 
@@ -76,6 +81,7 @@ impl Serve {
         for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("GSRELAY_")) {
             cmd.env_remove(k);
         }
+        cmd.env(QUEUE_DELAY.0, QUEUE_DELAY.1);
         let serve = Self::spawn(&mut cmd);
         let secret = serve.line("dev token secret: ", START);
         let secret = secret.trim_start_matches("dev token secret: ").to_owned();
