@@ -41,6 +41,13 @@ fn ownership(w: &mut World, who: &Joined, kind: Kind, objects: &[(u32, u64)]) {
     });
 }
 
+/// An ownership message from `who` with any subtype, sender SSRC and data.
+fn raw_app(w: &mut World, who: &Joined, (kind, ssrc): (Kind, u32), data: &[u8]) {
+    w.rtcp(who, |b| {
+        rtcp::write_app(b, kind.subtype(), ssrc, handover::NAME, data).unwrap();
+    });
+}
+
 /// The ownership notices `to` was sent.
 fn notices(sent: &[Sent], to: &Joined) -> Vec<(Kind, Entry)> {
     sent.iter()
@@ -350,36 +357,9 @@ fn a_flood_of_ownership_requests_is_dropped_unanswered_and_garbage_is_counted() 
     assert!(w.dropped("ownership_flood") >= 479);
     w.advance(Duration::from_secs(2));
     // Garbage: a bad length, a relay-only kind, another's SSRC.
-    w.rtcp(&b, |buf| {
-        rtcp::write_app(
-            buf,
-            Kind::Request.subtype(),
-            b.ssrc,
-            handover::NAME,
-            &[0; 12],
-        )
-        .unwrap();
-    });
-    w.rtcp(&b, |buf| {
-        rtcp::write_app(
-            buf,
-            Kind::Granted.subtype(),
-            b.ssrc,
-            handover::NAME,
-            &[0; 16],
-        )
-        .unwrap();
-    });
-    w.rtcp(&b, |buf| {
-        rtcp::write_app(
-            buf,
-            Kind::Request.subtype(),
-            a.ssrc,
-            handover::NAME,
-            &[0; 16],
-        )
-        .unwrap();
-    });
+    raw_app(&mut w, &b, (Kind::Request, b.ssrc), &[0; 12]);
+    raw_app(&mut w, &b, (Kind::Granted, b.ssrc), &[0; 16]);
+    raw_app(&mut w, &b, (Kind::Request, a.ssrc), &[0; 16]);
     assert_eq!(w.dropped("ownership_malformed"), 2);
     assert!(w.dropped("ssrc_mismatch") >= 1);
     assert!(

@@ -161,14 +161,15 @@ async fn rtp_that_waited_past_the_budget_is_shed_and_counted_but_rtcp_is_not() {
     std::thread::sleep(STALL);
 
     h.await_dropped("stale", QUEUED).await;
+    assert_eq!(h.dropped("stale"), QUEUED, "exactly what waited was shed");
     // The FIR's snapshot holds the update before the stall, the last the store took.
     let (ssrc, snapshot) = sub.recv_objects(WAIT).await.unwrap().expect("snapshot");
     assert_eq!((ssrc, x_of(&snapshot)), (publisher.ssrc(), 1.0));
     let (before, sent) = fresh_arrives(&mut publisher, &mut sub, 99.0).await;
     assert!(before.is_empty(), "shed updates were forwarded: {before:?}");
-    // Nothing else was shed, but the fresh updates sent before the one that came through
-    // (the first may have joined the queue behind the stale ones, before the shard woke).
-    assert_eq!(h.dropped("stale"), QUEUED + sent - 1);
+    // Nothing else was shed but, at most, fresh updates the subscriber did not get in
+    // time (a shard descheduled past the budget on a busy machine sheds them, rightly).
+    assert!(h.dropped("stale") < QUEUED + sent);
     for reason in ["auth_failed", "replay", "unknown_ssrc"] {
         assert_eq!(h.dropped(reason), 0, "{reason}: shed before SRTP");
     }

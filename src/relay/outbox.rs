@@ -181,6 +181,17 @@ impl Outbox {
         self.buf.truncate(start);
     }
 
+    /// Queues an RTCP APP packet (`subtype`, `name`, `data`) from `sender` to session
+    /// `to`: a link's interest union, an ownership notice.
+    pub fn app(&mut self, to: SessionId, (sender, subtype, name): (u32, u8, [u8; 4]), data: &[u8]) {
+        let (buf, start) = self.begin();
+        if crate::rtp::rtcp::write_app(buf, subtype, sender, name, data).is_ok() {
+            self.commit(to, PacketClass::Rtcp, start);
+        } else {
+            self.abandon(start);
+        }
+    }
+
     /// The next packet to send.
     pub fn pop(&mut self) -> Option<Transmit<'_>> {
         let p = self.queue.pop_front()?;

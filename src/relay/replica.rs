@@ -7,8 +7,6 @@ use super::room::Room;
 use super::session::Session;
 use super::state::State;
 use super::union::{MAX_REGIONS, NAME, Region, SUBTYPE, Union, bounding_box};
-use crate::rtp::PacketClass;
-use crate::rtp::rtcp;
 use std::collections::HashMap;
 
 /// Sends each link of every room the union of the room's own subscribers (at every
@@ -27,12 +25,7 @@ pub(super) fn send_unions(st: &mut State) {
         data.clear();
         union_of(room, &st.sessions).encode(&mut data);
         for &link in links {
-            let (buf, start) = st.out.begin();
-            if rtcp::write_app(buf, SUBTYPE, st.relay_ssrc, NAME, &data).is_ok() {
-                st.out.commit(link, PacketClass::Rtcp, start);
-            } else {
-                st.out.abandon(start);
-            }
+            st.out.app(link, (st.relay_ssrc, SUBTYPE, NAME), &data);
         }
     }
 }

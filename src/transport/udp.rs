@@ -88,6 +88,10 @@ const RECV_SLOT_SPARE: usize = 64;
 /// Transport label in metrics.
 const TRANSPORT: &str = "udp";
 
+/// A wait in the socket longer than any receive buffer holds at any rate worth serving:
+/// beyond it the kernel's stamp and the relay's clock disagree (a step of the wall clock).
+const IMPLAUSIBLE_WAIT: Duration = Duration::from_secs(10);
+
 /// Packets from an address other than its own a session may have authenticated per
 /// second, to move there: a legitimate move needs one, a forger's flood gets this many
 /// authentications at most.
@@ -347,6 +351,13 @@ impl Port for UdpPort {
         }
         let mut accepted = 0u32;
         let mut recv = std::mem::take(&mut self.recv);
+        // The kernel stamps arrivals with the wall clock: one reading of it per batch,
+        // taken with `now` before the read, so that the read itself is not counted twice
+        // and what arrived during it waited no time. A step of that clock misjudges only
+        // what is queued at that moment.
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         let n = match recv.recv(&self.socket) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
@@ -356,16 +367,16 @@ impl Port for UdpPort {
                 0
             }
         };
-        // The kernel stamps arrivals with the wall clock: one reading of it per batch.
-        // A step of that clock misjudges only what is queued at that moment.
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
         for i in 0..n {
             self.counters.packets_in.inc();
+            // A wait no receive buffer could hold is a clock step (or a stamp in another
+            // time base), not queueing: taken as unknown, so it neither sheds nor skews
+            // the latency.
             let waited = recv
                 .arrived(i)
-                .map_or(Duration::ZERO, |t| wall.saturating_sub(t));
+                .map(|t| wall.saturating_sub(t))
+                .filter(|w| *w < IMPLAUSIBLE_WAIT)
+                .unwrap_or_default();
             let verdict = match recv.datagram(i) {
                 Datagram::Whole(datagram, from) => {
                     self.counters.bytes_in.inc_by(datagram.len() as u64);

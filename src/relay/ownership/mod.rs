@@ -17,8 +17,6 @@ use super::api::SessionId;
 use super::room::{Hold, ROOM, Room};
 use super::session::Session;
 use super::state::State;
-use crate::rtp::PacketClass;
-use crate::rtp::rtcp;
 use message::{Entry, Kind, Reason};
 use std::time::{Duration, Instant};
 
@@ -56,13 +54,8 @@ impl Notices {
                 for (_, _, e) in chunk {
                     e.encode(&mut data);
                 }
-                let (buf, start) = st.out.begin();
-                let relay = st.relay_ssrc;
-                if rtcp::write_app(buf, kind.subtype(), relay, message::NAME, &data).is_ok() {
-                    st.out.commit(to, PacketClass::Rtcp, start);
-                } else {
-                    st.out.abandon(start);
-                }
+                let from = (st.relay_ssrc, kind.subtype(), message::NAME);
+                st.out.app(to, from, &data);
             }
         }
     }
