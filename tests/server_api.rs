@@ -60,6 +60,10 @@ async fn get(server: &Server, path: &str, token: &str) -> (StatusCode, Value) {
     call(server, reqwest::Method::GET, path, token, None).await
 }
 
+async fn delete(server: &Server, path: &str, token: &str) -> (StatusCode, Value) {
+    call(server, reqwest::Method::DELETE, path, token, None).await
+}
+
 /// Waits for an RTCP BYE naming `ssrc` on `c`.
 async fn assert_bye_for(c: &mut Client, ssrc: u32) {
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -144,14 +148,7 @@ async fn closing_a_room_ends_its_sessions_with_a_bye_and_refuses_joins_for_a_whi
     let mut alice = player(&server, "doomed", "alice", PUBLISH_SUBSCRIBE).await;
     let mut bob = player(&server, "doomed", "bob", PUBLISH_SUBSCRIBE).await;
     let admin = token("doomed", ADMIN);
-    let (status, _) = call(
-        &server,
-        reqwest::Method::DELETE,
-        "/v1/rooms/doomed",
-        &admin,
-        None,
-    )
-    .await;
+    let (status, _) = delete(&server, "/v1/rooms/doomed", &admin).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     // Each session hears from the relay's own SSRC that the relay ended it.
     let (ra, rb) = (alice.relay_ssrc(), bob.relay_ssrc());
@@ -182,14 +179,7 @@ async fn closing_a_room_ends_its_sessions_with_a_bye_and_refuses_joins_for_a_whi
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "room_closed");
     // Closing again is harmless.
-    let (status, _) = call(
-        &server,
-        reqwest::Method::DELETE,
-        "/v1/rooms/doomed",
-        &admin,
-        None,
-    )
-    .await;
+    let (status, _) = delete(&server, "/v1/rooms/doomed", &admin).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     // After the configured second, the room opens again.
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -223,7 +213,7 @@ async fn a_removed_participant_cannot_rejoin_with_its_token_but_can_with_a_newer
     assert_forwarded(&mut mallory, &mut bob).await;
     let admin = token("keep", ADMIN);
     let path = "/v1/rooms/keep/participants/mallory";
-    let (status, _) = call(&server, reqwest::Method::DELETE, path, &admin, None).await;
+    let (status, _) = delete(&server, path, &admin).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let relay = mallory.relay_ssrc();
     assert_bye_for(&mut mallory, relay).await;
@@ -507,14 +497,7 @@ async fn a_player_watches_who_joins_changes_and_leaves_without_an_admin_token() 
         );
     }
     // Closing the room tells the watcher and ends its stream.
-    call(
-        &server,
-        reqwest::Method::DELETE,
-        "/v1/rooms/hall",
-        &admin,
-        None,
-    )
-    .await;
+    delete(&server, "/v1/rooms/hall", &admin).await;
     assert_eq!(next(&mut watch).await, Some(PresenceEvent::Closed));
     assert_eq!(
         next(&mut watch).await,

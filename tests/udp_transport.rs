@@ -73,6 +73,21 @@ impl Harness {
     fn dropped(&self, reason: &str) -> u64 {
         self.metrics.dropped.with_label_values(&[reason]).get()
     }
+
+    /// A publisher and a latched subscriber, shown to work with one update (head 1 at
+    /// x = 1); the sequence number the subscriber got it under.
+    async fn flowing(&self, profile: SrtpProfile) -> (Client, Client, u16) {
+        let mut publisher = self.client(true, false, profile).await;
+        let mut sub = self.client(false, true, profile).await;
+        sub.send_rr().await.unwrap();
+        publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
+        let first = sub.recv(WAIT).await.unwrap();
+        let Some(Received::Rtp { ssrc, seq, .. }) = first else {
+            panic!("{profile}: {first:?}");
+        };
+        assert_eq!(ssrc, publisher.ssrc(), "{profile}");
+        (publisher, sub, seq)
+    }
 }
 
 fn head(id: u64, x: f32) -> Object {
@@ -265,14 +280,8 @@ async fn forgeries_ahead_of_the_victims(profile: SrtpProfile) {
 async fn a_nack_over_srtp_is_answered_under_a_fresh_index() {
     for profile in SrtpProfile::ALL {
         let h = relay(false).await;
-        let mut publisher = h.client(true, false, profile).await;
-        let mut sub = h.client(false, true, profile).await;
-        sub.send_rr().await.unwrap();
-        publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
-        let Some(Received::Rtp { ssrc, seq, .. }) = sub.recv(WAIT).await.unwrap() else {
-            panic!("{profile}: no RTP packet");
-        };
-        sub.send_nack(ssrc, &[seq]).await.unwrap();
+        let (publisher, mut sub, seq) = h.flowing(profile).await;
+        sub.send_nack(publisher.ssrc(), &[seq]).await.unwrap();
         let Some(Received::Rtp {
             seq: repair,
             payload,
@@ -307,14 +316,7 @@ fn moves(h: &Harness) -> u64 {
 async fn an_authenticated_packet_from_a_new_address_moves_the_session() {
     for profile in SrtpProfile::ALL {
         let h = relay(false).await;
-        let mut publisher = h.client(true, false, profile).await;
-        let mut sub = h.client(false, true, profile).await;
-        sub.send_rr().await.unwrap();
-        publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
-        let first = sub.recv(WAIT).await.unwrap();
-        let Some(Received::Rtp { seq: seq1, .. }) = first else {
-            panic!("{profile}: {first:?}");
-        };
+        let (mut publisher, mut sub, seq1) = h.flowing(profile).await;
         // The publisher moves: its next packet, from the new address, goes on as before.
         publisher.rebind().unwrap();
         publisher.send_objects(&[head(1, 2.0)]).await.unwrap();
@@ -391,11 +393,7 @@ async fn a_replayed_packet_from_another_address_moves_nothing() {
 async fn a_flood_of_forgeries_from_other_addresses_is_bounded_and_moves_nothing() {
     let h = relay(false).await;
     let profile = SrtpProfile::AesCm128HmacSha1_80;
-    let mut publisher = h.client(true, false, profile).await;
-    let mut sub = h.client(false, true, profile).await;
-    sub.send_rr().await.unwrap();
-    publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
-    assert!(sub.recv_objects(WAIT).await.unwrap().is_some());
+    let (mut publisher, mut sub, _) = h.flowing(profile).await;
     let wrong = KeyMaterial::generate(profile).unwrap();
     let mut forger = SrtpSession::for_client(profile, &wrong, &wrong).unwrap();
     let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();

@@ -10,6 +10,7 @@ use super::forward::{self, Packet};
 use super::grid::{self, Cell, Grid};
 use super::ownership::lost_just_now;
 use super::room::{Stream, held_elsewhere};
+use super::session::Session;
 use super::state::State;
 use crate::rtp::RtpPacket;
 use crate::rtp::packet::HeaderExtension;
@@ -205,26 +206,14 @@ fn stream(
     refs: &mut Vec<ObjectRef>,
     held: &mut Held,
 ) -> Result<(), &'static str> {
-    let name = st.room_of(from).ok_or("unknown_session")?;
     let sender = st.sessions.get(&from).ok_or("unknown_session")?;
-    let holds = &sender.holds;
-    held.refs.clear();
-    let mut not_owner = 0;
-    if !sender.lost.is_empty() {
-        let before = refs.len();
-        refs.retain(|r| r.id.is_none_or(|id| !lost_just_now(sender, id, now)));
-        not_owner = before - refs.len();
-    }
-    if !holds.is_empty() && !p.carried {
-        // Its objectIDs are unique among what it holds and owns (`id_in_use`).
-        let target = |r: &ObjectRef| {
-            let id = r.id?;
-            holds.iter().find(|k| k.1 == id).map(|k| k.0)
-        };
-        held.refs
-            .extend(refs.iter().filter_map(|r| Some((target(r)?, *r))));
-        refs.retain(|r| target(r).is_none());
-    }
+    let name = sender.room.clone();
+    let mut not_owner = if p.carried {
+        held.refs.clear();
+        0
+    } else {
+        take_foreign(sender, refs, &mut held.refs, now)
+    };
     // The payload is forwarded whole only when every object in it is this stream's.
     let whole = held.refs.is_empty() && not_owner == 0;
     let room = st.rooms.get_mut(&name).ok_or("unknown_session")?;
@@ -277,10 +266,12 @@ fn stream(
         }
     }
     let all = refs.len();
-    refs.retain(|r| {
-        r.id.is_none_or(|id| !held_elsewhere(&room.holds, p.ssrc, id))
-    });
-    not_owner += all - refs.len();
+    if !room.holds.is_empty() {
+        refs.retain(|r| {
+            r.id.is_none_or(|id| !held_elsewhere(&room.holds, p.ssrc, id))
+        });
+        not_owner += all - refs.len();
+    }
     if not_owner > 0 {
         // Counted once per packet, as every drop reason is.
         st.stats.drop("not_owner");
@@ -340,6 +331,35 @@ fn stream(
         held_updates(st, agg, now, (from, &name), p, held);
     }
     Ok(())
+}
+
+/// Takes out of `refs` the objects of a sender's packet that are not its stream's: those
+/// it lost or gave back just now are dropped (their count is returned), those it holds of
+/// other streams go to `held` with their stream. Nothing to do, and no pass over `refs`,
+/// for a sender that holds and lost nothing.
+fn take_foreign(
+    sender: &Session,
+    refs: &mut Vec<ObjectRef>,
+    held: &mut Vec<(u32, ObjectRef)>,
+    now: Instant,
+) -> usize {
+    held.clear();
+    let mut dropped = 0;
+    if !sender.lost.is_empty() {
+        let before = refs.len();
+        refs.retain(|r| r.id.is_none_or(|id| !lost_just_now(sender, id, now)));
+        dropped = before - refs.len();
+    }
+    if !sender.holds.is_empty() {
+        // Its objectIDs are unique among what it holds and owns (`id_in_use`).
+        let target = |r: &ObjectRef| {
+            let id = r.id?;
+            sender.holds.iter().find(|k| k.1 == id).map(|k| k.0)
+        };
+        held.extend(refs.iter().filter_map(|r| Some((target(r)?, *r))));
+        refs.retain(|r| target(r).is_none());
+    }
+    dropped
 }
 
 /// Objects a session holds of other streams, from its packet `p` (in `held`): each

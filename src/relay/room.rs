@@ -25,7 +25,7 @@ pub type Holds = HashMap<(u32, u64), Hold>;
 /// Whether an object of `ssrc` is held by a session other than its publisher (whose
 /// updates of it are then dropped).
 pub fn held_elsewhere(holds: &Holds, ssrc: u32, id: u64) -> bool {
-    !holds.is_empty() && holds.get(&(ssrc, id)).is_some_and(|h| h.by.is_some())
+    holds.get(&(ssrc, id)).is_some_and(|h| h.by.is_some())
 }
 
 /// The owner of a room stream that outlived its publisher: the room itself. No session

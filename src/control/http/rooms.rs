@@ -87,14 +87,19 @@ fn checked_metadata(v: Value) -> Result<Value, ApiError> {
     Ok(v)
 }
 
-/// The room and identity of a participant route, checked.
-fn participant_path(
+/// The room and identity of a participant route, checked, for a caller with the room's
+/// admin right.
+fn participant_for(
+    state: &ApiState,
+    headers: &HeaderMap,
     p: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<(String, String), ApiError> {
+    let claims = state.authenticate(headers)?;
     let Path((room, identity)) =
         p.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_path", e.body_text()))?;
     token::validate_room(&room)?;
     token::validate_identity(&identity)?;
+    token::require(&claims, &room, Right::Admin)?;
     Ok((room, identity))
 }
 
@@ -327,9 +332,7 @@ pub(super) async fn participant(
     path: Result<Path<(String, String)>, PathRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let claims = state.authenticate(&headers)?;
-    let (room, identity) = participant_path(path)?;
-    token::require(&claims, &room, Right::Admin)?;
+    let (room, identity) = participant_for(&state, &headers, path)?;
     let view = found_participant(&state, &room, &identity, &headers).await?;
     Ok(view.into_response())
 }
@@ -358,9 +361,7 @@ pub(super) async fn update_participant(
     headers: HeaderMap,
     TimedBody(body): TimedBody,
 ) -> Result<Response, ApiError> {
-    let claims = state.authenticate(&headers)?;
-    let (room, identity) = participant_path(path)?;
-    token::require(&claims, &room, Right::Admin)?;
+    let (room, identity) = participant_for(&state, &headers, path)?;
     let update: ParticipantUpdate = parse_object(&body, None)?;
     let metadata = update.metadata.map(checked_metadata).transpose()?;
     let path = PARTICIPANT_ROUTE
@@ -397,9 +398,7 @@ pub(super) async fn remove_participant(
     path: Result<Path<(String, String)>, PathRejection>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let claims = state.authenticate(&headers)?;
-    let (room, identity) = participant_path(path)?;
-    token::require(&claims, &room, Right::Admin)?;
+    let (room, identity) = participant_for(&state, &headers, path)?;
     let path = PARTICIPANT_ROUTE
         .replace("{room}", &room)
         .replace("{identity}", &identity);
