@@ -2,10 +2,13 @@
 //! the JSON report checked key by key, and the impairment proxy's loss share.
 #![cfg(feature = "bench")]
 
+mod support;
+
 use gsrelay::bench::impair::{Impairment, ProxyListener};
 use serde_json::Value;
 use std::process::Command;
 use std::time::Duration;
+use support::serve::QUEUE_DELAY;
 
 /// Runs the binary on the tiny scenario (1 room, 1 publisher, 2 subscribers, 1 s) with
 /// `extra` flags and returns its JSON report.
@@ -30,6 +33,8 @@ fn bench_json(args: &[&str]) -> Value {
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join(format!("{}.json", args.join("_").replace('-', "")));
     let out = Command::new(env!("CARGO_BIN_EXE_gsrelay"))
+        // The relays a bench starts as processes take the tests' queueing budget.
+        .env(QUEUE_DELAY.0, QUEUE_DELAY.1)
         .args([
             "bench",
             "--duration",
@@ -246,6 +251,8 @@ fn subcommand_json(subcommand: &str, args: &[&str]) -> Value {
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join(format!("{subcommand}.json"));
     let out = Command::new(env!("CARGO_BIN_EXE_gsrelay"))
+        // The relays a bench starts as processes take the tests' queueing budget.
+        .env(QUEUE_DELAY.0, QUEUE_DELAY.1)
         .args(["bench", subcommand, "--plain-rtp", "--json"])
         .arg(&json)
         .args(args)
