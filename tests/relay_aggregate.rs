@@ -67,7 +67,7 @@ fn to(sent: &[Sent], who: &Joined) -> Vec<usize> {
 const HEAD_BYTES: usize = 35;
 
 #[test]
-fn a_packet_goes_when_the_next_update_would_not_fit() {
+fn a_packet_closes_when_the_next_update_would_not_fit_and_waits_for_the_deadline() {
     let ssrcs = [
         0x1000_0001u32,
         0x1000_0002,
@@ -84,32 +84,76 @@ fn a_packet_goes_when_the_next_update_would_not_fit() {
     let sub = join(&mut w, 0x2000_0000, false, true, aggregated(None));
     let pubs: Vec<Joined> = ssrcs.iter().map(|s| publisher(&mut w, *s)).collect();
     w.sent();
-    for (i, p) in pubs.iter().enumerate().take(4) {
+    for (i, p) in pubs.iter().enumerate() {
         w.publish(p, &[head(1, i as f32)]);
-        assert!(w.sent().is_empty(), "waits while the packet has room");
+        assert!(
+            w.sent().is_empty(),
+            "a closed packet waits for the deadline with the open one"
+        );
     }
-    w.publish(&pubs[4], &[head(1, 4.0)]);
+    w.advance(DELAY);
     let out = w.sent();
     assert_eq!(
         out.len(),
-        1,
-        "the full packet goes when the fifth does not fit"
+        2,
+        "the closed packet and the open one go together"
     );
-    assert_eq!(out[0].to, sub.session);
+    assert!(out.iter().all(|s| s.to == sub.session));
     let got = containers(&w, &out[0]);
     let senders: Vec<u32> = got.iter().map(|c| c.ssrc).collect();
-    assert_eq!(senders, ssrcs[..4]);
+    assert_eq!(senders, ssrcs[..4], "the fifth did not fit");
     for (i, c) in got.iter().enumerate() {
         assert_eq!(c.objects, vec![head(1, i as f32)]);
     }
     assert_eq!(out[0].rtp().payload().len(), 4 * one);
     let csrcs: Vec<u32> = out[0].rtp().csrcs().collect();
     assert_eq!(csrcs, ssrcs[..4], "CSRCs name the contributing senders");
-    // The fifth waits for its deadline.
+    assert_eq!(containers(&w, &out[1])[0].ssrc, ssrcs[4]);
+    let seqs: Vec<u16> = out.iter().map(|s| s.rtp().sequence_number()).collect();
+    assert_eq!(seqs[1], seqs[0].wrapping_add(1), "numbered in order");
+}
+
+#[test]
+fn the_packets_of_one_deadline_but_the_last_are_padded_to_one_size() {
+    let senders = [0x1000_0001u32, 0x1000_0002, 0x1000_0003, 0x1000_0004];
+    let late = [0x1000_0005u32, 0x1000_0006];
+    let one = container_len(senders[0], HEAD_BYTES);
+    let mut w = World::with(RelayConfig {
+        payload_budget: 4 * one + one / 2,
+        ..RelayConfig::default()
+    });
+    let sub = join(&mut w, 0x2000_0000, false, true, aggregated(None));
+    let pubs: Vec<Joined> = senders.iter().map(|s| publisher(&mut w, *s)).collect();
+    let more: Vec<Joined> = late.iter().map(|s| publisher(&mut w, *s)).collect();
+    w.sent();
+    for (i, p) in pubs.iter().take(3).enumerate() {
+        w.publish(p, &[head(1, i as f32)]);
+    }
+    // Two objects in one packet do not fit beside the three: the first packet closes
+    // short, and the next one, with two more senders, ends up the longer.
+    w.publish(&pubs[3], &[head(1, 3.0), head(2, 3.0)]);
+    for p in &more {
+        w.publish(p, &[head(1, 5.0)]);
+    }
     w.advance(DELAY);
     let out = w.sent();
-    assert_eq!(out.len(), 1);
-    assert_eq!(containers(&w, &out[0])[0].ssrc, ssrcs[4]);
+    assert_eq!(out.len(), 2);
+    assert!(out.iter().all(|s| s.to == sub.session));
+    let (first, last) = (out[0].rtp(), out[1].rtp());
+    assert!(
+        first.has_padding() && !last.has_padding(),
+        "the first is padded, the last never"
+    );
+    assert_eq!(
+        out[0].bytes.len(),
+        out[1].bytes.len(),
+        "one size: one GSO buffer"
+    );
+    assert_eq!(first.payload().len(), 3 * one, "padding is not payload");
+    let got: Vec<u32> = containers(&w, &out[0]).iter().map(|c| c.ssrc).collect();
+    assert_eq!(got, senders[..3]);
+    let got: Vec<u32> = containers(&w, &out[1]).iter().map(|c| c.ssrc).collect();
+    assert_eq!(got, [senders[3], late[0], late[1]]);
 }
 
 #[test]
@@ -190,10 +234,11 @@ fn one_source_packet_travels_whole_in_one_container() {
     let b_objects: Vec<Object> = (0..3).map(|i| head(i, 2.0)).collect();
     w.publish(&a, &a_objects);
     w.publish(&b, &b_objects);
+    w.advance(DELAY);
     let out = w.sent();
     assert_eq!(
         out.len(),
-        1,
+        2,
         "b's packet does not fit beside a's and is not split"
     );
     assert_eq!(
@@ -203,18 +248,17 @@ fn one_source_packet_travels_whole_in_one_container() {
             objects: a_objects
         }]
     );
-    w.advance(DELAY);
-    let out = w.sent();
     assert_eq!(
-        containers(&w, &out[0]),
+        containers(&w, &out[1]),
         vec![Container {
             ssrc: b.ssrc,
             objects: b_objects
         }]
     );
-    // A source packet larger than the budget goes alone, whole.
+    // A source packet larger than the budget makes a packet alone, whole.
     let big: Vec<Object> = (0..8).map(|i| head(i, 3.0)).collect();
     w.publish(&a, &big);
+    w.advance(DELAY);
     let out = w.sent();
     assert_eq!(out.len(), 1);
     assert!(out[0].rtp().payload().len() > 5 * one);
@@ -462,6 +506,39 @@ fn a_sender_leaving_is_announced_by_bye_and_never_revived() {
         senders,
         vec![b.ssrc],
         "a's pending update is dropped with it"
+    );
+}
+
+#[test]
+fn a_sender_leaving_is_taken_out_of_the_closed_packets_too() {
+    let one = container_len(0x1000_0001, HEAD_BYTES);
+    let mut w = World::with(RelayConfig {
+        payload_budget: 2 * one + one / 2,
+        ..RelayConfig::default()
+    });
+    let sub = join(&mut w, 0x2000_0000, false, true, aggregated(None));
+    let a = publisher(&mut w, 0x1000_0001);
+    let b = publisher(&mut w, 0x1000_0002);
+    let c = publisher(&mut w, 0x1000_0003);
+    w.sent();
+    // Two packets held for the deadline: [a, b] closed, [c, a] open.
+    for p in [&a, &b, &c, &a] {
+        w.publish(p, &[head(1, 1.0)]);
+    }
+    w.leave(a.session).unwrap();
+    let out = w.sent();
+    assert_eq!(out.len(), 1, "only the BYE goes at once");
+    assert_eq!((out[0].to, out[0].class), (sub.session, PacketClass::Rtcp));
+    w.advance(DELAY);
+    let out = w.sent();
+    let senders: Vec<Vec<u32>> = out
+        .iter()
+        .map(|s| containers(&w, s).iter().map(|c| c.ssrc).collect())
+        .collect();
+    assert_eq!(
+        senders,
+        vec![vec![b.ssrc], vec![c.ssrc]],
+        "nothing of a's goes after its BYE"
     );
 }
 

@@ -47,9 +47,9 @@ const KEEPALIVE: Duration = Duration::from_secs(5);
 /// How long subscribers keep receiving after the window, for packets in flight.
 const DRAIN: Duration = Duration::from_millis(300);
 
-/// Datagrams a subscriber reads per system call, and the size of each slot (per-stream
-/// delivery: one publisher packet, at most the payload budget, per datagram).
-const RECV_BATCH: (usize, usize) = (8, 4096);
+/// Reads a subscriber takes per system call (each a datagram, or a train of them that
+/// the kernel coalesced).
+const RECV_BATCH: usize = 8;
 
 /// Largest payload a publisher packs, bytes (the bench's default).
 const PAYLOAD_BUDGET: usize = 1100;
@@ -625,7 +625,7 @@ async fn listen(
     clock: Clock,
     stop_at: Instant,
 ) -> anyhow::Result<(Client, Heard)> {
-    let mut batch = RecvBatch::new(RECV_BATCH.0, RECV_BATCH.1);
+    let mut batch = RecvBatch::coalescing(RECV_BATCH);
     let mut last_rr = Instant::now();
     loop {
         let now = Instant::now();
@@ -932,7 +932,7 @@ async fn receive_whole(
 ) -> anyhow::Result<(Option<Duration>, u64)> {
     let want: HashSet<ObjectKey> = keys.iter().copied().collect();
     let mut seen: HashSet<ObjectKey> = HashSet::with_capacity(want.len());
-    let mut batch = RecvBatch::new(RECV_BATCH.0, 65536);
+    let mut batch = RecvBatch::coalescing(RECV_BATCH);
     let relay = c.relay_ssrc();
     let t0 = Instant::now();
     c.send_fir(relay).await?;

@@ -4,8 +4,9 @@
 //! (see [`Liveness`]).
 
 use super::state::{ObjectKey, Update, View, encode_update, set_time};
-use crate::client::{Client, ClientError, JoinOptions, Received};
+use crate::client::{Client, ClientError, JoinOptions};
 use crate::control::token::{Rights, Tokens};
+use crate::transport::recv::RecvBatch;
 use crate::wire::{Dialect, Object};
 use anyhow::Context;
 use std::collections::HashMap;
@@ -14,6 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::task::JoinHandle;
+
+/// Reads a subscriber takes per wake-up (each up to a GSO train of datagrams).
+const SUB_READS: usize = 4;
 
 /// Subscribers send an RR this often so the relay does not time their session out.
 const KEEPALIVE: Duration = Duration::from_secs(5);
@@ -398,6 +402,7 @@ pub async fn subscribe(
         last_fir: joined,
         last_rr: joined,
         completed_after: None,
+        batch: RecvBatch::coalescing(SUB_READS),
     };
     ctl.relay.set_from(&c);
     if !s.complete {
@@ -449,6 +454,8 @@ struct SubState {
     last_fir: Instant,
     last_rr: Instant,
     completed_after: Option<Duration>,
+    /// Its reads: a batch of datagrams per wake-up, each read possibly a train of them.
+    batch: RecvBatch,
 }
 
 impl SubState {
@@ -474,14 +481,18 @@ impl SubState {
         plan: &SubPlan,
         ctl: &SubControl,
     ) -> Result<bool, ClientError> {
-        match c.recv(self.wait(plan)).await? {
-            Some(Received::Rtp { ssrc, payload, .. }) => {
-                self.heard = Some(Instant::now());
-                ctl.packets.fetch_add(1, Ordering::Relaxed);
-                self.view.apply(ssrc, &payload);
-            }
-            Some(Received::Rtcp(_)) => self.heard = Some(Instant::now()),
-            None => {}
+        let asked = Instant::now();
+        let wait = self.wait(plan);
+        let view = &mut self.view;
+        let got = c
+            .recv_batch(&mut self.batch, wait, |ssrc, _, payload| {
+                view.apply(ssrc, payload);
+            })
+            .await?;
+        ctl.packets.fetch_add(got as u64, Ordering::Relaxed);
+        // RTCP alone (reports) counts as heard too: the client took it.
+        if c.last_heard() >= asked {
+            self.heard = Some(c.last_heard());
         }
         if !self.complete && self.last_fir.elapsed() >= FIR_RETRY {
             let relay = c.relay_ssrc();

@@ -249,8 +249,8 @@ pub struct Client {
     epoch: Instant,
     /// Packets built here before protection.
     out: Vec<u8>,
-    /// Receive buffer.
-    buf: Vec<u8>,
+    /// What UDP reads brought and [`recv`](Self::recv) has not handed out yet.
+    inbox: batch::Inbox,
     rejected: u64,
     /// The latest SR the relay sent per SSRC, and when it arrived.
     sender_reports: HashMap<u32, (SenderInfo, Instant)>,
@@ -552,7 +552,7 @@ impl Client {
             ts_base: u32::from_be_bytes([t0, t1, t2, t3]),
             epoch: Instant::now(),
             out: Vec::with_capacity(1500),
-            buf: vec![0; 65_535],
+            inbox: batch::Inbox::default(),
             rejected: 0,
             sender_reports: HashMap::new(),
             arrivals: None,
@@ -611,6 +611,7 @@ impl Client {
                 fresh.connect(socket.peer_addr()?)?;
                 fresh.set_nonblocking(true)?;
                 *socket = UdpSocket::from_std(fresh)?;
+                coalesce(socket);
                 Ok(())
             }
             Link::WebRtc(_) => Err(ClientError::Io(std::io::Error::other(
@@ -809,13 +810,11 @@ impl Client {
         loop {
             let got = match &mut self.link {
                 Link::Udp { socket, srtp } => {
-                    let len =
-                        match tokio::time::timeout_at(deadline, socket.recv(&mut self.buf)).await {
-                            Ok(got) => got.inspect_err(|e| note_refused(&mut self.liveness, e))?,
-                            Err(_elapsed) => return Ok(None),
-                        };
-                    let datagram = self.buf.get_mut(..len).unwrap_or_default();
-                    open(srtp, datagram)
+                    let next = self.inbox.next(socket, deadline).await;
+                    match next.inspect_err(|e| note_refused(&mut self.liveness, e))? {
+                        Some(datagram) => open(srtp, datagram),
+                        None => return Ok(None),
+                    }
                 }
                 Link::Quic(q) => match tokio::time::timeout_at(deadline, q.recv()).await {
                     Ok(Some(packet)) => parse(classify(&packet), &packet),
@@ -949,7 +948,17 @@ async fn udp_link(answer: &JoinAnswer) -> Result<Link, ClientError> {
     let socket = UdpSocket::bind(local).await?;
     // Connected: only the relay's datagrams are received.
     socket.connect(rtp_addr).await?;
+    coalesce(&socket);
     Ok(Link::Udp { socket, srtp })
+}
+
+/// Turns UDP GRO on: the relay sends a subscriber's aggregated packets of one deadline as
+/// one GSO buffer, which then arrives in one read (cut apart by [`batch`]). A kernel
+/// without it (before Linux 5.0) delivers them one by one, which works as well.
+fn coalesce(socket: &UdpSocket) {
+    if let Err(e) = crate::transport::recv::enable_gro(socket) {
+        tracing::debug!(error = %e, "UDP GRO not available");
+    }
 }
 
 /// The SRTP keys of an RTP answer.

@@ -444,6 +444,45 @@ mod tests {
         }
     }
 
+    /// A run of one size goes as one super-buffer, and a receiver with UDP GRO takes it
+    /// in one read that tells the segment size: the datagrams come apart as they were
+    /// queued, the shorter tail included.
+    #[tokio::test]
+    async fn a_run_arrives_in_one_read_at_a_receiver_with_gro() {
+        use super::super::recv::{Datagram, RecvBatch, enable_gro};
+        let sender = UdpSocket::bind(addr(0)).await.unwrap();
+        let receiver = UdpSocket::bind(addr(0)).await.unwrap();
+        enable_gro(&receiver).unwrap();
+        let to = receiver.local_addr().unwrap();
+        let mut datagrams: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 300]).collect();
+        datagrams.push(vec![6; 120]);
+        let mut batch = SendBatch::default();
+        for d in &datagrams {
+            batch.push(to, d);
+        }
+        assert_eq!(batch.flush(&sender).await.packets, 7);
+        assert_eq!(batch.gso, Gso::On, "loopback takes super-buffers");
+        let mut reads = RecvBatch::coalescing(4);
+        let mut got = Vec::new();
+        while got.len() < datagrams.len() {
+            receiver.readable().await.unwrap();
+            let n = match reads.recv(&receiver) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => panic!("{e}"),
+            };
+            for i in 0..n {
+                let segment = reads.segment(i);
+                let Datagram::Whole(bytes, _) = reads.datagram(i) else {
+                    panic!("a coalesced read fits its slot");
+                };
+                assert_eq!(segment, Some(300), "one read, cut at the segment size");
+                got.extend(bytes.chunks(300).map(<[u8]>::to_vec));
+            }
+        }
+        assert_eq!(got, datagrams);
+    }
+
     /// Over real loopback sockets: each receiver gets its datagrams whole and in order,
     /// whether they went in a super-buffer or by `sendmmsg`.
     #[tokio::test]

@@ -31,13 +31,17 @@ pub struct Received {
     /// on a socket with that option; the kernel sends none while it is 0). It counts
     /// from the socket's creation and wraps at `u32::MAX`.
     pub drops: Option<u32>,
+    /// The size of the datagrams the kernel coalesced into this one (`UDP_GRO`, on a
+    /// socket with that option): each is that long but the last, which may be shorter.
+    pub segment: Option<u16>,
 }
 
-/// Room for one datagram's control messages: a `timespec` (`SCM_TIMESTAMPNS`) and a u32
-/// (`SO_RXQ_OVFL`), each with its header, which take 32 + 24 bytes on 64-bit Linux. A
-/// message that does not fit is cut by the kernel (`MSG_CTRUNC`) and ignored, never
-/// misread. `u64` words keep it aligned as `cmsghdr` wants.
-type Control = [u64; 8];
+/// Room for one datagram's control messages: a `timespec` (`SCM_TIMESTAMPNS`), a u32
+/// (`SO_RXQ_OVFL`) and an int (`UDP_GRO`), each with its header, which take 32 + 24 + 24
+/// bytes on 64-bit Linux. A message that does not fit is cut by the kernel
+/// (`MSG_CTRUNC`) and ignored, never misread. `u64` words keep it aligned as `cmsghdr`
+/// wants.
+type Control = [u64; 10];
 
 /// An unused I/O vector slot.
 const NO_IOV: libc::iovec = libc::iovec {
@@ -143,7 +147,7 @@ pub fn recv(fd: RawFd, buf: &mut [u8], slot: usize, got: &mut Vec<Received>) -> 
     got.clear();
     let mut iov = [NO_IOV; MAX_DATAGRAMS];
     let mut names = [MaybeUninit::<libc::sockaddr_storage>::zeroed(); MAX_DATAGRAMS];
-    let mut controls: [Control; MAX_DATAGRAMS] = [[0; 8]; MAX_DATAGRAMS];
+    let mut controls: [Control; MAX_DATAGRAMS] = [[0; 10]; MAX_DATAGRAMS];
     let mut headers = [empty_header(); MAX_DATAGRAMS];
     let mut n = 0;
     for (v, chunk) in iov.iter_mut().zip(buf.chunks_exact_mut(slot.max(1))) {
@@ -184,25 +188,39 @@ pub fn recv(fd: RawFd, buf: &mut [u8], slot: usize, got: &mut Vec<Received>) -> 
     };
     let read = result(read)?;
     for (h, name) in headers.iter().zip(names.iter()).take(read) {
-        let (arrived, drops) = control_messages(&h.msg_hdr);
+        let Controls {
+            arrived,
+            drops,
+            segment,
+        } = control_messages(&h.msg_hdr);
         got.push(Received {
             len: (h.msg_len as usize).min(slot),
             from: socket_addr(name, h.msg_hdr.msg_namelen),
             truncated: h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
             arrived,
             drops,
+            segment,
         });
     }
     Ok(read)
 }
 
-/// The receive time (`SCM_TIMESTAMPNS`) and the socket's drop count (`SO_RXQ_OVFL`)
-/// among the control messages the kernel wrote for one datagram; the others are skipped.
-fn control_messages(msg: &libc::msghdr) -> (Option<Duration>, Option<u32>) {
-    let (mut arrived, mut drops) = (None, None);
+/// What the control messages of one datagram said (see [`Received`]).
+#[derive(Default)]
+struct Controls {
+    arrived: Option<Duration>,
+    drops: Option<u32>,
+    segment: Option<u16>,
+}
+
+/// The receive time (`SCM_TIMESTAMPNS`), the socket's drop count (`SO_RXQ_OVFL`) and the
+/// coalesced segments' size (`UDP_GRO`) among the control messages the kernel wrote for
+/// one datagram; the others are skipped.
+fn control_messages(msg: &libc::msghdr) -> Controls {
+    let mut got = Controls::default();
     // Cut control messages may end in a partial one: read none of them.
     if msg.msg_control.is_null() || msg.msg_flags & libc::MSG_CTRUNC != 0 {
-        return (arrived, drops);
+        return got;
     }
     // The end of what the kernel wrote: no header's extent may pass it.
     let end = (msg.msg_control as usize).saturating_add(msg.msg_controllen);
@@ -227,21 +245,25 @@ fn control_messages(msg: &libc::msghdr) -> (Option<Duration>, Option<u32>) {
             match (c.cmsg_level, c.cmsg_type) {
                 (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) if has(size_of::<libc::timespec>()) => {
                     let ts = data.cast::<libc::timespec>().read_unaligned();
-                    arrived = u64::try_from(ts.tv_sec)
+                    got.arrived = u64::try_from(ts.tv_sec)
                         .ok()
                         .zip(u32::try_from(ts.tv_nsec).ok())
                         .filter(|&(_, ns)| ns < 1_000_000_000)
                         .map(|(s, ns)| Duration::new(s, ns));
                 }
                 (libc::SOL_SOCKET, libc::SO_RXQ_OVFL) if has(size_of::<u32>()) => {
-                    drops = Some(data.cast::<u32>().read_unaligned());
+                    got.drops = Some(data.cast::<u32>().read_unaligned());
+                }
+                (libc::SOL_UDP, libc::UDP_GRO) if has(size_of::<libc::c_int>()) => {
+                    let size = data.cast::<libc::c_int>().read_unaligned();
+                    got.segment = u16::try_from(size).ok().filter(|s| *s > 0);
                 }
                 _ => {}
             }
             cmsg = libc::CMSG_NXTHDR(msg, cmsg);
         }
     }
-    (arrived, drops)
+    got
 }
 
 /// The count of a `sendmmsg`/`recvmmsg`, or its error (`EAGAIN` as `WouldBlock`, and

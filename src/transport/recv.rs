@@ -1,6 +1,8 @@
 //! Incoming datagrams read in batches with `recvmmsg` (Linux): one syscall fills the
 //! slots of one reused buffer, cut in equal slots, one datagram each, allocating nothing
-//! ([`super::mmsg`]).
+//! ([`super::mmsg`]). On a socket with UDP GRO ([`enable_gro`]) a slot may hold several
+//! datagrams of one sender, back to back ([`RecvBatch::segment`]); a batch made by
+//! [`RecvBatch::coalescing`] has slots large enough for them.
 
 use super::mmsg::{self, MAX_DATAGRAMS, Received};
 use std::io;
@@ -9,6 +11,18 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
+
+/// The most a read of a socket with UDP GRO returns at once: a whole UDP datagram's
+/// worth, what the kernel coalesces at most.
+pub const COALESCED_MAX: usize = 65_536;
+
+/// Lets the kernel coalesce datagrams of one sender that arrive together into one read
+/// (`UDP_GRO`, Linux 5.0+); on loopback a sender's GSO buffer then arrives whole, never
+/// cut into datagrams. Read such a socket only with a [`RecvBatch::coalescing`] batch.
+pub fn enable_gro(socket: &UdpSocket) -> io::Result<()> {
+    nix::sys::socket::setsockopt(socket, nix::sys::socket::sockopt::UdpGroSegment, &true)
+        .map_err(io::Error::from)
+}
 
 /// A reusable buffer for one `recvmmsg` call. The default holds nothing and allocates
 /// nothing: a placeholder while the real one is lent out.
@@ -39,6 +53,12 @@ impl RecvBatch {
         }
     }
 
+    /// Room for `slots` reads of a socket with UDP GRO, each up to [`COALESCED_MAX`]
+    /// bytes. The buffer's pages are touched only as far as reads fill them.
+    pub fn coalescing(slots: usize) -> Self {
+        Self::new(slots, COALESCED_MAX)
+    }
+
     /// Reads what the socket holds, up to as many datagrams as it has slots, without
     /// waiting; `WouldBlock` when there is nothing. Returns how many were read.
     pub fn recv(&mut self, socket: &UdpSocket) -> io::Result<usize> {
@@ -58,6 +78,12 @@ impl RecvBatch {
             (false, Some(from), Some(bytes)) => Datagram::Whole(bytes, from),
             _ => Datagram::Unusable,
         }
+    }
+
+    /// The size of the datagrams the kernel coalesced into read `i` (UDP GRO): each of
+    /// them is that long but the last, which may be shorter. `None` for a single one.
+    pub fn segment(&self, i: usize) -> Option<usize> {
+        self.got.get(i)?.segment.map(usize::from)
     }
 
     /// When the kernel received datagram `i` of the last batch, since the Unix epoch,

@@ -19,6 +19,12 @@ pub const PAYLOAD_TYPE: u8 = 96;
 /// The most CSRCs an RTP header holds (RFC 3550 §5.1).
 const MAX_CSRCS: usize = 15;
 
+/// An RTP header's fixed part, before its CSRCs.
+const RTP_HEADER: usize = 12;
+
+/// The P bit of an RTP header's first octet.
+const PADDING_BIT: u8 = 0x20;
+
 /// A subscriber in aggregated delivery.
 #[derive(Debug, Clone)]
 pub struct Member {
@@ -105,24 +111,44 @@ impl Member {
             .map(|(_, serial)| *serial)
     }
 
-    /// Writes one aggregated packet: `payload`'s containers but its own, numbered next.
+    /// Which of a view packet's containers is its own (left out), if any; `None` as a
+    /// whole when nothing would be left for it.
+    fn own_of(&self, segments: &[Segment]) -> Option<Option<usize>> {
+        let own = self
+            .skips()
+            .and_then(|o| segments.iter().position(|s| s.ssrc == o));
+        (segments.len() > usize::from(own.is_some())).then_some(own)
+    }
+
+    /// The length of the RTP packet it gets for a view packet (`payload`, `segments`),
+    /// before padding; `None` when nothing would be left for it.
+    pub fn packet_len(&self, payload: &[u8], segments: &[Segment]) -> Option<usize> {
+        let own = self.own_of(segments)?;
+        let skipped = own
+            .and_then(|i| segments.get(i))
+            .map_or(0, |s| s.range.len());
+        let csrcs = match self.csrcs {
+            true => (segments.len() - usize::from(own.is_some())).min(MAX_CSRCS),
+            false => 0,
+        };
+        Some(RTP_HEADER + 4 * csrcs + payload.len() - skipped)
+    }
+
+    /// Writes one aggregated packet: `payload`'s containers but its own, numbered next,
+    /// padded (RFC 3550 §5.1) up to `pad_to` bytes when it is shorter by 1 to 255.
     /// Returns false when nothing was left for it (no number is taken then).
     pub fn send(
         &mut self,
         out: &mut Outbox,
-        to: SessionId,
-        relay_ssrc: u32,
+        (to, relay_ssrc): (SessionId, u32),
         now: Instant,
         packet: (&[u8], &[Segment], u64),
+        pad_to: usize,
     ) -> bool {
         let (payload, segments, serial) = packet;
-        // The containers are the payload back to back, one per sender, so leaving out its
-        // own is two copies around one range.
-        let skip = self.skips();
-        let own = skip.and_then(|o| segments.iter().position(|s| s.ssrc == o));
-        if segments.len() == usize::from(own.is_some()) {
+        let Some(own) = self.own_of(segments) else {
             return false;
-        }
+        };
         let seq = self.next_seq;
         let ts = self.timestamp(now);
         let contributors = segments
@@ -130,20 +156,16 @@ impl Member {
             .enumerate()
             .filter(|(i, _)| self.csrcs && Some(*i) != own)
             .map(|(_, s)| s.ssrc);
-        let written = write_packet(
-            out,
-            to,
-            relay_ssrc,
-            (seq, ts),
-            contributors,
-            |buf| match own.and_then(|i| segments.get(i)) {
-                Some(s) => {
-                    buf.extend_from_slice(payload.get(..s.range.start).unwrap_or_default());
-                    buf.extend_from_slice(payload.get(s.range.end..).unwrap_or_default());
-                }
-                None => buf.extend_from_slice(payload),
-            },
-        );
+        // The containers are the payload back to back, one per sender, so leaving out its
+        // own is two copies around one range.
+        let body = |buf: &mut Vec<u8>| match own.and_then(|i| segments.get(i)) {
+            Some(s) => {
+                buf.extend_from_slice(payload.get(..s.range.start).unwrap_or_default());
+                buf.extend_from_slice(payload.get(s.range.end..).unwrap_or_default());
+            }
+            None => buf.extend_from_slice(payload),
+        };
+        let written = write_packet(out, (to, relay_ssrc), (seq, ts), contributors, body, pad_to);
         if written {
             self.next_seq = seq.wrapping_add(1);
             self.record(seq, serial);
@@ -154,13 +176,13 @@ impl Member {
 
 /// Writes one RTP packet of the aggregated stream: CSRCs name the first 15 contributing
 /// senders (RFC 3550 §5.1), `body` appends the payload.
-pub fn write_packet(
+fn write_packet(
     out: &mut Outbox,
-    to: SessionId,
-    relay_ssrc: u32,
+    (to, relay_ssrc): (SessionId, u32),
     (seq, timestamp): (u16, u32),
     contributors: impl Iterator<Item = u32>,
     body: impl FnOnce(&mut Vec<u8>),
+    pad_to: usize,
 ) -> bool {
     let mut csrcs = [0u32; MAX_CSRCS];
     let mut n = 0;
@@ -183,8 +205,27 @@ pub fn write_packet(
         return false;
     }
     body(buf);
+    pad(buf, start, pad_to);
     out.commit_direct(to, PacketClass::Rtp, start);
     true
+}
+
+/// Pads the RTP packet begun at `start` in `buf` up to `to` bytes (RFC 3550 §5.1: the P
+/// bit, then zeros and the padding's length in its last octet), when it is shorter by 1
+/// to 255 bytes; otherwise leaves it as it is.
+fn pad(buf: &mut Vec<u8>, start: usize, to: usize) {
+    let Some(n) = to
+        .checked_sub(buf.len() - start)
+        .and_then(|n| u8::try_from(n).ok())
+        .filter(|n| *n > 0)
+    else {
+        return;
+    };
+    if let Some(first) = buf.get_mut(start) {
+        *first |= PADDING_BIT;
+    }
+    buf.resize(buf.len() + usize::from(n) - 1, 0);
+    buf.push(n);
 }
 
 /// Packets a view remembers for NACK repair.

@@ -1,9 +1,10 @@
 //! Aggregated delivery (`docs/relay.md`, "Delivery modes"): towards a subscriber that asks
 //! for it, the relay acts as an RTP mixer (RFC 7667 §3.6). It sends one stream from its
 //! own SSRC whose packets carry the newest state of many senders' objects, each sender's
-//! objects in a container (`wire::container`). A packet goes when the next update would
-//! not fit in the payload budget, or when its oldest update has waited the subscriber's
-//! `max_delay_ms`.
+//! objects in a container (`wire::container`). A packet is closed when the next update
+//! would not fit in the payload budget; the closed packets and the open one go together
+//! when the oldest update among them has waited the subscriber's `max_delay_ms` (or
+//! sooner, once they would fill one GSO buffer: `train`).
 //!
 //! - A **view** is what a set of subscribers receives: the pending content of its next
 //!   packet (a [`Builder`]) and a record of its recent packets (for NACK). Subscribers
@@ -19,6 +20,7 @@
 mod builder;
 mod member;
 mod repair;
+mod train;
 
 use super::admission::admits;
 use super::api::SessionId;
@@ -33,11 +35,12 @@ use super::state::State;
 use super::stats::RelayStats;
 use crate::rtp::RtpPacket;
 use crate::wire::{self, Dialect};
-use builder::{Builder, Piece, Segment};
+use builder::{Builder, Piece};
 use member::{History, Member, ViewId};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use train::Train;
 
 /// What makes two subscribers' shared views the same.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,6 +103,8 @@ struct View {
     budget: usize,
     members: Vec<SessionId>,
     pending: Builder,
+    /// Its closed packets, waiting for the deadline.
+    train: Train,
     history: History,
 }
 
@@ -107,6 +112,7 @@ impl View {
     fn sink(&mut self) -> Sink<'_> {
         Sink {
             pending: &mut self.pending,
+            train: &mut self.train,
             history: &mut self.history,
             targets: &self.members,
             max_delay: self.max_delay,
@@ -114,9 +120,9 @@ impl View {
         }
     }
 
-    /// When the pending packet must go.
+    /// When its packets must go.
     fn due(&self) -> Option<Instant> {
-        self.pending.since().map(|t| t + self.max_delay)
+        oldest(&self.pending, &self.train).map(|t| t + self.max_delay)
     }
 }
 
@@ -130,8 +136,6 @@ struct RoomViews {
 /// Buffers reused for every packet built.
 #[derive(Debug, Default)]
 struct Scratch {
-    payload: Vec<u8>,
-    segments: Vec<Segment>,
     carried: Vec<(u32, u64)>,
 }
 
@@ -164,6 +168,7 @@ impl<'a> Tx<'a> {
 /// the direct builder and one member.
 struct Sink<'a> {
     pending: &'a mut Builder,
+    train: &'a mut Train,
     history: &'a mut History,
     targets: &'a [SessionId],
     max_delay: Duration,
@@ -183,6 +188,7 @@ pub struct Aggregator {
     pieces: Vec<Piece>,
     /// Packets for one member of a shared view (snapshots), sent at once.
     direct: Builder,
+    direct_train: Train,
     scratch: Scratch,
 }
 
@@ -198,6 +204,7 @@ impl Aggregator {
             rng: Rng::new(seed),
             pieces: Vec::new(),
             direct: Builder::default(),
+            direct_train: Train::default(),
             scratch: Scratch::default(),
         }
     }
@@ -333,6 +340,7 @@ impl Aggregator {
             budget,
             members: Vec::new(),
             pending: Builder::default(),
+            train: Train::default(),
             history: History::default(),
         };
         let vid = match self.free.pop() {
@@ -415,6 +423,7 @@ impl Aggregator {
             scratch,
             pieces,
             direct,
+            direct_train,
             due,
             ..
         } = self;
@@ -430,6 +439,7 @@ impl Aggregator {
             let mut sink = match shared {
                 true => Sink {
                     pending: &mut *direct,
+                    train: &mut *direct_train,
                     history: &mut view.history,
                     targets: std::slice::from_ref(&run[0].0),
                     max_delay: Duration::ZERO,
@@ -484,6 +494,7 @@ impl Aggregator {
         for vid in rv.shared.iter().chain(&rv.own) {
             if let Some(view) = self.views.get_mut(*vid).and_then(Option::as_mut) {
                 view.pending.remove_sender(ssrc);
+                view.train.remove_sender(ssrc);
             }
         }
     }
@@ -507,9 +518,9 @@ fn pieces_of(payload: &[u8], dialect: Dialect, pieces: &mut Vec<Piece>) {
     }
 }
 
-/// Adds a unit to a sink: the pending packet goes first if the unit does not fit, and the
-/// packet goes at once when full (a unit larger than the budget goes alone). Returns when
-/// the pending packet is due.
+/// Adds a unit to a sink: the pending packet is closed first if the unit does not fit,
+/// and closed when full (a unit larger than the budget makes a packet alone). Returns
+/// when the sink's packets are due.
 fn add_unit(
     sink: &mut Sink<'_>,
     members: &mut IdMap<Member>,
@@ -519,41 +530,67 @@ fn add_unit(
     bytes: &[u8],
     pieces: &[Piece],
 ) -> Option<Instant> {
-    if pieces.is_empty() {
-        return sink.pending.since().map(|t| t + sink.max_delay);
+    if !pieces.is_empty() {
+        if !sink.pending.is_empty() && sink.pending.size_with(ssrc, pieces) > sink.budget {
+            close(sink, members, s, tx);
+        }
+        sink.pending.add(tx.now, ssrc, bytes, pieces);
+        if sink.pending.size() >= sink.budget {
+            close(sink, members, s, tx);
+        }
     }
-    if !sink.pending.is_empty() && sink.pending.size_with(ssrc, pieces) > sink.budget {
-        flush(sink, members, s, tx);
-    }
-    sink.pending.add(tx.now, ssrc, bytes, pieces);
-    if sink.pending.size() >= sink.budget {
-        flush(sink, members, s, tx);
-    }
-    sink.pending.since().map(|t| t + sink.max_delay)
+    oldest(sink.pending, sink.train).map(|t| t + sink.max_delay)
 }
 
-/// Builds the sink's pending packet once and sends it to each target.
+/// Closes the sink's pending packet: it joins the train, which goes at once if that
+/// filled it.
+fn close(sink: &mut Sink<'_>, members: &mut IdMap<Member>, s: &mut Scratch, tx: &mut Tx<'_>) {
+    sink.train.hold(sink.pending, &mut s.carried, sink.history);
+    tx.stats.aggregate_payloads += 1;
+    if sink.train.is_full() {
+        send_train(sink, members, tx);
+    }
+}
+
+/// Sends everything the sink holds: its train and its pending packet.
 fn flush(sink: &mut Sink<'_>, members: &mut IdMap<Member>, s: &mut Scratch, tx: &mut Tx<'_>) {
-    if sink.pending.is_empty() {
+    if !sink.pending.is_empty() {
+        sink.train.hold(sink.pending, &mut s.carried, sink.history);
+        tx.stats.aggregate_payloads += 1;
+    }
+    send_train(sink, members, tx);
+}
+
+/// Sends the train to each target: every packet but the last padded to the longest, so
+/// that the transport can send them as one GSO buffer.
+fn send_train(sink: &mut Sink<'_>, members: &mut IdMap<Member>, tx: &mut Tx<'_>) {
+    if sink.train.is_empty() {
         return;
     }
-    s.payload.clear();
-    s.segments.clear();
-    s.carried.clear();
-    sink.pending
-        .write(&mut s.payload, &mut s.segments, &mut s.carried);
-    sink.pending.clear();
-    let serial = sink.history.record(&s.carried);
-    tx.stats.aggregate_payloads += 1;
     for id in sink.targets {
         let Some(m) = members.get_mut(id) else {
             continue;
         };
-        let packet = (&s.payload[..], &s.segments[..], serial);
-        if m.send(tx.out, *id, tx.relay_ssrc, tx.now, packet) {
-            tx.stats.aggregate_packets += 1;
+        let cars = sink.train.cars();
+        let lens = cars
+            .clone()
+            .filter_map(|(p, segs, _)| m.packet_len(p, segs));
+        let longest = lens.clone().max().unwrap_or(0);
+        let mut left = lens.count();
+        for car in cars {
+            left -= usize::from(m.packet_len(car.0, car.1).is_some());
+            let pad_to = if left > 0 { longest } else { 0 };
+            if m.send(tx.out, (*id, tx.relay_ssrc), tx.now, car, pad_to) {
+                tx.stats.aggregate_packets += 1;
+            }
         }
     }
+    sink.train.clear();
+}
+
+/// When the oldest update a sink holds arrived.
+fn oldest(pending: &Builder, train: &Train) -> Option<Instant> {
+    earliest(pending.since(), train.since())
 }
 
 fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
