@@ -40,7 +40,7 @@ pub async fn read_batch(
 
 impl Client {
     /// Waits up to `timeout` for datagrams, reads one batch of them into `batch` (made by
-    /// [`RecvBatch::coalescing`]: a read may hold a train of datagrams), and calls
+    /// `RecvBatch::coalescing`: a read may hold a train of datagrams), and calls
     /// `f(ssrc, seq, payload)` for each RTP packet in it; returns how many (0 on
     /// timeout). Datagrams that fail to unprotect or parse count in
     /// [`rejected`](Self::rejected); the relay's sender reports are kept for
