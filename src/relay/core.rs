@@ -327,6 +327,20 @@ impl Relay {
         self.st.out.pop()
     }
 
+    /// The buffer the packets [`Relay::poll_transmit`] gave since the last input are in,
+    /// each at its [`Transmit::at`] and followed by the room [`Relay::reserve_trailer`]
+    /// reserved: a transport protects them there, in place, and sends them from there, so
+    /// nothing copies a packet between the core's writing it and the kernel's reading it.
+    pub fn transmitted(&mut self) -> &mut [u8] {
+        self.st.out.transmitted()
+    }
+
+    /// Leaves `bytes` spare after each packet from now on, for a transport that protects
+    /// packets in place ([`Relay::transmitted`]): the largest trailer it appends.
+    pub fn reserve_trailer(&mut self, bytes: usize) {
+        self.st.out.reserve_trailer(bytes);
+    }
+
     /// The next event for the shell: streams begun and ended, in order, then sessions
     /// the core closed by itself (the shell forgets their transport state), then
     /// measurements. Call until `None` after every input.

@@ -1,5 +1,7 @@
 //! Packets the core wants sent, queued in one reused buffer: no allocation per packet in
-//! steady state.
+//! steady state. Each packet may be followed by spare bytes ([`Outbox::reserve_trailer`])
+//! where a transport protects it in place, so a packet is written once, by the core, and
+//! sent from where it was built ([`Outbox::transmitted`]).
 //!
 //! RTP packets for a session in aggregated delivery are not queued: [`Outbox::commit`]
 //! diverts them, and the core re-packs their objects into that session's aggregated
@@ -25,6 +27,8 @@ pub struct Transmit<'a> {
     pub class: PacketClass,
     /// The packet.
     pub bytes: &'a [u8],
+    /// Where it starts in [`Outbox::transmitted`]; the reserved trailer room follows it.
+    pub at: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -51,6 +55,8 @@ pub struct Outbox {
     queue: VecDeque<Pending>,
     /// Bytes it may hold; 0 means no ceiling.
     limit: usize,
+    /// Spare bytes after each queued packet, for the transport's trailer.
+    trailer: usize,
     /// Packets refused at the ceiling since the last [`Outbox::take_overflowed`].
     overflowed: u64,
     /// Sessions whose RTP is diverted to aggregation.
@@ -100,6 +106,20 @@ impl Outbox {
             self.diverted.packets.truncate(mark.diverted);
             self.diverted.buf.truncate(mark.diverted_bytes);
         }
+    }
+
+    /// Leaves `bytes` spare after each packet queued from now on: room for what a
+    /// transport appends when it protects a packet in place (an SRTP tag and index).
+    pub fn reserve_trailer(&mut self, bytes: usize) {
+        self.trailer = bytes;
+    }
+
+    /// The bytes the packets [`Outbox::pop`] gave since the last input are in, each at its
+    /// [`Transmit::at`] followed by the reserved trailer room: a transport may protect
+    /// them there, in place, and send them from there. What is beside them is not to be
+    /// sent.
+    pub fn transmitted(&mut self) -> &mut [u8] {
+        &mut self.buf
     }
 
     /// Packets refused at the ceiling since the last call.
@@ -168,6 +188,7 @@ impl Outbox {
                 start,
                 end,
             });
+            self.buf.resize(end + self.trailer, 0);
         }
     }
 
@@ -200,6 +221,7 @@ impl Outbox {
             session: p.to,
             class: p.class,
             bytes,
+            at: p.start,
         })
     }
 
@@ -223,5 +245,42 @@ impl Outbox {
         d.buf.clear();
         d.packets.clear();
         self.diverted = d;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(out: &mut Outbox, to: SessionId, bytes: &[u8]) {
+        let (buf, start) = out.begin();
+        buf.extend_from_slice(bytes);
+        out.commit(to, PacketClass::Rtcp, start);
+    }
+
+    /// Each packet is where `Transmit::at` says in the buffer the transport protects and
+    /// sends from, followed by the reserved room, which no other packet overlaps.
+    #[test]
+    fn packets_are_sent_from_where_they_were_written_with_room_after_each() {
+        let mut out = Outbox::default();
+        out.reserve_trailer(20);
+        let packets: [&[u8]; 3] = [&[1; 40], &[2; 28], &[3; 100]];
+        for (i, p) in packets.iter().enumerate() {
+            queue(&mut out, i as SessionId + 1, p);
+        }
+        let mut seen = Vec::new();
+        while let Some(t) = out.pop() {
+            seen.push((t.at, t.bytes.to_vec()));
+        }
+        let buf = out.transmitted();
+        for (i, (at, bytes)) in seen.iter().enumerate() {
+            assert_eq!(&buf[*at..*at + bytes.len()], &bytes[..]);
+            assert_eq!(bytes, packets[i]);
+            let room = *at + bytes.len() + 20;
+            assert!(buf.len() >= room, "the trailer room is there");
+            if let Some((next, _)) = seen.get(i + 1) {
+                assert!(*next >= room, "no packet starts in another's trailer room");
+            }
+        }
     }
 }

@@ -11,6 +11,10 @@
 //!   which may be shorter, so each destination's datagrams are cut into runs of one size
 //!   (plus one shorter tail); a run of one goes by `sendmmsg`.
 //!
+//! The datagrams are not copied: the batch holds their places in a buffer the caller
+//! keeps (the core's output, where the transport protected them in place) and hands to
+//! [`SendBatch::flush`].
+//!
 //! Each destination's datagrams leave in the order they were queued; datagrams to
 //! different destinations may be reordered among themselves. Support is probed once per
 //! batch (`getsockopt(UDP_SEGMENT)`); if the kernel then refuses a super-buffer (`EIO`: the
@@ -20,9 +24,9 @@
 use super::mmsg;
 use nix::errno::Errno;
 use nix::sys::socket::{SockaddrStorage, getsockopt, sockopt};
-use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
+use std::ops::Range;
 use std::os::fd::AsRawFd;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
@@ -36,10 +40,9 @@ const GSO_MAX_SEGMENTS: usize = 64;
 /// Bytes per GSO super-buffer: one UDP datagram's worth, with room for the headers.
 const GSO_MAX_BYTES: usize = 65_000;
 
-/// Datagrams waiting to be sent, in one reused buffer.
+/// Datagrams waiting to be sent: their places in the caller's buffer.
 #[derive(Default)]
 pub struct SendBatch {
-    arena: Vec<u8>,
     items: Vec<Item>,
     /// The send plan, rebuilt by each flush: item indexes by destination, in queue order
     /// within one destination, and the runs cut from them.
@@ -100,43 +103,15 @@ impl Sent {
 }
 
 impl SendBatch {
-    /// Queues one datagram.
-    pub fn push(&mut self, to: SocketAddr, bytes: &[u8]) {
-        let Ok(()) = self.push_sealed(to, bytes, 0, |_, len| Ok::<_, Infallible>(len));
-    }
-
-    /// Queues one datagram that `seal` finishes in place (SRTP protection): it gets
-    /// `bytes` copied into the arena followed by `room` spare bytes, and the length of
-    /// `bytes`, and returns the datagram's final length (at most `bytes.len() + room`).
-    /// When `seal` fails nothing is queued. Once the arena has grown to its working size
-    /// this allocates nothing.
-    pub fn push_sealed<E>(
-        &mut self,
-        to: SocketAddr,
-        bytes: &[u8],
-        room: usize,
-        seal: impl FnOnce(&mut [u8], usize) -> Result<usize, E>,
-    ) -> Result<(), E> {
-        let start = self.arena.len();
-        self.arena.extend_from_slice(bytes);
-        self.arena.resize(self.arena.len() + room, 0);
-        let slot = self.arena.get_mut(start..).unwrap_or_default();
-        let sealed = seal(slot, bytes.len());
-        match sealed {
-            Ok(len) => {
-                let end = start + len.min(bytes.len() + room);
-                self.arena.truncate(end);
-                self.items.push(Item {
-                    to,
-                    key: dest_key(to),
-                    addr: SockaddrStorage::from(to),
-                    start,
-                    end,
-                });
-            }
-            Err(_) => self.arena.truncate(start),
-        }
-        sealed.map(drop)
+    /// Queues the datagram at `at` in the buffer [`SendBatch::flush`] will be given.
+    pub fn push(&mut self, to: SocketAddr, at: Range<usize>) {
+        self.items.push(Item {
+            to,
+            key: dest_key(to),
+            addr: SockaddrStorage::from(to),
+            start: at.start,
+            end: at.end,
+        });
     }
 
     /// True when nothing is queued.
@@ -144,9 +119,10 @@ impl SendBatch {
         self.items.is_empty()
     }
 
-    /// Sends everything queued, waiting for the socket when its buffer is full. A datagram
-    /// the kernel refuses (an ICMP error from a gone subscriber) is dropped, not retried.
-    pub async fn flush(&mut self, socket: &UdpSocket) -> Sent {
+    /// Sends everything queued, whose bytes are in `buf`, waiting for the socket when its
+    /// buffer is full. A datagram the kernel refuses (an ICMP error from a gone
+    /// subscriber) is dropped, not retried; one outside `buf` is sent empty.
+    pub async fn flush(&mut self, socket: &UdpSocket, buf: &[u8]) -> Sent {
         if self.gso == Gso::Unknown {
             self.gso = probe_gso(socket);
         }
@@ -155,8 +131,8 @@ impl SendBatch {
         let mut at = 0;
         while at < self.runs.len() {
             let attempt = match self.runs[at] {
-                run if run.count > 1 => self.send_gso(socket, at, &mut sent),
-                _ => self.send_singles(socket, at, &mut sent),
+                run if run.count > 1 => self.send_gso(socket, buf, at, &mut sent),
+                _ => self.send_singles(socket, buf, at, &mut sent),
             };
             match attempt {
                 Ok(runs) => at += runs,
@@ -172,7 +148,6 @@ impl SendBatch {
             }
         }
         self.items.clear();
-        self.arena.clear();
         sent
     }
 
@@ -234,7 +209,13 @@ impl SendBatch {
     /// Sends run `at` as a GSO super-buffer; returns the runs done (1). A refusal that
     /// means the kernel or route cannot do GSO turns it off and leaves this run's and the
     /// later runs' datagrams to go one at a time (0 runs done).
-    fn send_gso(&mut self, socket: &UdpSocket, at: usize, sent: &mut Sent) -> io::Result<usize> {
+    fn send_gso(
+        &mut self,
+        socket: &UdpSocket,
+        buf: &[u8],
+        at: usize,
+        sent: &mut Sent,
+    ) -> io::Result<usize> {
         let Run {
             first,
             count,
@@ -242,7 +223,7 @@ impl SendBatch {
         } = self.runs[at];
         let group = self.order.get(first..first + count).unwrap_or_default();
         let attempt = socket.try_io(Interest::WRITABLE, || {
-            send_super(socket, &self.arena, &self.items, group, segment)
+            send_super(socket, buf, &self.items, group, segment)
         });
         match attempt {
             Ok(()) => {
@@ -271,7 +252,13 @@ impl SendBatch {
     /// Sends the single-datagram runs from `at` on (up to [`SEND_BATCH`]) in one
     /// `sendmmsg`; returns how many the kernel took (at least 1, so a refused datagram is
     /// skipped).
-    fn send_singles(&self, socket: &UdpSocket, at: usize, sent: &mut Sent) -> io::Result<usize> {
+    fn send_singles(
+        &self,
+        socket: &UdpSocket,
+        buf: &[u8],
+        at: usize,
+        sent: &mut Sent,
+    ) -> io::Result<usize> {
         let chunk = self.runs[at..]
             .iter()
             .take(SEND_BATCH)
@@ -280,7 +267,7 @@ impl SendBatch {
             .filter_map(|&i| self.items.get(i as usize));
         let datagrams = chunk.clone().map(|item| {
             (
-                self.arena.get(item.start..item.end).unwrap_or_default(),
+                buf.get(item.start..item.end).unwrap_or_default(),
                 &item.addr,
             )
         });
@@ -326,7 +313,7 @@ fn gso_refused(e: &io::Error) -> bool {
 /// to the first one's destination, cut by the kernel at `segment` bytes.
 fn send_super(
     socket: &UdpSocket,
-    arena: &[u8],
+    buf: &[u8],
     items: &[Item],
     group: &[u32],
     segment: usize,
@@ -339,7 +326,7 @@ fn send_super(
         .iter()
         .take(GSO_MAX_SEGMENTS)
         .filter_map(|&i| items.get(i as usize))
-        .map(|item| arena.get(item.start..item.end).unwrap_or_default());
+        .map(|item| buf.get(item.start..item.end).unwrap_or_default());
     mmsg::send_segmented(socket.as_raw_fd(), segments, &head.addr, segment)
 }
 
@@ -351,6 +338,13 @@ mod tests {
         SocketAddr::from(([127, 0, 0, 1], port))
     }
 
+    /// Appends `bytes` to `buf` and queues them.
+    fn put(batch: &mut SendBatch, buf: &mut Vec<u8>, to: SocketAddr, bytes: &[u8]) {
+        let start = buf.len();
+        buf.extend_from_slice(bytes);
+        batch.push(to, start..buf.len());
+    }
+
     /// The runs planned for datagrams of `sizes`, each to the port given beside it, as
     /// (port, sizes) per run.
     fn plan(queue: &[(u16, usize)]) -> Vec<(u16, Vec<usize>)> {
@@ -359,7 +353,7 @@ mod tests {
             ..SendBatch::default()
         };
         for &(port, size) in queue {
-            b.push(addr(port), &vec![0; size]);
+            b.push(addr(port), 0..size);
         }
         b.plan();
         b.runs
@@ -428,12 +422,12 @@ mod tests {
         assert_eq!(rc, 0, "SO_NO_CHECK: {}", io::Error::last_os_error());
         let receiver = UdpSocket::bind(addr(0)).await.unwrap();
         let to = receiver.local_addr().unwrap();
-        let mut batch = SendBatch::default();
+        let (mut batch, mut buf) = (SendBatch::default(), Vec::new());
         let datagrams: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 100]).collect();
         for d in &datagrams {
-            batch.push(to, d);
+            put(&mut batch, &mut buf, to, d);
         }
-        assert_eq!(batch.flush(&sender).await.packets, 5);
+        assert_eq!(batch.flush(&sender, &buf).await.packets, 5);
         assert_eq!(batch.gso, Gso::Off);
         let mut buf = [0u8; 2048];
         for d in &datagrams {
@@ -456,11 +450,11 @@ mod tests {
         let to = receiver.local_addr().unwrap();
         let mut datagrams: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 300]).collect();
         datagrams.push(vec![6; 120]);
-        let mut batch = SendBatch::default();
+        let (mut batch, mut buf) = (SendBatch::default(), Vec::new());
         for d in &datagrams {
-            batch.push(to, d);
+            put(&mut batch, &mut buf, to, d);
         }
-        assert_eq!(batch.flush(&sender).await.packets, 7);
+        assert_eq!(batch.flush(&sender, &buf).await.packets, 7);
         assert_eq!(batch.gso, Gso::On, "loopback takes super-buffers");
         let mut reads = RecvBatch::coalescing(4);
         let mut got = Vec::new();
@@ -494,14 +488,14 @@ mod tests {
         let datagram = |tag: u8, len: usize| vec![tag; len];
         let for_a: Vec<Vec<u8>> = (0..10u8).map(|i| datagram(i, 300)).collect();
         let for_b = vec![datagram(100, 200), datagram(101, 150), datagram(102, 400)];
-        let mut batch = SendBatch::default();
+        let (mut batch, mut buf) = (SendBatch::default(), Vec::new());
         for (i, d) in for_a.iter().enumerate() {
-            batch.push(to_a, d);
+            put(&mut batch, &mut buf, to_a, d);
             if let Some(d) = for_b.get(i) {
-                batch.push(to_b, d);
+                put(&mut batch, &mut buf, to_b, d);
             }
         }
-        let sent = batch.flush(&sender).await;
+        let sent = batch.flush(&sender, &buf).await;
         assert_eq!(sent.packets, 13);
         assert_eq!(sent.bytes, 10 * 300 + 200 + 150 + 400);
         for (socket, expected) in [(&a, &for_a), (&b, &for_b)] {

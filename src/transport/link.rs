@@ -640,7 +640,7 @@ impl Port for LinkPort {
         }
     }
 
-    async fn send_queued(&mut self) {
+    async fn send_queued(&mut self, _: &mut [u8], _: &mut StatsExporter) {
         self.send_backlog();
     }
 

@@ -116,8 +116,11 @@ pub(super) trait Port {
     /// the port drops is counted in `stats`.
     fn queue(&mut self, now: Instant, t: &Transmit<'_>, stats: &mut StatsExporter);
 
-    /// Sends everything queued.
-    async fn send_queued(&mut self);
+    /// Sends everything queued. `transmitted` is the core's output buffer, which the
+    /// queued packets are in ([`Transmit::at`], with the core's trailer room after each):
+    /// a port that protects packets does it there, in place. A packet the port drops then
+    /// is counted in `stats`.
+    async fn send_queued(&mut self, transmitted: &mut [u8], stats: &mut StatsExporter);
 
     /// Forgets a session that went (closing its connection, if any).
     fn forget(&mut self, id: SessionId);

@@ -138,6 +138,8 @@ pub async fn spawn_with(
     metrics: Metrics,
 ) -> io::Result<ShardTask> {
     let udp = UdpPort::bind(&setup.udp, relay.config().max_packet_bytes, &metrics).await?;
+    // The UDP port protects the core's packets where the core wrote them.
+    relay.reserve_trailer(udp::trailer_room());
     let local_addr = udp.local_addr()?;
     // The core's NTP time (RTCP reports) from one reading of both clocks.
     let since_unix = SystemTime::now()
@@ -335,15 +337,16 @@ impl Shard {
             let carrier = inner.sessions.get(&t.session).map(|s| s.carrier);
             ports.queue(now, carrier, &t, &mut inner.exporter);
         }
-        ports.udp.send_queued().await;
+        let (transmitted, stats) = (inner.relay.transmitted(), &mut inner.exporter);
+        ports.udp.send_queued(transmitted, stats).await;
         if let Some(port) = &mut ports.quic {
-            port.send_queued().await;
+            port.send_queued(transmitted, stats).await;
         }
         if let Some(port) = &mut ports.webrtc {
-            port.send_queued().await;
+            port.send_queued(transmitted, stats).await;
         }
         if let Some(port) = &mut ports.link {
-            port.send_queued().await;
+            port.send_queued(transmitted, stats).await;
         }
     }
 

@@ -61,9 +61,10 @@
 //!
 //! A packet for a session that has not latched an address yet is not sent: the relay does
 //! not know where the client is. That is not counted (it is the normal state of a session
-//! between its join and its first packet). Each packet is copied once, into the send
-//! batch's arena, and protected there in place; nothing here allocates per packet. A
-//! packet SRTP refuses to protect (an index this session's key already sealed, see
+//! between its join and its first packet). No packet is copied: each is protected in
+//! place, in the core's output buffer where the core wrote it, in the trailer room the
+//! core leaves after every packet ([`trailer_room`]), and sent from there; nothing here
+//! allocates per packet. A packet SRTP refuses to protect (an index this session's key already sealed, see
 //! [`SrtpError::IndexReuse`]) is dropped and counted by reason.
 
 use super::batch::SendBatch;
@@ -202,6 +203,25 @@ enum Security {
 /// [`SrtpSession::protect_rtp_slice`] or [`SrtpSession::protect_rtcp_slice`].
 type Protect = fn(&mut SrtpSession, &mut [u8], usize) -> Result<usize, SrtpError>;
 
+/// What the core must leave after each packet for this port to protect it in place: the
+/// longest SRTP or SRTCP trailer of any profile.
+pub(super) fn trailer_room() -> usize {
+    SrtpProfile::ALL
+        .iter()
+        .map(|p| p.rtp_overhead().max(p.rtcp_overhead()))
+        .max()
+        .unwrap_or(0)
+}
+
+/// A packet of the core's queued for a latched session, still in the core's buffer.
+struct Queued {
+    session: SessionId,
+    to: SocketAddr,
+    class: PacketClass,
+    at: usize,
+    len: usize,
+}
+
 /// What a shard owns for UDP.
 pub(super) struct UdpPort {
     socket: UdpSocket,
@@ -213,6 +233,10 @@ pub(super) struct UdpPort {
     peers: HashMap<SessionId, Peer>,
     /// Receive slots, reused for every batch.
     recv: RecvBatch,
+    /// The core's packets to send, protected when the batch goes.
+    queued: Vec<Queued>,
+    /// The room the core leaves after each packet ([`trailer_room`]).
+    trailer: usize,
     /// Outgoing datagrams, sent together.
     batch: SendBatch,
     /// Datagrams the core took in the last batch.
@@ -244,6 +268,8 @@ impl UdpPort {
             insecure_plain_rtp: cfg.insecure_plain_rtp,
             peers: HashMap::new(),
             recv: RecvBatch::new(RECV_BATCH, max_packet + RECV_SLOT_SPARE),
+            queued: Vec::new(),
+            trailer: trailer_room(),
             batch: SendBatch::default(),
             accepted: 0,
             waited: [0.0; RECV_BATCH],
@@ -415,41 +441,54 @@ impl Port for UdpPort {
         }
     }
 
-    /// Protects one packet into the send batch (nothing for a session that has not
-    /// latched an address yet).
-    fn queue(&mut self, _now: Instant, t: &Transmit<'_>, stats: &mut StatsExporter) {
-        let Some(peer) = self.peers.get_mut(&t.session) else {
+    /// Queues one of the core's packets (nothing for a session that has not latched an
+    /// address yet); it is protected and sent by [`Port::send_queued`].
+    fn queue(&mut self, _now: Instant, t: &Transmit<'_>, _stats: &mut StatsExporter) {
+        let Some(to) = self.peers.get(&t.session).and_then(|p| p.addr) else {
             return;
         };
-        let Some(addr) = peer.addr else {
-            return;
-        };
-        let batch = &mut self.batch;
-        let queued = match &mut peer.sec {
-            Security::Keyed(srtp) => {
-                let profile = srtp.profile();
-                let (room, protect): (usize, Protect) = match t.class {
-                    PacketClass::Rtp => (profile.rtp_overhead(), SrtpSession::protect_rtp_slice),
-                    PacketClass::Rtcp => (profile.rtcp_overhead(), SrtpSession::protect_rtcp_slice),
-                    PacketClass::Other => return,
-                };
-                batch.push_sealed(addr, t.bytes, room, |buf, len| protect(srtp, buf, len))
-            }
-            Security::Plain => {
-                batch.push(addr, t.bytes);
-                Ok(())
-            }
-        };
-        if let Err(e) = queued {
-            tracing::debug!(error = %e, session = t.session, "SRTP protect refused");
-            stats.drop(e.reason());
-        }
+        self.queued.push(Queued {
+            session: t.session,
+            to,
+            class: t.class,
+            at: t.at,
+            len: t.bytes.len(),
+        });
     }
 
-    /// Sends the batch (one `sendmmsg` per [`super::batch::SEND_BATCH`] datagrams).
-    async fn send_queued(&mut self) {
+    /// Protects the queued packets in place in `transmitted` (the core's output buffer)
+    /// and sends them (one `sendmmsg` per [`super::batch::SEND_BATCH`] datagrams, or a GSO
+    /// buffer per run to one destination).
+    async fn send_queued(&mut self, transmitted: &mut [u8], stats: &mut StatsExporter) {
+        for q in self.queued.drain(..) {
+            let Some(peer) = self.peers.get_mut(&q.session) else {
+                continue;
+            };
+            // Bounded by the room the core left: a trailer never reaches the next packet
+            // (a slot cut short makes SRTP refuse the packet, counted).
+            let end = q.at + q.len + self.trailer;
+            let slot = transmitted.get_mut(q.at..end).unwrap_or_default();
+            let sealed = match &mut peer.sec {
+                Security::Keyed(srtp) => {
+                    let protect: Protect = match q.class {
+                        PacketClass::Rtp => SrtpSession::protect_rtp_slice,
+                        PacketClass::Rtcp => SrtpSession::protect_rtcp_slice,
+                        PacketClass::Other => continue,
+                    };
+                    protect(srtp, slot, q.len)
+                }
+                Security::Plain => Ok(q.len),
+            };
+            match sealed {
+                Ok(len) => self.batch.push(q.to, q.at..q.at + len),
+                Err(e) => {
+                    tracing::debug!(error = %e, session = q.session, "SRTP protect refused");
+                    stats.drop(e.reason());
+                }
+            }
+        }
         if !self.batch.is_empty() {
-            let sent = self.batch.flush(&self.socket).await;
+            let sent = self.batch.flush(&self.socket, transmitted).await;
             self.counters.packets_out.inc_by(sent.packets);
             self.counters.bytes_out.inc_by(sent.bytes);
         }

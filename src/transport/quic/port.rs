@@ -217,7 +217,7 @@ impl Port for QuicPort {
     }
 
     /// Nothing: QUIC sends as it queues.
-    async fn send_queued(&mut self) {}
+    async fn send_queued(&mut self, _: &mut [u8], _: &mut StatsExporter) {}
 
     /// Forgets a removed session: its token, and its connection (closed).
     fn forget(&mut self, id: SessionId) {

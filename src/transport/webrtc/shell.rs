@@ -46,7 +46,7 @@ impl Port for WebRtcPort {
     }
 
     /// Sends the datagrams of every session sent to since the last call.
-    async fn send_queued(&mut self) {
+    async fn send_queued(&mut self, _: &mut [u8], _: &mut StatsExporter) {
         self.send_dirty();
     }
 
