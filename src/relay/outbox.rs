@@ -27,7 +27,8 @@ pub struct Transmit<'a> {
     pub class: PacketClass,
     /// The packet.
     pub bytes: &'a [u8],
-    /// Where it starts in [`Outbox::transmitted`]; the reserved trailer room follows it.
+    /// Where it starts in the buffer `Relay::transmitted` lends; the reserved trailer room
+    /// follows it.
     pub at: usize,
 }
 

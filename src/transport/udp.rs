@@ -63,7 +63,7 @@
 //! not know where the client is. That is not counted (it is the normal state of a session
 //! between its join and its first packet). No packet is copied: each is protected in
 //! place, in the core's output buffer where the core wrote it, in the trailer room the
-//! core leaves after every packet ([`trailer_room`]), and sent from there; nothing here
+//! core leaves after every packet (`trailer_room`), and sent from there; nothing here
 //! allocates per packet. A packet SRTP refuses to protect (an index this session's key already sealed, see
 //! [`SrtpError::IndexReuse`]) is dropped and counted by reason.
 
