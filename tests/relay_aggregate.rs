@@ -543,6 +543,53 @@ fn a_sender_leaving_is_taken_out_of_the_closed_packets_too() {
 }
 
 #[test]
+fn a_joiner_never_gets_the_packets_closed_before_it_joined() {
+    let one = container_len(0x1000_0001, HEAD_BYTES);
+    let mut w = World::with(RelayConfig {
+        payload_budget: 2 * one + one / 2,
+        ..RelayConfig::default()
+    });
+    let first = join(&mut w, 0x2000_0000, false, true, aggregated(None));
+    let pubs: Vec<Joined> = (1..=3)
+        .map(|i| publisher(&mut w, 0x1000_0000 + i))
+        .collect();
+    w.sent();
+    // [1, 2] closed, [3] open.
+    for p in &pubs {
+        w.publish(p, &[head(1, 1.0)]);
+    }
+    let late = join(&mut w, 0x2000_0001, false, true, aggregated(None));
+    let out = w.sent();
+    let to_first = to(&out, &first);
+    assert_eq!(
+        to_first.len(),
+        1,
+        "the closed packet goes to who it was closed for"
+    );
+    let senders: Vec<u32> = containers(&w, &out[to_first[0]])
+        .iter()
+        .map(|c| c.ssrc)
+        .collect();
+    assert_eq!(senders, [pubs[0].ssrc, pubs[1].ssrc]);
+    assert!(to(&out, &late).is_empty());
+    w.advance(DELAY);
+    let out = w.sent();
+    for who in [&first, &late] {
+        let got = to(&out, who);
+        assert_eq!(got.len(), 1);
+        let senders: Vec<u32> = containers(&w, &out[got[0]])
+            .iter()
+            .map(|c| c.ssrc)
+            .collect();
+        assert_eq!(
+            senders,
+            [pubs[2].ssrc],
+            "only the packet open when it joined"
+        );
+    }
+}
+
+#[test]
 fn a_room_mixes_both_modes() {
     let mut w = World::new();
     let per_stream = join(&mut w, 0x2000_0001, false, true, Interest::default());

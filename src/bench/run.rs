@@ -7,7 +7,6 @@ use super::impair::{Impairment, Proxy, ProxyListener};
 use super::report::{Latency, Report, SnapshotTimes, TargetKind};
 use super::scenario::{BENCH_NO_ID, BENCH_STATE_ID, Scenario, Security};
 use super::sys;
-use crate::client::batch::read_batch;
 use crate::client::{Client, JoinOptions};
 use crate::config::ServeConfig;
 use crate::control::token::{Rights, Tokens};
@@ -55,10 +54,9 @@ const KEEPALIVE: Duration = Duration::from_secs(5);
 /// thousands of receiving subscribers cannot delay the sends they are measuring.
 const PUBLISHER_THREADS: &str = "gsr-bench-pub";
 
-/// Datagrams one subscriber reads per `recvmmsg`, and the size of each slot: as large as a
-/// UDP datagram, since in a room of 500 the relay's datagrams to a subscriber outgrew
-/// 2 KiB slots (only the pages a datagram fills become resident).
-const RECV_BATCH: (usize, usize) = (8, 65536);
+/// Reads one subscriber takes per `recvmmsg`, each a datagram or a train the kernel
+/// coalesced (`RecvBatch::coalescing`: only the pages a read fills become resident).
+const RECV_BATCH: usize = 8;
 
 /// Receive buffer asked for by late joiners, which take a snapshot's burst at once.
 const LATE_RECV_BUFFER: usize = 4 << 20;
@@ -461,7 +459,7 @@ impl Conn {
             Conn::Raw { socket, pad, .. } => {
                 let deadline = tokio::time::Instant::now() + timeout;
                 loop {
-                    let n = read_batch(socket, batch, deadline).await?;
+                    let n = batch.read_until(socket, deadline).await?;
                     if n == 0 {
                         return Ok(0);
                     }
@@ -761,7 +759,7 @@ async fn subscriber(
     }
     let mut last_keepalive = Instant::now();
     let mut last_feedback = Instant::now();
-    let mut batch = RecvBatch::new(RECV_BATCH.0, RECV_BATCH.1);
+    let mut batch = RecvBatch::coalescing(RECV_BATCH);
     loop {
         let now = Instant::now();
         if now >= stop_at {

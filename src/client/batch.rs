@@ -14,29 +14,9 @@ use crate::rtp::srtp::SrtpSession;
 use crate::rtp::{PacketClass, RtcpItem, RtpPacket, classify};
 use crate::transport::recv::{Datagram, RecvBatch};
 use std::collections::HashMap;
-use std::io::{self, ErrorKind};
+use std::io;
 use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
-
-/// Waits until `deadline` for `socket` to hold datagrams and reads one batch of them into
-/// `batch`; returns how many (0 at the deadline).
-pub async fn read_batch(
-    socket: &UdpSocket,
-    batch: &mut RecvBatch,
-    deadline: tokio::time::Instant,
-) -> io::Result<usize> {
-    loop {
-        match tokio::time::timeout_at(deadline, socket.readable()).await {
-            Ok(ready) => ready?,
-            Err(_elapsed) => return Ok(0),
-        }
-        match batch.recv(socket) {
-            Ok(n) => return Ok(n),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
 
 impl Client {
     /// Waits up to `timeout` for datagrams, reads one batch of them into `batch` (made by
@@ -78,7 +58,8 @@ impl Client {
         };
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let n = read_batch(socket, batch, deadline)
+            let n = batch
+                .read_until(socket, deadline)
                 .await
                 .inspect_err(|e| note_refused(liveness, e))?;
             if n == 0 {
@@ -150,7 +131,7 @@ impl Inbox {
         deadline: tokio::time::Instant,
     ) -> io::Result<Option<&mut [u8]>> {
         if self.at >= self.len {
-            if read_batch(socket, &mut self.batch, deadline).await? == 0 {
+            if self.batch.read_until(socket, deadline).await? == 0 {
                 return Ok(None);
             }
             let len = match self.batch.datagram(0) {

@@ -164,7 +164,8 @@ impl Outbox {
     /// Queues the bytes appended since `start`, never diverting them.
     pub fn commit_direct(&mut self, to: SessionId, class: PacketClass, start: usize) {
         let end = self.buf.len();
-        if self.limit > 0 && end > self.limit {
+        // The ceiling counts the trailer room the packet takes too.
+        if self.limit > 0 && end + self.trailer > self.limit {
             self.buf.truncate(start);
             self.overflowed += 1;
             return;

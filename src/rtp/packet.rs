@@ -8,6 +8,9 @@ use thiserror::Error;
 
 /// Length of the fixed RTP header, before CSRCs and extension.
 pub const FIXED_HEADER_LEN: usize = 12;
+
+/// The P bit of the header's first octet: the packet ends in padding (RFC 3550 §5.1).
+pub const PADDING_BIT: u8 = 0x20;
 /// Extension profile of RFC 8285 one-byte header elements.
 pub const ONE_BYTE_PROFILE: u16 = 0xBEDE;
 /// Extension profile of RFC 8285 two-byte header elements, before the 4 "appbits".
@@ -83,15 +86,17 @@ pub fn classify(datagram: &[u8]) -> PacketClass {
     }
 }
 
-/// Reads a big-endian u16 at `at`, or `None` past the end.
-/// The SSRC, sequence number and payload length (padding included) of an RTP packet the
-/// relay built, read from its header without validating the rest; `None` if it is shorter
-/// than its header.
+/// The SSRC, sequence number and payload length (without padding: what a sender report
+/// counts, RFC 3550 §6.4.1) of an RTP packet the relay built, read from its header without
+/// validating the rest; `None` if it is shorter than its header and padding.
 pub fn ssrc_seq_payload_len(packet: &[u8]) -> Option<(u32, u16, usize)> {
     let first = *packet.first()?;
     let mut len = FIXED_HEADER_LEN + 4 * usize::from(first & 0x0f);
     if first & 0x10 != 0 {
         len += 4 + 4 * usize::from(be16(packet, len + 2)?);
+    }
+    if first & PADDING_BIT != 0 {
+        len += usize::from(*packet.last()?);
     }
     Some((
         be32(packet, 8)?,
@@ -100,6 +105,7 @@ pub fn ssrc_seq_payload_len(packet: &[u8]) -> Option<(u32, u16, usize)> {
     ))
 }
 
+/// Reads a big-endian u16 at `at`, or `None` past the end.
 fn be16(buf: &[u8], at: usize) -> Option<u16> {
     let b: [u8; 2] = buf.get(at..at.checked_add(2)?)?.try_into().ok()?;
     Some(u16::from_be_bytes(b))
@@ -138,7 +144,7 @@ impl<'a> RtpPacket<'a> {
         }
 
         // Padding is stripped first so the extension and payload cannot claim padding octets.
-        let (buf, padding_len) = if b0 & 0x20 != 0 {
+        let (buf, padding_len) = if b0 & PADDING_BIT != 0 {
             let pad = *buf.last().ok_or(RtpError::BadPadding)?;
             let end = buf
                 .len()
@@ -183,7 +189,7 @@ impl<'a> RtpPacket<'a> {
 
     /// Whether the padding bit was set.
     pub fn has_padding(&self) -> bool {
-        self.byte(0) & 0x20 != 0
+        self.byte(0) & PADDING_BIT != 0
     }
 
     /// Number of padding octets stripped (including the count octet); 0 without padding.
@@ -581,7 +587,13 @@ impl RtpHeader<'_> {
 ///
 /// The last padding octet holds the count, as RFC 3550 §5.1 requires; the others are zero.
 pub fn append_padding(packet: &mut Vec<u8>, len: u8) -> Result<(), RtpWriteError> {
-    let Some(first) = packet.first_mut() else {
+    append_padding_at(packet, 0, len)
+}
+
+/// [`append_padding`] for the packet that starts at `start` in `buf` and runs to its end
+/// (one packet among others in an output buffer).
+pub fn append_padding_at(buf: &mut Vec<u8>, start: usize, len: u8) -> Result<(), RtpWriteError> {
+    let Some(first) = buf.get_mut(start) else {
         return Err(RtpWriteError::BufferTooSmall {
             needed: FIXED_HEADER_LEN,
         });
@@ -589,15 +601,35 @@ pub fn append_padding(packet: &mut Vec<u8>, len: u8) -> Result<(), RtpWriteError
     if len == 0 {
         return Err(RtpWriteError::BadPadding);
     }
-    *first |= 0x20;
-    packet.resize(packet.len() + usize::from(len) - 1, 0);
-    packet.push(len);
+    *first |= PADDING_BIT;
+    buf.resize(buf.len() + usize::from(len) - 1, 0);
+    buf.push(len);
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a sender report counts of a packet: its payload, not its padding.
+    #[test]
+    fn the_payload_length_leaves_padding_out() {
+        let header = RtpHeader {
+            marker: false,
+            payload_type: 96,
+            sequence_number: 7,
+            timestamp: 1,
+            ssrc: 0x1234_5678,
+            csrcs: &[1, 2],
+            extension: None,
+        };
+        let mut packet = Vec::new();
+        header.append_to(&mut packet).unwrap();
+        packet.extend_from_slice(&[9; 30]);
+        assert_eq!(ssrc_seq_payload_len(&packet), Some((0x1234_5678, 7, 30)));
+        append_padding(&mut packet, 11).unwrap();
+        assert_eq!(ssrc_seq_payload_len(&packet), Some((0x1234_5678, 7, 30)));
+    }
 
     #[test]
     fn two_byte_padding_octet_needs_no_length_octet() {

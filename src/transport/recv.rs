@@ -68,6 +68,26 @@ impl RecvBatch {
         })
     }
 
+    /// Waits until `deadline` for `socket` to hold datagrams and reads one batch of them;
+    /// returns how many (0 at the deadline).
+    pub async fn read_until(
+        &mut self,
+        socket: &UdpSocket,
+        deadline: tokio::time::Instant,
+    ) -> io::Result<usize> {
+        loop {
+            match tokio::time::timeout_at(deadline, socket.readable()).await {
+                Ok(ready) => ready?,
+                Err(_elapsed) => return Ok(0),
+            }
+            match self.recv(socket) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Datagram `i` of the last [`RecvBatch::recv`].
     pub fn datagram(&mut self, i: usize) -> Datagram<'_> {
         let Some(g) = self.got.get(i).copied() else {

@@ -64,8 +64,8 @@
 //! between its join and its first packet). No packet is copied: each is protected in
 //! place, in the core's output buffer where the core wrote it, in the trailer room the
 //! core leaves after every packet (`trailer_room`), and sent from there; nothing here
-//! allocates per packet. A packet SRTP refuses to protect (an index this session's key already sealed, see
-//! [`SrtpError::IndexReuse`]) is dropped and counted by reason.
+//! allocates per packet. A packet SRTP refuses to protect (an index this session's key
+//! already sealed, see [`SrtpError::IndexReuse`]) is dropped and counted by reason.
 
 use super::batch::SendBatch;
 use super::command::{CommandError, SrtpKeys};

@@ -5,6 +5,7 @@ use super::super::session::SENT_RING;
 use super::builder::Segment;
 use crate::relay::api::SessionId;
 use crate::relay::outbox::Outbox;
+use crate::rtp::packet::{FIXED_HEADER_LEN, append_padding_at};
 use crate::rtp::{CLOCK_RATE, PacketClass, RtpHeader};
 use crate::wire::Dialect;
 use std::time::Instant;
@@ -18,12 +19,6 @@ pub const PAYLOAD_TYPE: u8 = 96;
 
 /// The most CSRCs an RTP header holds (RFC 3550 §5.1).
 const MAX_CSRCS: usize = 15;
-
-/// An RTP header's fixed part, before its CSRCs.
-const RTP_HEADER: usize = 12;
-
-/// The P bit of an RTP header's first octet.
-const PADDING_BIT: u8 = 0x20;
 
 /// A subscriber in aggregated delivery.
 #[derive(Debug, Clone)]
@@ -131,7 +126,7 @@ impl Member {
             true => (segments.len() - usize::from(own.is_some())).min(MAX_CSRCS),
             false => 0,
         };
-        Some(RTP_HEADER + 4 * csrcs + payload.len() - skipped)
+        Some(FIXED_HEADER_LEN + 4 * csrcs + payload.len() - skipped)
     }
 
     /// Writes one aggregated packet: `payload`'s containers but its own, numbered next,
@@ -210,22 +205,14 @@ fn write_packet(
     true
 }
 
-/// Pads the RTP packet begun at `start` in `buf` up to `to` bytes (RFC 3550 §5.1: the P
-/// bit, then zeros and the padding's length in its last octet), when it is shorter by 1
-/// to 255 bytes; otherwise leaves it as it is.
+/// Pads the RTP packet begun at `start` in `buf` up to `to` bytes (RFC 3550 §5.1), when
+/// it is shorter by 1 to 255 bytes; otherwise leaves it as it is.
 fn pad(buf: &mut Vec<u8>, start: usize, to: usize) {
-    let Some(n) = to
-        .checked_sub(buf.len() - start)
-        .and_then(|n| u8::try_from(n).ok())
-        .filter(|n| *n > 0)
-    else {
-        return;
-    };
-    if let Some(first) = buf.get_mut(start) {
-        *first |= PADDING_BIT;
+    let short = to.checked_sub(buf.len() - start);
+    if let Some(n) = short.and_then(|n| u8::try_from(n).ok()).filter(|n| *n > 0) {
+        // Cannot fail: the packet's header is there and `n` is not zero.
+        let _ = append_padding_at(buf, start, n);
     }
-    buf.resize(buf.len() + usize::from(n) - 1, 0);
-    buf.push(n);
 }
 
 /// Packets a view remembers for NACK repair.

@@ -256,7 +256,11 @@ impl Aggregator {
             None => None,
         }
         .unwrap_or_else(|| self.new_view(room, p.key, p.max_delay, p.budget));
-        if let Some(view) = self.view_mut(vid) {
+        let Self { views, members, .. } = self;
+        if let Some(view) = views.get_mut(vid).and_then(Option::as_mut) {
+            // Packets closed before it joined go now, to the members they were closed
+            // for: they may hold older state than the snapshot a joiner asks for.
+            send_train(&mut view.sink(), members, tx);
             view.members.push(id);
         }
         let random = self.rng.next_u64();
@@ -545,8 +549,7 @@ fn add_unit(
 /// Closes the sink's pending packet: it joins the train, which goes at once if that
 /// filled it.
 fn close(sink: &mut Sink<'_>, members: &mut IdMap<Member>, s: &mut Scratch, tx: &mut Tx<'_>) {
-    sink.train.hold(sink.pending, &mut s.carried, sink.history);
-    tx.stats.aggregate_payloads += 1;
+    hold(sink, s, tx);
     if sink.train.is_full() {
         send_train(sink, members, tx);
     }
@@ -555,10 +558,15 @@ fn close(sink: &mut Sink<'_>, members: &mut IdMap<Member>, s: &mut Scratch, tx: 
 /// Sends everything the sink holds: its train and its pending packet.
 fn flush(sink: &mut Sink<'_>, members: &mut IdMap<Member>, s: &mut Scratch, tx: &mut Tx<'_>) {
     if !sink.pending.is_empty() {
-        sink.train.hold(sink.pending, &mut s.carried, sink.history);
-        tx.stats.aggregate_payloads += 1;
+        hold(sink, s, tx);
     }
     send_train(sink, members, tx);
+}
+
+/// Builds the sink's pending packet, once, into its train.
+fn hold(sink: &mut Sink<'_>, s: &mut Scratch, tx: &mut Tx<'_>) {
+    sink.train.hold(sink.pending, &mut s.carried, sink.history);
+    tx.stats.aggregate_payloads += 1;
 }
 
 /// Sends the train to each target: every packet but the last padded to the longest, so
@@ -571,15 +579,16 @@ fn send_train(sink: &mut Sink<'_>, members: &mut IdMap<Member>, tx: &mut Tx<'_>)
         let Some(m) = members.get_mut(id) else {
             continue;
         };
-        let cars = sink.train.cars();
-        let lens = cars
+        let cars = sink.train.cars().enumerate();
+        // The longest packet it gets, and which is its last (never padded).
+        let (longest, last) = cars
             .clone()
-            .filter_map(|(p, segs, _)| m.packet_len(p, segs));
-        let longest = lens.clone().max().unwrap_or(0);
-        let mut left = lens.count();
-        for car in cars {
-            left -= usize::from(m.packet_len(car.0, car.1).is_some());
-            let pad_to = if left > 0 { longest } else { 0 };
+            .filter_map(|(i, (p, segs, _))| m.packet_len(p, segs).map(|len| (i, len)))
+            .fold((0, None), |(longest, _), (i, len)| {
+                (longest.max(len), Some(i))
+            });
+        for (i, car) in cars {
+            let pad_to = if Some(i) == last { 0 } else { longest };
             if m.send(tx.out, (*id, tx.relay_ssrc), tx.now, car, pad_to) {
                 tx.stats.aggregate_packets += 1;
             }
