@@ -1,6 +1,5 @@
 //! `gsrelay bench` end to end: a tiny scenario in process and against the baseline, with
 //! the JSON report checked key by key, and the impairment proxy's loss share.
-#![cfg(feature = "bench")]
 
 mod support;
 

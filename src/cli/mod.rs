@@ -1,7 +1,5 @@
 //! The `gsrelay` command line: one subcommand per module.
 
-#[cfg(feature = "bench")]
-pub mod bench;
 pub mod codec;
 pub mod room;
 pub mod serve;
@@ -21,8 +19,7 @@ enum Command {
     /// Bench a relay (in process, remote, or the baseline UDP reflector) with publishers
     /// and subscribers over the real API and transport: throughput, loss, latency
     /// percentiles, late-join snapshot time. With no flags: the default scenario.
-    #[cfg(feature = "bench")]
-    Bench(Box<bench::BenchArgs>),
+    Bench(Box<gsrelay_bench::cli::BenchArgs>),
     /// Decode one game-state payload and print its objects as a JSON array, in wire order.
     Decode(codec::DecodeArgs),
     /// Encode a JSON array of objects (as printed by `decode`) into a payload, as hex.
@@ -43,8 +40,7 @@ impl Cli {
     /// Runs the chosen subcommand.
     pub fn run(self) -> anyhow::Result<()> {
         match self.command {
-            #[cfg(feature = "bench")]
-            Command::Bench(a) => bench::bench(*a),
+            Command::Bench(a) => gsrelay_bench::cli::bench(*a),
             Command::Decode(a) => codec::decode(a),
             Command::Encode(a) => codec::encode(a),
             Command::Room(a) => room::room(a),

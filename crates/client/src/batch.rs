@@ -1,0 +1,205 @@
+//! Batched reception for receivers that count what arrives rather than keep it: one
+//! `recvmmsg` brings every datagram the socket holds, SRTP is removed in place, and each
+//! RTP packet's stream, sequence number and payload are lent to the caller, allocating
+//! nothing per packet. A bench driving thousands of receivers on the relay's own cores
+//! needs this: one system call and one task wake-up per batch, not per packet. The
+//! client's UDP socket has GRO on (`transport::recv::enable_gro`), so one read may bring
+//! a whole train of datagrams the relay sent as one GSO buffer: they are cut apart here.
+
+use super::feedback::Arrivals;
+use super::liveness::Liveness;
+use super::{Client, ClientError, Link, Received, is_report, note_refused, open};
+use gsrelay_core::rtp::rtcp::SenderInfo;
+use gsrelay_core::rtp::srtp::SrtpSession;
+use gsrelay_core::rtp::{PacketClass, RtcpItem, RtpPacket, classify};
+use gsrelay_net::udp::recv::{Datagram, RecvBatch};
+use std::collections::HashMap;
+use std::io;
+use std::time::{Duration, Instant};
+use tokio::net::UdpSocket;
+
+impl Client {
+    /// Waits up to `timeout` for datagrams, reads one batch of them into `batch` (made by
+    /// `RecvBatch::coalescing`: a read may hold a train of datagrams), and calls
+    /// `f(ssrc, seq, payload)` for each RTP packet in it; returns how many (0 on
+    /// timeout). Datagrams that fail to unprotect or parse count in
+    /// [`rejected`](Self::rejected); the relay's sender reports are kept for
+    /// [`sender_report`](Self::sender_report) as [`recv`](Self::recv) keeps them, and
+    /// other RTCP is dropped; whatever authenticates counts as heard from the relay
+    /// ([`is_silent`](Self::is_silent)). Over QUIC or WebRTC this is
+    /// [`recv`](Self::recv), one packet at a time.
+    pub async fn recv_batch(
+        &mut self,
+        batch: &mut RecvBatch,
+        timeout: Duration,
+        mut f: impl FnMut(u32, u16, &[u8]),
+    ) -> Result<usize, ClientError> {
+        if !matches!(self.link, Link::Udp { .. }) {
+            return Ok(match self.recv(timeout).await? {
+                Some(Received::Rtp {
+                    ssrc, seq, payload, ..
+                }) => {
+                    f(ssrc, seq, &payload);
+                    1
+                }
+                _ => 0,
+            });
+        }
+        let Self {
+            link: Link::Udp { socket, srtp },
+            rejected,
+            arrivals,
+            sender_reports,
+            liveness,
+            ..
+        } = self
+        else {
+            return Ok(0);
+        };
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let n = batch
+                .read_until(socket, deadline)
+                .await
+                .inspect_err(|e| note_refused(liveness, e))?;
+            if n == 0 {
+                return Ok(0);
+            }
+            // One clock read per batch: the liveness watch needs no finer time.
+            let mut taker = Taker {
+                srtp,
+                rejected,
+                arrivals,
+                sender_reports,
+                liveness,
+                now: Instant::now(),
+            };
+            let mut rtp = 0;
+            for i in 0..n {
+                let segment = batch.segment(i);
+                let Datagram::Whole(bytes, _) = batch.datagram(i) else {
+                    *taker.rejected += 1;
+                    continue;
+                };
+                let step = segment.unwrap_or(bytes.len()).max(1);
+                for datagram in bytes.chunks_mut(step) {
+                    rtp += usize::from(taker.take(datagram, &mut f));
+                }
+            }
+            if rtp > 0 {
+                return Ok(rtp);
+            }
+        }
+    }
+}
+
+/// Datagrams read but not yet handed out, for [`Client::recv`]: one read may bring
+/// several that the kernel coalesced (UDP GRO).
+pub(super) struct Inbox {
+    batch: RecvBatch,
+    /// The next datagram's start in the read, its end, and the datagrams' size.
+    at: usize,
+    len: usize,
+    step: usize,
+}
+
+impl std::fmt::Debug for Inbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbox")
+            .field("left", &self.len.saturating_sub(self.at))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Inbox {
+    fn default() -> Self {
+        Self {
+            batch: RecvBatch::coalescing(1),
+            at: 0,
+            len: 0,
+            step: 1,
+        }
+    }
+}
+
+impl Inbox {
+    /// The next datagram, reading the socket when none is left; `None` at `deadline`. A
+    /// read the kernel cut short gives an empty datagram, which no parser takes.
+    pub(super) async fn next(
+        &mut self,
+        socket: &UdpSocket,
+        deadline: tokio::time::Instant,
+    ) -> io::Result<Option<&mut [u8]>> {
+        if self.at >= self.len {
+            if self.batch.read_until(socket, deadline).await? == 0 {
+                return Ok(None);
+            }
+            let len = match self.batch.datagram(0) {
+                Datagram::Whole(bytes, _) => bytes.len(),
+                Datagram::Unusable => 0,
+            };
+            (self.at, self.len) = (0, len);
+            self.step = self.batch.segment(0).unwrap_or(len).max(1);
+        }
+        let (from, to) = (self.at, (self.at + self.step).min(self.len));
+        self.at = to.max(self.at + 1);
+        Ok(Some(match self.batch.datagram(0) {
+            Datagram::Whole(bytes, _) => bytes.get_mut(from..to).unwrap_or_default(),
+            Datagram::Unusable => Default::default(),
+        }))
+    }
+}
+
+/// What taking one datagram in a batch updates.
+struct Taker<'a> {
+    srtp: &'a mut Option<Box<SrtpSession>>,
+    rejected: &'a mut u64,
+    arrivals: &'a mut Option<Arrivals>,
+    sender_reports: &'a mut HashMap<u32, (SenderInfo, Instant)>,
+    liveness: &'a mut Liveness,
+    now: Instant,
+}
+
+impl Taker<'_> {
+    /// Takes one datagram: an RTP packet goes to `f` (true), RTCP is consumed.
+    fn take(&mut self, bytes: &mut [u8], f: &mut impl FnMut(u32, u16, &[u8])) -> bool {
+        match classify(bytes) {
+            PacketClass::Rtp => {}
+            // Rare (one report a second or so): the allocating path is fine.
+            PacketClass::Rtcp => {
+                match open(self.srtp, bytes) {
+                    Ok(Received::Rtcp(items)) => {
+                        self.liveness.heard(self.now, is_report(&items));
+                        for item in items {
+                            if let RtcpItem::SenderReport { ssrc, info, .. } = item {
+                                self.sender_reports.insert(ssrc, (info, self.now));
+                            }
+                        }
+                    }
+                    Ok(Received::Rtp { .. }) => {}
+                    Err(_) => *self.rejected += 1,
+                }
+                return false;
+            }
+            PacketClass::Other => return false,
+        }
+        let len = match self.srtp.as_mut().map(|s| s.unprotect_rtp(bytes)) {
+            Some(Ok(len)) => len,
+            Some(Err(_)) => {
+                *self.rejected += 1;
+                return false;
+            }
+            None => bytes.len(),
+        };
+        let Ok(p) = RtpPacket::parse(bytes.get(..len).unwrap_or_default()) else {
+            *self.rejected += 1;
+            return false;
+        };
+        self.liveness.heard(self.now, false);
+        if let Some(a) = self.arrivals {
+            a.record(p.ssrc(), p.sequence_number(), Instant::now());
+        }
+        f(p.ssrc(), p.sequence_number(), p.payload());
+        true
+    }
+}
