@@ -67,6 +67,7 @@
 
 pub mod batch;
 mod feedback;
+mod http;
 mod liveness;
 mod objects;
 
@@ -96,6 +97,7 @@ use gsrelay_core::rtp::{
     SrtpProfile, SrtpSession, classify, parse_compound,
 };
 use gsrelay_core::wire::{self, DecodeError, Dialect, EncodeError, Object};
+use hyper::Method;
 use liveness::Liveness;
 use quic::QuicLink;
 use std::collections::HashMap;
@@ -189,7 +191,7 @@ pub enum Received {
 pub enum ClientError {
     /// The HTTP request failed.
     #[error("HTTP request failed: {0}")]
-    Http(#[from] reqwest::Error),
+    Http(Box<dyn std::error::Error + Send + Sync>),
     /// The relay answered with an error status.
     #[error("relay answered {status}: {body}")]
     Status {
@@ -233,7 +235,7 @@ pub enum ClientError {
 /// Where the client's HTTP requests go, and what it joined with (for a rejoin).
 #[derive(Debug, Clone)]
 struct Http {
-    client: reqwest::Client,
+    client: http::HttpClient,
     base: String,
     token: String,
     room: String,
@@ -282,7 +284,7 @@ impl Client {
         opts: JoinOptions,
     ) -> Result<Self, ClientError> {
         let http = Http {
-            client: reqwest::Client::builder().timeout(HTTP_TIMEOUT).build()?,
+            client: http::HttpClient::new(),
             base: http_base.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
             room: room.to_owned(),
@@ -469,14 +471,11 @@ impl Client {
             resume: resume.map(str::to_owned),
             room_stream: opts.room_stream,
         };
-        let resp = http
-            .client
-            .post(format!("{}/v1/rooms/{}/sessions", http.base, http.room))
-            .bearer_auth(&http.token)
-            .json(&body)
-            .send()
+        let url = format!("{}/v1/rooms/{}/sessions", http.base, http.room);
+        let resp = (http.client)
+            .send(Method::POST, &url, &http.token, Some(&body), HTTP_TIMEOUT)
             .await?;
-        let answer: JoinAnswerBody = checked(resp).await?.json().await?;
+        let answer: JoinAnswerBody = http::json(http::checked(resp).await?, HTTP_TIMEOUT).await?;
         let credential = answer.resume.clone();
         let session = parse_session_id(&answer.session_id)
             .ok_or_else(|| ClientError::BadAnswer(format!("session_id {}", answer.session_id)))?;
@@ -1056,14 +1055,11 @@ async fn delete_session(
     timeout: Duration,
 ) -> Result<(), ClientError> {
     let id = gsrelay_core::relay::format_session_id(session);
-    let resp = http
-        .client
-        .delete(format!("{}/v1/sessions/{id}", http.base))
-        .bearer_auth(&http.token)
-        .timeout(timeout)
-        .send()
+    let url = format!("{}/v1/sessions/{id}", http.base);
+    let resp = (http.client)
+        .send(Method::DELETE, &url, &http.token, None::<&()>, timeout)
         .await?;
-    checked(resp).await?;
+    http::checked(resp).await?;
     Ok(())
 }
 
@@ -1114,15 +1110,3 @@ fn parse(class: PacketClass, plain: &[u8]) -> Result<Received, &'static str> {
     }
 }
 
-/// The response if its status is a success, else its status and body as an error.
-async fn checked(resp: reqwest::Response) -> Result<reqwest::Response, ClientError> {
-    let status = resp.status();
-    if status.is_success() {
-        return Ok(resp);
-    }
-    let body = resp.text().await.unwrap_or_default();
-    Err(ClientError::Status {
-        status: status.as_u16(),
-        body,
-    })
-}

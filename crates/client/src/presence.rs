@@ -5,6 +5,8 @@
 //! ([`Presence::identity_of`]).
 
 use super::ClientError;
+use crate::http::{HttpClient, checked, chunk};
+use hyper::Method;
 use gsrelay_core::api::{PresenceParticipant, PresenceSnapshot};
 use serde::Deserialize;
 use serde_json::Value;
@@ -32,7 +34,7 @@ pub enum PresenceEvent {
 /// A room's presence, as its stream tells it.
 #[derive(Debug)]
 pub struct Presence {
-    resp: reqwest::Response,
+    body: hyper::body::Incoming,
     buf: String,
     metadata: Value,
     participants: BTreeMap<String, PresenceParticipant>,
@@ -49,6 +51,9 @@ struct RoomUpdate {
     metadata: Value,
 }
 
+/// How long the relay may take to answer the stream's opening.
+const OPEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn bad(what: &str, e: impl std::fmt::Display) -> ClientError {
     ClientError::BadAnswer(format!("presence {what}: {e}"))
 }
@@ -56,21 +61,12 @@ fn bad(what: &str, e: impl std::fmt::Display) -> ClientError {
 impl Presence {
     /// Opens `room`'s presence on the relay at `base` with `token`.
     pub async fn watch(base: &str, token: &str, room: &str) -> Result<Self, ClientError> {
-        let resp = reqwest::Client::new()
-            .get(format!("{base}/v1/rooms/{room}/presence"))
-            .bearer_auth(token)
-            .send()
+        let url = format!("{base}/v1/rooms/{room}/presence");
+        let resp = HttpClient::new()
+            .send(Method::GET, &url, token, None::<&()>, OPEN_TIMEOUT)
             .await?;
-        let status = resp.status();
-        if !status.is_success() {
-            let body = resp.text().await.unwrap_or_default();
-            return Err(ClientError::Status {
-                status: status.as_u16(),
-                body,
-            });
-        }
         Ok(Self {
-            resp,
+            body: checked(resp).await?.into_body(),
             buf: String::new(),
             metadata: Value::Null,
             participants: BTreeMap::new(),
@@ -86,7 +82,7 @@ impl Presence {
             if let Some((name, data)) = self.take_event() {
                 return self.apply(&name, &data).map(Some);
             }
-            match self.resp.chunk().await? {
+            match chunk(&mut self.body).await? {
                 Some(chunk) => self.buf.push_str(&String::from_utf8_lossy(&chunk)),
                 None => self.ended = true,
             }
