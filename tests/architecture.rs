@@ -1,18 +1,42 @@
-//! The layering rules of `docs/architecture.md`, checked on the source tree: the core
-//! reads no clock and imports no runtime or metrics crate; it has one `impl Relay`, in
-//! one file; and neither the core's modules nor the shells' import each other in a circle.
+//! The layering rules of `docs/architecture.md`, checked on the workspace:
 //!
-//! Imports are read from the code (comments and unit-test modules left out): every
-//! `super::x`, `super::super::x` or `crate::<layer>::x` path, braced groups included,
-//! names the sibling module `x` of the layer. A folder module (`aggregate/`) counts as one
-//! module with all its files.
+//! - the crates depend on each other as drawn (the core on no runtime and no socket crate,
+//!   the client on nothing only a server needs), read from `cargo tree`;
+//! - the core reads no clock and imports no metrics; it has one `impl Relay`, in one file;
+//! - no module of any crate imports its siblings in a circle, at any depth.
+//!
+//! Imports are read from the code (comments and unit-test modules left out): in a folder
+//! module's file, `super::x` (one `super::` per level below the folder), or
+//! `crate::<the folder's path>::x`, braced groups included, names the sibling module `x`.
+//! A folder module (`aggregate/`) counts as one module with all its files.
 
 use source::{code, sources};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 #[path = "support/source.rs"]
 mod source;
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every crate's `src`, by package name.
+fn crate_sources() -> Vec<(&'static str, PathBuf)> {
+    let mut out = vec![("gsrelay", workspace().join("src"))];
+    for (name, dir) in [
+        ("gsrelay-core", "core"),
+        ("gsrelay-net", "net"),
+        ("gsrelay-client", "client"),
+        ("gsrelay-server", "server"),
+        ("gsrelay-bench", "bench"),
+    ] {
+        out.push((name, workspace().join("crates").join(dir).join("src")));
+    }
+    out
+}
 
 /// The first identifier of `s`.
 fn ident(s: &str) -> &str {
@@ -46,43 +70,59 @@ fn named_after(rest: &str) -> Vec<String> {
     names
 }
 
-/// The module graph of one layer (`src/<layer>`): each top-level module to the sibling
-/// modules its code names.
-fn module_graph(layer: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src")
-        .join(layer);
-    let files = sources(&dir);
-    assert!(files.len() > 5, "found the sources of src/{layer}");
-    let modules: BTreeSet<String> = files
-        .iter()
-        .map(|(rel, _)| top_module(rel))
-        .filter(|m| m != "mod")
-        .collect();
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (rel, text) in &files {
-        let from = top_module(rel);
-        if from == "mod" {
-            continue;
+/// The child modules of the folder `dir` (a crate's `src` or a folder module): each
+/// `x.rs` and each folder `x/`, but the folder's own root file.
+fn children(dir: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for entry in fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("dir entry").path();
+        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let module_file =
+            path.extension().is_some_and(|e| e == "rs") && !matches!(name, "mod" | "lib" | "main");
+        if path.is_dir() || module_file {
+            out.insert(name.to_owned());
         }
-        let nested = rel.contains('/') && !rel.ends_with("/mod.rs");
-        // The prefixes that reach the layer's own modules from this file.
-        let crate_prefix = format!("crate::{layer}::");
-        let prefixes: Vec<&str> = if nested {
-            vec!["super::super::", &crate_prefix]
-        } else {
-            vec!["super::", &crate_prefix]
-        };
-        let code = code(text);
-        let edges = graph.entry(from.clone()).or_default();
-        for prefix in prefixes {
+    }
+    out
+}
+
+/// The module graph among the children of `dir`, whose module path in its crate is
+/// `path` (empty for the crate root): each child to the siblings its code names.
+fn module_graph(dir: &Path, path: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let siblings = children(dir);
+    let absolute = if path.is_empty() {
+        "crate::".to_owned()
+    } else {
+        format!("crate::{path}::")
+    };
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (rel, text) in sources(dir) {
+        let from = rel
+            .split('/')
+            .next()
+            .unwrap_or(&rel)
+            .trim_end_matches(".rs");
+        if !siblings.contains(from) {
+            continue; // the folder's own root file
+        }
+        // A file `x.rs` or `x/mod.rs` reaches the siblings with one `super::`, each level
+        // deeper with one more.
+        let depth = rel.split('/').count() - usize::from(rel.ends_with("mod.rs"));
+        let relative = "super::".repeat(depth);
+        let code = code(&text);
+        let edges = graph.entry(from.to_owned()).or_default();
+        for prefix in [relative.as_str(), absolute.as_str()] {
             for (at, _) in code.match_indices(prefix) {
-                // `super::super::x` is not `super::x` where x = "super".
-                if prefix == "super::" && code[..at].ends_with("super::") {
+                // `super::super::x` is not `super::x` where x = "super", and
+                // `$crate::x` or `other_crate::x` is no path of this crate.
+                let before = &code[..at];
+                if before.ends_with("super::")
+                    || before.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$')
+                {
                     continue;
                 }
                 for name in named_after(&code[at + prefix.len()..]) {
-                    if name != from && modules.contains(&name) {
+                    if name != from && siblings.contains(&name) {
                         edges.insert(name);
                     }
                 }
@@ -92,11 +132,27 @@ fn module_graph(layer: &str) -> BTreeMap<String, BTreeSet<String>> {
     graph
 }
 
-/// The top-level module a file belongs to: `core.rs` → `core`, `aggregate/x.rs` →
-/// `aggregate`, `mod.rs` → `mod`.
-fn top_module(rel: &str) -> String {
-    let first = rel.split('/').next().unwrap_or(rel);
-    first.trim_end_matches(".rs").to_owned()
+/// Every folder under `src` (itself included) with its module path.
+fn folders(src: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = vec![(src.to_path_buf(), String::new())];
+    let mut i = 0;
+    while i < out.len() {
+        let (dir, path) = out[i].clone();
+        for entry in fs::read_dir(&dir).expect("read dir") {
+            let sub = entry.expect("dir entry").path();
+            if sub.is_dir() {
+                let name = sub.file_name().and_then(|s| s.to_str()).unwrap_or("");
+                let sub_path = if path.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{path}::{name}")
+                };
+                out.push((sub, sub_path));
+            }
+        }
+        i += 1;
+    }
+    out
 }
 
 /// A circle of imports, if the graph has one: its modules in order.
@@ -139,35 +195,149 @@ fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
         .find_map(|n| visit(n, graph, &mut marks, &mut Vec::new()))
 }
 
-fn assert_acyclic(layer: &str) {
-    let graph = module_graph(layer);
-    if let Some(cycle) = find_cycle(&graph) {
-        panic!(
-            "src/{layer} imports in a circle: {}; the module graph is {graph:#?}",
-            cycle.join(" -> ")
-        );
+#[test]
+fn no_module_of_any_crate_imports_its_siblings_in_a_circle() {
+    let mut circles = Vec::new();
+    let mut edges = 0;
+    for (krate, src) in crate_sources() {
+        for (dir, path) in folders(&src) {
+            let graph = module_graph(&dir, &path);
+            edges += graph.values().map(BTreeSet::len).sum::<usize>();
+            if let Some(cycle) = find_cycle(&graph) {
+                circles.push(format!("{krate} {path:?}: {}", cycle.join(" -> ")));
+            }
+        }
     }
+    assert!(
+        edges > 100,
+        "the graphs are read, not empty ({edges} edges)"
+    );
+    assert!(
+        circles.is_empty(),
+        "imports in a circle:\n{}",
+        circles.join("\n")
+    );
+}
+
+/// The names of the crates in `package`'s normal dependency tree.
+fn dependency_tree(package: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "-p",
+            package,
+        ])
+        .current_dir(workspace())
+        .output()
+        .expect("run cargo tree");
+    assert!(
+        out.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn assert_none_of(package: &str, forbidden: &[&str], why: &str) {
+    let tree = dependency_tree(package);
+    assert!(tree.len() > 10, "{package}'s tree is read: {tree:?}");
+    let found: Vec<&&str> = forbidden.iter().filter(|f| tree.contains(**f)).collect();
+    assert!(found.is_empty(), "{package} depends on {found:?}: {why}");
 }
 
 #[test]
-fn the_core_counts_into_plain_data_and_imports_no_metrics_crate() {
-    let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/relay");
-    let files = sources(&core);
-    assert!(files.len() > 10, "found the core's sources");
+fn the_core_crate_has_no_runtime_and_no_socket_crate() {
+    assert_none_of(
+        "gsrelay-core",
+        &[
+            "tokio",
+            "mio",
+            "socket2",
+            "quinn",
+            "quinn-udp",
+            "async-std",
+            "smol",
+            "futures",
+            "hyper",
+            "reqwest",
+            "gsrelay-net",
+            "gsrelay-client",
+            "gsrelay-server",
+        ],
+        "the core is sans-I/O",
+    );
+}
+
+#[test]
+fn the_client_crate_has_nothing_only_a_server_needs() {
+    assert_none_of(
+        "gsrelay-client",
+        &[
+            "axum",
+            "redis",
+            "prometheus",
+            "governor",
+            "tower-http",
+            "dashmap",
+            "jsonwebtoken",
+            "reqwest",
+            "gsrelay-server",
+            "gsrelay-bench",
+        ],
+        "a game links the client alone",
+    );
+}
+
+#[test]
+fn the_shared_network_crate_and_the_server_need_no_client_and_no_bench() {
+    assert_none_of(
+        "gsrelay-net",
+        &[
+            "gsrelay-client",
+            "gsrelay-server",
+            "gsrelay-bench",
+            "axum",
+            "redis",
+        ],
+        "the network layer is beneath both ends",
+    );
+    assert_none_of(
+        "gsrelay-server",
+        &["gsrelay-client", "gsrelay-bench"],
+        "the server runs no client and no load",
+    );
+}
+
+#[test]
+fn the_core_counts_into_plain_data_and_reads_no_clock() {
+    let src = workspace().join("crates/core/src");
+    let files = sources(&src);
+    assert!(files.len() > 30, "found the core's sources");
     for (path, text) in files {
         // Unit tests may take a real `Instant` as the origin of simulated time.
         let text = code(&text);
         for forbidden in [
             "prometheus",
-            "crate::metrics",
             "tokio",
-            "std::net",
+            "std::net::UdpSocket",
+            "TcpStream",
             "Instant::now",
             "SystemTime",
+            "thread::spawn",
         ] {
             assert!(
                 !text.contains(forbidden),
-                "src/relay/{path} mentions `{forbidden}`: the core owns no I/O, clock or metrics"
+                "crates/core/src/{path} mentions `{forbidden}`: the core owns no I/O, clock or metrics"
             );
         }
     }
@@ -175,7 +345,7 @@ fn the_core_counts_into_plain_data_and_imports_no_metrics_crate() {
 
 #[test]
 fn the_core_is_one_impl_in_one_file() {
-    let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/relay");
+    let core = workspace().join("crates/core/src/relay");
     let with_impl: Vec<String> = sources(&core)
         .into_iter()
         .filter(|(_, text)| {
@@ -187,16 +357,6 @@ fn the_core_is_one_impl_in_one_file() {
         .map(|(path, _)| path)
         .collect();
     assert_eq!(with_impl, ["core.rs"], "`impl Relay` lives in core.rs only");
-}
-
-#[test]
-fn the_cores_modules_import_each_other_in_one_direction() {
-    assert_acyclic("relay");
-}
-
-#[test]
-fn the_shells_modules_import_each_other_in_one_direction() {
-    assert_acyclic("transport");
 }
 
 #[test]
@@ -219,12 +379,8 @@ fn the_cycle_check_sees_a_circle_and_reads_braced_groups() {
         ["forward", "state", "rng"]
     );
     assert_eq!(named_after("core::Relay;"), ["core"]);
-    // Both layers have modules that import others: the graph is not read empty.
-    for layer in ["relay", "transport"] {
-        let graph = module_graph(layer);
-        assert!(
-            graph.values().map(BTreeSet::len).sum::<usize>() > 10,
-            "{layer}"
-        );
-    }
+    // The core's modules import each other: its graph is not read empty.
+    let relay = module_graph(&workspace().join("crates/core/src/relay"), "relay");
+    assert!(relay.values().map(BTreeSet::len).sum::<usize>() > 10);
+    assert!(relay["core"].contains("ingest"), "{relay:#?}");
 }

@@ -93,7 +93,7 @@ fn set(lists: &[&[&str]]) -> BTreeSet<String> {
 
 #[test]
 fn feedback_kinds_are_those_the_core_counts() {
-    let found = code_under("src/relay")
+    let found = code_under("crates/core/src/relay")
         .iter()
         .flat_map(|c| literals(c, &["feedback.add("], &[]))
         .collect::<BTreeSet<_>>();
@@ -102,25 +102,29 @@ fn feedback_kinds_are_those_the_core_counts() {
 
 #[test]
 fn suppression_reasons_are_those_the_core_counts() {
-    let mut found = code_under("src/relay")
+    let mut found = code_under("crates/core/src/relay")
         .iter()
         .flat_map(|c| literals(c, &["suppress("], &[]))
         .collect::<BTreeSet<_>>();
     // The congestion controller's refusals are suppressed under their own names.
-    let admit = function(&code("src/relay/congestion.rs"), "admit");
+    let admit = function(&code("crates/core/src/relay/congestion.rs"), "admit");
     found.extend(literals(&admit, &["Err("], &[]));
     assert_eq!(found, set(&[FEEDBACK_SUPPRESSED]));
 }
 
 #[test]
 fn internal_error_places_are_those_the_shard_names() {
-    let found = literals(&code("src/transport/shard.rs"), &[".input("], &[",Input::"]);
+    let found = literals(
+        &code("crates/server/src/transport/shard.rs"),
+        &[".input("],
+        &[",Input::"],
+    );
     assert_eq!(found, set(&[INTERNAL_ERROR_PLACES]));
 }
 
 #[test]
 fn quic_and_webtransport_outcomes_are_those_the_endpoint_counts() {
-    let conn = code("src/transport/quic/conn.rs");
+    let conn = code("crates/server/src/transport/quic/conn.rs");
     let outcome = ["Err(", "ok_or(", "Refusal::early(", "|_|"];
     let mut found = literals(
         &conn,
@@ -130,9 +134,9 @@ fn quic_and_webtransport_outcomes_are_those_the_endpoint_counts() {
     for f in ["admit", "attach", "read_line"] {
         found.extend(literals(&function(&conn, f), &outcome, &[]));
     }
-    let port = code("src/transport/quic/port.rs");
+    let port = code("crates/server/src/transport/quic/port.rs");
     found.extend(literals(&function(&port, "attach"), &outcome, &[]));
-    let webtransport = code("src/transport/webtransport/mod.rs");
+    let webtransport = code("crates/server/src/transport/webtransport/mod.rs");
     found.extend(literals(&function(&webtransport, "open"), &outcome, &[]));
     assert_eq!(
         found,
@@ -142,10 +146,10 @@ fn quic_and_webtransport_outcomes_are_those_the_endpoint_counts() {
 
 #[test]
 fn webrtc_outcomes_are_those_the_port_counts() {
-    let peer = code("src/transport/webrtc/peer.rs");
+    let peer = code("crates/server/src/transport/webrtc/peer.rs");
     let mut found = literals(&function(&peer, "events"), &["=>", "=true;"], &[]);
     found.extend(literals(
-        &code("src/transport/webrtc/port.rs"),
+        &code("crates/server/src/transport/webrtc/port.rs"),
         &["outcomes.with_label_values(&["],
         &[],
     ));

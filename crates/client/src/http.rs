@@ -46,8 +46,9 @@ impl HttpClient {
         let builder = hyper_rustls::HttpsConnectorBuilder::new();
         let https = match builder.with_provider_and_native_roots(provider.clone()) {
             Ok(b) => b,
-            Err(_) => hyper_rustls::HttpsConnectorBuilder::new()
-                .with_tls_config(empty_roots(provider)),
+            Err(_) => {
+                hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(empty_roots(provider))
+            }
         }
         .https_or_http()
         .enable_http1()

@@ -1109,4 +1109,3 @@ fn parse(class: PacketClass, plain: &[u8]) -> Result<Received, &'static str> {
         PacketClass::Other => Err("not_rtp"),
     }
 }
-

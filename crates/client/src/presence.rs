@@ -6,8 +6,8 @@
 
 use super::ClientError;
 use crate::http::{HttpClient, checked, chunk};
-use hyper::Method;
 use gsrelay_core::api::{PresenceParticipant, PresenceSnapshot};
+use hyper::Method;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;

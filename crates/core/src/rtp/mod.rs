@@ -10,13 +10,15 @@
 //! Everything here is pure: no I/O, no clock. Parsing treats input as hostile: malformed
 //! bytes give a typed error whose `reason()` is a stable metric label, never a panic.
 
-pub mod ccfb;
 pub mod ntp;
 pub mod packet;
 pub mod reception;
 pub mod rewrite;
 pub mod rtcp;
 pub mod srtp;
+
+/// Congestion control feedback (RFC 8888), an RTCP transport-layer feedback message.
+pub use rtcp::ccfb;
 
 pub use packet::{
     ExtensionElement, ExtensionForm, HeaderExtension, PacketClass, RtpError, RtpHeader, RtpPacket,

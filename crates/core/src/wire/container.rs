@@ -17,26 +17,13 @@
 //! container. See `docs/wire-format.md` §8.
 
 use super::dialect::{Dialect, ObjectKind};
-use super::encode::{EncodeError, encode_object};
 use super::error::{DecodeError, ErrorKind};
 use super::layout;
-use super::object::Object;
 use super::reader::Reader;
 use super::writer::{WriteExt, varuint_len};
-use serde::{Deserialize, Serialize};
 
-/// The container's tag, from the First-Come-First-Served range of the draft's Game State
-/// Tag Registry: 0x4753, "GS" in a hex dump.
-pub const CONTAINER_TAG: u64 = 0x4753;
-
-/// One sender's objects, as the typed decoder and `gsrelay decode` show them.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Container {
-    /// The sender's SSRC (the container's ObjectID).
-    pub ssrc: u32,
-    /// The sender's objects, in wire order.
-    pub objects: Vec<Object>,
-}
+pub use super::dialect::CONTAINER_TAG;
+pub use super::object::Container;
 
 /// Bytes a container of `objects_len` bytes of objects takes on the wire.
 pub fn container_len(ssrc: u32, objects_len: usize) -> usize {
@@ -83,31 +70,4 @@ pub(super) fn inner_tlv<'a>(
         return Err(DecodeError::new(tlv.start, ErrorKind::NestedContainer));
     }
     Ok(tlv)
-}
-
-/// Decodes a container's body (after its Length).
-pub(super) fn decode_body(b: &mut Reader<'_>, dialect: Dialect) -> Result<Container, DecodeError> {
-    let ssrc = read_ssrc(b)?;
-    let mut objects = Vec::new();
-    while !b.is_empty() {
-        let tlv = inner_tlv(b, dialect)?;
-        objects.push(super::decode::decode_tlv(tlv, dialect)?);
-    }
-    Ok(Container { ssrc, objects })
-}
-
-/// Encodes a container's body (what its Length counts).
-pub(super) fn encode_body(c: &Container, d: Dialect, w: &mut Vec<u8>) -> Result<(), EncodeError> {
-    w.put_varuint(u64::from(c.ssrc));
-    let mut scratch = Vec::new();
-    for o in &c.objects {
-        if matches!(o, Object::Container(_)) {
-            return Err(EncodeError {
-                object: "Container".into(),
-                message: "a container cannot hold a container".into(),
-            });
-        }
-        encode_object(o, d, &mut scratch, w)?;
-    }
-    Ok(())
 }

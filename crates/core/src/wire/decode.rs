@@ -37,7 +37,7 @@ pub fn decode_tlv(tlv: Tlv<'_>, dialect: Dialect) -> Result<Object, DecodeError>
         ObjectKind::Mesh1 => Object::Mesh1(mesh1(&mut b, dialect)?),
         ObjectKind::Mesh2 => Object::Mesh2(mesh2(&mut b)?),
         ObjectKind::GameControl1 => Object::GameControl1(gamecontrol1(&mut b, dialect)?),
-        ObjectKind::Container => Object::Container(container::decode_body(&mut b, dialect)?),
+        ObjectKind::Container => Object::Container(decode_container(&mut b, dialect)?),
         _ => fixed_object(kind, &mut b, dialect)?,
     };
     Ok(obj)
@@ -285,4 +285,15 @@ fn finger(r: &mut Reader<'_>) -> Result<Finger, DecodeError> {
         mcp: transform(r)?,
         cmc: transform(r)?,
     })
+}
+
+/// Decodes a container's body (after its Length).
+fn decode_container(b: &mut Reader<'_>, dialect: Dialect) -> Result<Container, DecodeError> {
+    let ssrc = container::read_ssrc(b)?;
+    let mut objects = Vec::new();
+    while !b.is_empty() {
+        let tlv = container::inner_tlv(b, dialect)?;
+        objects.push(decode_tlv(tlv, dialect)?);
+    }
+    Ok(Container { ssrc, objects })
 }

@@ -4,6 +4,11 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+/// The tag of the container object of aggregated delivery (`super::container`), from the
+/// First-Come-First-Served range of the draft's Game State Tag Registry: 0x4753, "GS" in
+/// a hex dump.
+pub const CONTAINER_TAG: u64 = 0x4753;
+
 /// Which reading of the wire format a session speaks (see `docs/wire-format.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -36,7 +41,7 @@ impl Dialect {
             (Dialect::Draft01, 133) => GameControl1,
             (Dialect::Draft01, 134) => ThreeDof1,
             (Dialect::Draft01, 135) => SixDof1,
-            (_, super::container::CONTAINER_TAG) => Container,
+            (_, CONTAINER_TAG) => Container,
             _ => Unknown,
         }
     }
@@ -59,7 +64,7 @@ impl Dialect {
             (Dialect::Gse, Mesh1) => 0x8000,
             (Dialect::Gse, Hand2) => 0x8001,
             (Dialect::Gse, HeadIpd1) => 0x8002,
-            (_, Container) => super::container::CONTAINER_TAG,
+            (_, Container) => CONTAINER_TAG,
             _ => return None,
         };
         Some(tag)

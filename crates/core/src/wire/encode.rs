@@ -205,7 +205,7 @@ fn body(o: &Object, d: Dialect, w: &mut Vec<u8>) -> Result<(), EncodeError> {
             w.put_f16(h.ipd);
             extra(w, &h.extra)
         }
-        Object::Container(c) => super::container::encode_body(c, d, w),
+        Object::Container(c) => encode_container(c, d, w),
         Object::Unknown(_) => Ok(()),
     }
 }
@@ -358,4 +358,20 @@ fn transform(w: &mut Vec<u8>, t: &Transform1) {
     for v in [t.tx, t.ty, t.tz] {
         w.put_f16(v);
     }
+}
+
+/// Encodes a container's body (what its Length counts).
+fn encode_container(c: &Container, d: Dialect, w: &mut Vec<u8>) -> Result<(), EncodeError> {
+    w.put_varuint(u64::from(c.ssrc));
+    let mut scratch = Vec::new();
+    for o in &c.objects {
+        if matches!(o, Object::Container(_)) {
+            return Err(EncodeError {
+                object: "Container".into(),
+                message: "a container cannot hold a container".into(),
+            });
+        }
+        encode_object(o, d, &mut scratch, w)?;
+    }
+    Ok(())
 }

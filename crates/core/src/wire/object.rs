@@ -464,7 +464,7 @@ pub enum Object {
     SixDof1(SixDof1),
     #[serde(rename = "HeadIPD1")]
     HeadIpd1(HeadIpd1),
-    Container(super::container::Container),
+    Container(Container),
     Unknown(Unknown),
 }
 
@@ -548,4 +548,13 @@ impl Object {
             _ => None,
         }
     }
+}
+
+/// One sender's objects, as the typed decoder and `gsrelay decode` show them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Container {
+    /// The sender's SSRC (the container's ObjectID).
+    pub ssrc: u32,
+    /// The sender's objects, in wire order.
+    pub objects: Vec<Object>,
 }

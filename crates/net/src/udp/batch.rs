@@ -1,5 +1,5 @@
 //! Outgoing datagrams, sent with as few syscalls and as little kernel work per datagram as
-//! their destinations allow (Linux), through nix's safe wrappers:
+//! their destinations allow (on Linux; elsewhere one call per datagram, `super::sys`):
 //!
 //! - Datagrams to different destinations go together in `sendmmsg` calls (a fan-out sends
 //!   one datagram per subscriber, each to a different address).
@@ -21,18 +21,15 @@
 //! route's device cannot checksum it; `EINVAL`), GSO is switched off for the batch's life
 //! and that buffer's datagrams go one by one.
 
-use super::mmsg;
-use nix::errno::Errno;
-use nix::sys::socket::{SockaddrStorage, getsockopt, sockopt};
+use super::sys;
 use std::io;
 use std::net::SocketAddr;
 use std::ops::Range;
-use std::os::fd::AsRawFd;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
 /// Datagrams per `sendmmsg` call.
-pub const SEND_BATCH: usize = mmsg::MAX_DATAGRAMS;
+pub const SEND_BATCH: usize = sys::MAX_DATAGRAMS;
 
 /// Segments per GSO super-buffer (the kernel's `UDP_MAX_SEGMENTS` before Linux 6.9).
 const GSO_MAX_SEGMENTS: usize = 64;
@@ -57,7 +54,7 @@ struct Item {
     to: SocketAddr,
     /// Sort key: equal for equal destinations (exact for IPv4).
     key: u64,
-    addr: SockaddrStorage,
+    addr: sys::Dest,
     start: usize,
     end: usize,
 }
@@ -108,7 +105,7 @@ impl SendBatch {
         self.items.push(Item {
             to,
             key: dest_key(to),
-            addr: SockaddrStorage::from(to),
+            addr: sys::dest(to),
             start: at.start,
             end: at.end,
         });
@@ -232,7 +229,7 @@ impl SendBatch {
                 }
                 Ok(1)
             }
-            Err(e) if gso_refused(&e) => {
+            Err(e) if sys::gso_refused(&e) => {
                 tracing::warn!(error = %e, "UDP GSO refused; sending datagrams one by one");
                 self.gso = Gso::Off;
                 // This run and every later one go datagram by datagram (once per socket).
@@ -271,9 +268,7 @@ impl SendBatch {
                 &item.addr,
             )
         });
-        let taken = socket.try_io(Interest::WRITABLE, || {
-            mmsg::send(socket.as_raw_fd(), datagrams.clone())
-        })?;
+        let taken = socket.try_io(Interest::WRITABLE, || sys::send(socket, datagrams.clone()))?;
         chunk.take(taken).for_each(|item| sent.add(item.len()));
         Ok(taken.max(1))
     }
@@ -291,22 +286,15 @@ fn dest_key(to: SocketAddr) -> u64 {
     }
 }
 
-/// Whether the kernel knows `UDP_SEGMENT` on this socket.
+/// Whether the socket takes GSO super-buffers.
 fn probe_gso(socket: &UdpSocket) -> Gso {
-    match getsockopt(socket, sockopt::UdpGsoSegment) {
-        Ok(_) => Gso::On,
+    match sys::probe_gso(socket) {
+        Ok(()) => Gso::On,
         Err(e) => {
             tracing::info!(error = %e, "UDP GSO not available; sending datagrams one by one");
             Gso::Off
         }
     }
-}
-
-/// Whether a refused super-buffer means GSO cannot work here: `EIO` (the route's device
-/// cannot checksum segments) or `EINVAL` (segment size or count out of the kernel's range).
-fn gso_refused(e: &io::Error) -> bool {
-    let code = e.raw_os_error();
-    code == Some(Errno::EIO as i32) || code == Some(Errno::EINVAL as i32)
 }
 
 /// One `sendmsg` of a GSO super-buffer: the datagrams `group` (indexes into `items`), all
@@ -321,13 +309,14 @@ fn send_super(
     let Some(head) = group.first().and_then(|&i| items.get(i as usize)) else {
         return Ok(());
     };
-    let segment = u16::try_from(segment).map_err(|_| io::Error::from(Errno::EINVAL))?;
+    let segment =
+        u16::try_from(segment).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     let segments = group
         .iter()
         .take(GSO_MAX_SEGMENTS)
         .filter_map(|&i| items.get(i as usize))
         .map(|item| buf.get(item.start..item.end).unwrap_or_default());
-    mmsg::send_segmented(socket.as_raw_fd(), segments, &head.addr, segment)
+    sys::send_segmented(socket, segments, &head.addr, segment)
 }
 
 #[cfg(test)]
@@ -404,6 +393,7 @@ mod tests {
     /// A kernel that refuses a super-buffer (here `EINVAL`: the sending socket turned
     /// UDP checksums off, which GSO needs) gets the datagrams one by one, and GSO stays
     /// off for the socket.
+    #[cfg(all(target_os = "linux", not(feature = "portable")))]
     #[tokio::test]
     async fn a_refused_super_buffer_falls_back_to_single_datagrams() {
         let sender = UdpSocket::bind(addr(0)).await.unwrap();
@@ -412,7 +402,7 @@ mod tests {
         // is the length passed.
         let rc = unsafe {
             nix::libc::setsockopt(
-                sender.as_raw_fd(),
+                std::os::fd::AsRawFd::as_raw_fd(&sender),
                 nix::libc::SOL_SOCKET,
                 nix::libc::SO_NO_CHECK,
                 (&raw const one).cast(),
@@ -441,6 +431,7 @@ mod tests {
     /// A run of one size goes as one super-buffer, and a receiver with UDP GRO takes it
     /// in one read that tells the segment size: the datagrams come apart as they were
     /// queued, the shorter tail included.
+    #[cfg(all(target_os = "linux", not(feature = "portable")))]
     #[tokio::test]
     async fn a_run_arrives_in_one_read_at_a_receiver_with_gro() {
         use super::super::recv::{Datagram, RecvBatch, enable_gro};

@@ -1,6 +1,7 @@
-//! Datagrams in batches: [`batch`] sends, [`recv`] reads, `mmsg` makes the system calls
+//! Datagrams in batches: [`batch`] sends, [`recv`] reads; `sys` makes the system calls
+//! (`sendmmsg`/`recvmmsg` with GSO and GRO on Linux, one datagram per call elsewhere)
 //! without allocating.
 
 pub mod batch;
-mod mmsg;
 pub mod recv;
+mod sys;

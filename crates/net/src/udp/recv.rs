@@ -1,13 +1,12 @@
 //! Incoming datagrams read in batches with `recvmmsg` (Linux): one syscall fills the
 //! slots of one reused buffer, cut in equal slots, one datagram each, allocating nothing
-//! ([`super::mmsg`]). On a socket with UDP GRO ([`enable_gro`]) a slot may hold several
+//! (`super::sys`). On a socket with UDP GRO ([`enable_gro`]) a slot may hold several
 //! datagrams of one sender, back to back ([`RecvBatch::segment`]); a batch made by
 //! [`RecvBatch::coalescing`] has slots large enough for them.
 
-use super::mmsg::{self, MAX_DATAGRAMS, Received};
+use super::sys::{self, MAX_DATAGRAMS, Received};
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
@@ -19,9 +18,9 @@ pub const COALESCED_MAX: usize = 65_536;
 /// Lets the kernel coalesce datagrams of one sender that arrive together into one read
 /// (`UDP_GRO`, Linux 5.0+); on loopback a sender's GSO buffer then arrives whole, never
 /// cut into datagrams. Read such a socket only with a [`RecvBatch::coalescing`] batch.
+/// Fails where the system has no GRO (`Unsupported`): reads there are one datagram each.
 pub fn enable_gro(socket: &UdpSocket) -> io::Result<()> {
-    nix::sys::socket::setsockopt(socket, nix::sys::socket::sockopt::UdpGroSegment, &true)
-        .map_err(io::Error::from)
+    sys::enable_gro(socket)
 }
 
 /// A reusable buffer for one `recvmmsg` call. The default holds nothing and allocates
@@ -63,9 +62,7 @@ impl RecvBatch {
     /// waiting; `WouldBlock` when there is nothing. Returns how many were read.
     pub fn recv(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         let Self { buf, slot, got } = self;
-        socket.try_io(Interest::READABLE, || {
-            mmsg::recv(socket.as_raw_fd(), buf, *slot, got)
-        })
+        socket.try_io(Interest::READABLE, || sys::recv(socket, buf, *slot, got))
     }
 
     /// Waits until `deadline` for `socket` to hold datagrams and reads one batch of them;
@@ -161,6 +158,7 @@ mod tests {
         );
     }
 
+    #[cfg(all(target_os = "linux", not(feature = "portable")))]
     #[tokio::test]
     async fn reads_the_kernels_receive_time_and_drop_count() {
         use nix::sys::socket::{setsockopt, sockopt};

@@ -8,7 +8,7 @@
 //! most one hop. The header only ever keeps a request on the node it reached, which any
 //! client may ask for by calling that node: it grants nothing.
 
-use super::http::ApiError;
+use super::error::ApiError;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};

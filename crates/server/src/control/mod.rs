@@ -4,6 +4,7 @@
 //!   `/v1` request carries as a bearer token, and checks their rights.
 //! - [`http`] serves the API of `docs/api.md` (sessions, rooms, metrics, health, readiness)
 //!   and drives the relay task through its command channel.
+//! - [`error`] is the API's error answer, and what each refusal below maps to.
 //! - [`forward`] hands a request to the node of the cluster that serves its room or
 //!   session.
 //! - [`cors`] decides which other origins' pages may call the API and import the client.
@@ -18,6 +19,7 @@
 
 pub mod conn;
 pub mod cors;
+pub mod error;
 pub mod forward;
 pub mod http;
 pub mod limits;

@@ -6,7 +6,7 @@
 //! in 1/1024 s), padded to 32 bits; then the 32-bit report timestamp (the middle of an
 //! NTP time, 1/65536 s).
 
-use super::rtcp::{PT_RTPFB, RtcpError, RtcpWriteError};
+use super::{PT_RTPFB, RtcpError, RtcpWriteError};
 
 /// FMT of congestion control feedback.
 pub const FMT_CCFB: u8 = 11;

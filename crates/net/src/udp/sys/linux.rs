@@ -5,35 +5,41 @@
 //! The headers hold raw pointers into the caller's buffers, so they live only for the
 //! call and never across an await.
 
-use nix::sys::socket::{SockaddrLike, SockaddrStorage};
+use super::{MAX_DATAGRAMS, Received};
+use nix::errno::Errno;
+use nix::sys::socket::{SockaddrLike, SockaddrStorage, getsockopt, setsockopt, sockopt};
 use std::io;
 use std::mem::MaybeUninit;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::os::fd::RawFd;
+use std::os::fd::AsRawFd;
 use std::time::Duration;
+use tokio::net::UdpSocket;
 
-/// Datagrams one call sends or receives at most.
-pub const MAX_DATAGRAMS: usize = 64;
+/// A destination in the form the kernel reads, converted once per queued datagram.
+pub type Dest = SockaddrStorage;
 
-/// One datagram a [`recv`] read.
-#[derive(Debug, Clone, Copy)]
-pub struct Received {
-    /// Bytes written into the slot (at most the slot's size).
-    pub len: usize,
-    /// Its source, when the kernel gave an IP address.
-    pub from: Option<SocketAddr>,
-    /// Longer than its slot: the kernel cut it.
-    pub truncated: bool,
-    /// When the kernel received it, since the Unix epoch (`SCM_TIMESTAMPNS`, on a socket
-    /// with `SO_TIMESTAMPNS`; the wall clock, the only one the kernel stamps with).
-    pub arrived: Option<Duration>,
-    /// How many datagrams the socket had dropped when this one was queued (`SO_RXQ_OVFL`,
-    /// on a socket with that option; the kernel sends none while it is 0). It counts
-    /// from the socket's creation and wraps at `u32::MAX`.
-    pub drops: Option<u32>,
-    /// The size of the datagrams the kernel coalesced into this one (`UDP_GRO`, on a
-    /// socket with that option): each is that long but the last, which may be shorter.
-    pub segment: Option<u16>,
+/// `to` as a [`Dest`].
+pub fn dest(to: SocketAddr) -> Dest {
+    SockaddrStorage::from(to)
+}
+
+/// Whether the kernel knows `UDP_SEGMENT` (GSO) on this socket.
+pub fn probe_gso(socket: &UdpSocket) -> io::Result<()> {
+    getsockopt(socket, sockopt::UdpGsoSegment)
+        .map(drop)
+        .map_err(io::Error::from)
+}
+
+/// Whether a refused super-buffer means GSO cannot work here: `EIO` (the route's device
+/// cannot checksum segments) or `EINVAL` (segment size or count out of the kernel's range).
+pub fn gso_refused(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(Errno::EIO as i32) || e.kind() == io::ErrorKind::InvalidInput
+}
+
+/// Lets the kernel coalesce datagrams of one sender that arrive together into one read
+/// (`UDP_GRO`, Linux 5.0+).
+pub fn enable_gro(socket: &UdpSocket) -> io::Result<()> {
+    setsockopt(socket, sockopt::UdpGroSegment, &true).map_err(io::Error::from)
 }
 
 /// Room for one datagram's control messages: a `timespec` (`SCM_TIMESTAMPNS`), a u32
@@ -59,7 +65,7 @@ fn empty_header() -> libc::mmsghdr {
 /// Sends up to [`MAX_DATAGRAMS`] of `datagrams` with one `sendmmsg`; returns how many
 /// the kernel took (the first ones). `WouldBlock` when the socket's buffer is full.
 pub fn send<'a>(
-    fd: RawFd,
+    socket: &UdpSocket,
     datagrams: impl Iterator<Item = (&'a [u8], &'a SockaddrStorage)>,
 ) -> io::Result<usize> {
     let mut iov = [NO_IOV; MAX_DATAGRAMS];
@@ -86,7 +92,14 @@ pub fn send<'a>(
     // SAFETY: the first `n` headers point at `n` iovecs and addresses that outlive the
     // call, each iovec at a live slice of its length; the kernel reads them and writes
     // only the headers' `msg_len`. `n` ≤ MAX_DATAGRAMS fits a `c_uint`.
-    let sent = unsafe { libc::sendmmsg(fd, headers.as_mut_ptr(), n as libc::c_uint, 0) };
+    let sent = unsafe {
+        libc::sendmmsg(
+            socket.as_raw_fd(),
+            headers.as_mut_ptr(),
+            n as libc::c_uint,
+            0,
+        )
+    };
     result(sent)
 }
 
@@ -94,7 +107,7 @@ pub fn send<'a>(
 /// it into datagrams of `segment` bytes (the last may be shorter). At most
 /// [`MAX_DATAGRAMS`] segments are sent; the caller keeps within the kernel's limits.
 pub fn send_segmented<'a>(
-    fd: RawFd,
+    socket: &UdpSocket,
     segments: impl Iterator<Item = &'a [u8]>,
     to: &SockaddrStorage,
     segment: u16,
@@ -133,7 +146,7 @@ pub fn send_segmented<'a>(
     }
     // SAFETY: `msg` points at `n` iovecs over live slices, the destination and the control
     // buffer, all of which outlive the call; the kernel only reads them.
-    let sent = unsafe { libc::sendmsg(fd, &msg, 0) };
+    let sent = unsafe { libc::sendmsg(socket.as_raw_fd(), &msg, 0) };
     if sent < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -143,7 +156,13 @@ pub fn send_segmented<'a>(
 /// Reads up to [`MAX_DATAGRAMS`] datagrams into the `slot`-byte slots of `buf` with one
 /// `recvmmsg`, without waiting; their lengths and sources go to `got` (cleared first).
 /// Returns how many were read; `WouldBlock` when there was nothing.
-pub fn recv(fd: RawFd, buf: &mut [u8], slot: usize, got: &mut Vec<Received>) -> io::Result<usize> {
+pub fn recv(
+    socket: &UdpSocket,
+    buf: &mut [u8],
+    slot: usize,
+    got: &mut Vec<Received>,
+) -> io::Result<usize> {
+    let fd = socket.as_raw_fd();
     got.clear();
     let mut iov = [NO_IOV; MAX_DATAGRAMS];
     let mut names = [MaybeUninit::<libc::sockaddr_storage>::zeroed(); MAX_DATAGRAMS];

@@ -26,6 +26,8 @@ use rtc_rtcp::transport_feedbacks::transport_layer_nack::{
 use rtc_shared::marshal::{Marshal, Unmarshal};
 use thiserror::Error;
 
+pub mod ccfb;
+
 pub use rtc_rtcp::payload_feedbacks::full_intra_request::FirEntry;
 pub use rtc_rtcp::reception_report::ReceptionReport;
 
@@ -223,7 +225,7 @@ pub enum RtcpItem {
         entries: Vec<TmmbEntry>,
     },
     /// Congestion control feedback (RFC 8888).
-    Ccfb(super::ccfb::Ccfb),
+    Ccfb(ccfb::Ccfb),
     /// An application-defined packet (RFC 3550 §6.7).
     App {
         /// Its subtype (the 5-bit count field).
@@ -406,7 +408,7 @@ fn decode(p: &Framed<'_>) -> Result<RtcpItem, RtcpError> {
                 entries,
             }
         }
-        (PT_RTPFB, super::ccfb::FMT_CCFB) => RtcpItem::Ccfb(super::ccfb::decode(p.body)?),
+        (PT_RTPFB, ccfb::FMT_CCFB) => RtcpItem::Ccfb(ccfb::decode(p.body)?),
         (PT_RTPFB, FMT_TMMBN) => {
             let (sender_ssrc, entries) = decode_tmmb(p)?;
             RtcpItem::Tmmbn {
