@@ -1,10 +1,10 @@
 //! The JavaScript client's codec (`web/client/gsrelay.js`), run by Node: against the
 //! reference implementation's interop vectors, against garbage, and against the Rust codec
 //! in both directions (Rust encodes → JS decodes and re-encodes; JS encodes → Rust and
-//! `gsrelay decode` read them alike), and prediction against `src/wire/predict.rs`; the
-//! room state and transport framing (`web/test/state.mjs`); the session's silence watchdog
-//! and rejoin over stand-in transports (`web/test/liveness.mjs`). Needs `node`
-//! (scripts/test.sh installs it).
+//! `gsrelay decode` read them alike), and prediction against
+//! `crates/core/src/wire/predict.rs`; the room state and transport framing
+//! (`web/test/state.mjs`); the session's silence watchdog and rejoin over stand-in
+//! transports (`web/test/liveness.mjs`). Needs `node` (scripts/test.sh installs it).
 
 use gsrelay::wire::{self, Dialect, Object, predict};
 use serde_json::{Value, json};
@@ -129,8 +129,8 @@ fn rust_corpus(d: Dialect) -> Vec<Vec<Object>> {
     payloads
 }
 
-/// What `src/wire/predict.rs` makes of `o` a quarter second, a second and a half, and a
-/// tenth of a second before its Time1 (wrapping), for JS to reproduce.
+/// What `crates/core/src/wire/predict.rs` makes of `o` a quarter second, a second and a
+/// half, and a tenth of a second before its Time1 (wrapping), for JS to reproduce.
 fn predictions(o: &Object) -> Value {
     let time = match o {
         Object::Head1(h) => h.time,

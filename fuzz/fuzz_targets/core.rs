@@ -17,13 +17,13 @@
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
-use gsrelay::internal::Metrics;
-use gsrelay::internal::StatsExporter;
-use gsrelay::rtp::rtcp::{self, FirEntry, SenderInfo, TmmbEntry};
-use gsrelay::rtp::{PacketClass, RtpHeader, RtpPacket};
-use gsrelay::wire::json::Hex;
-use gsrelay::wire::{self, Dialect, ObjectKind, container};
-use gsrelay::{
+use gsrelay_server::internal::Metrics;
+use gsrelay_server::internal::StatsExporter;
+use gsrelay_core::rtp::rtcp::{self, FirEntry, SenderInfo, TmmbEntry};
+use gsrelay_core::rtp::{PacketClass, RtpHeader, RtpPacket};
+use gsrelay_core::wire::json::Hex;
+use gsrelay_core::wire::{self, Dialect, ObjectKind, container};
+use gsrelay_core::{
     Area, handover, Delivery, Event, Filter, Input, Interest, JoinRequest, PredictionGate, RateTier, Relay,
     RelayConfig, Reply, Sends, SessionId, TypeSel,
 };

@@ -7,10 +7,10 @@
 //! names a delay only in aggregated mode, and one within `limits::MAX_DELAY_MS`.
 #![no_main]
 
-use gsrelay::Interest;
-use gsrelay::internal::pacing;
-use gsrelay::internal::relay_limits as limits;
-use gsrelay::wire::ObjectKind;
+use gsrelay_core::Interest;
+use gsrelay_core::relay::pacing;
+use gsrelay_core::relay::limits;
+use gsrelay_core::wire::ObjectKind;
 use libfuzzer_sys::fuzz_target;
 use std::time::Duration;
 

@@ -1,11 +1,11 @@
-//! The framing of a link between nodes (`transport::cluster::wire`) on arbitrary bytes:
+//! The framing of a link between nodes (`cluster::wire`) on arbitrary bytes:
 //! a control frame (its length prefix, then its body) and a datagram.
 //!
 //! Checks: no panic; a control frame that parses writes back to the same bytes, prefix
 //! included; a datagram's header that parses writes back to the same 13 bytes.
 #![no_main]
 
-use gsrelay::internal::link_wire as wire;
+use gsrelay_server::internal::link_wire as wire;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,4 +1,4 @@
-//! RTP-over-QUIC framing (`transport::roq`) on arbitrary bytes, read both as a DATAGRAM
+//! RTP-over-QUIC framing (`gsrelay_core::roq`) on arbitrary bytes, read both as a DATAGRAM
 //! payload and as a unidirectional stream delivered in two arbitrary pieces.
 //!
 //! Checks: no panic; a varint re-writes to the bytes it was read from when they are its
@@ -6,7 +6,7 @@
 //! tail; the stream yields the same packets however it is split, each within the limit.
 #![no_main]
 
-use gsrelay::internal::roq::{StreamReader, read_varint, split_datagram, write_varint};
+use gsrelay_core::roq::{StreamReader, read_varint, split_datagram, write_varint};
 use libfuzzer_sys::fuzz_target;
 
 /// The frame limit; small, so the fuzzer meets it.

@@ -6,8 +6,8 @@
 //! when it reports one run of one stream's packets without ECN marks).
 #![no_main]
 
-use gsrelay::rtp::ccfb::{self, Ccfb};
-use gsrelay::rtp::rtcp::{self, RtcpItem, SdesChunk};
+use gsrelay_core::rtp::ccfb::{self, Ccfb};
+use gsrelay_core::rtp::rtcp::{self, RtcpItem, SdesChunk};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,8 +6,8 @@
 //! their form read back the same.
 #![no_main]
 
-use gsrelay::rtp::packet::append_padding;
-use gsrelay::rtp::{ExtensionElement, PacketClass, RtpHeader, RtpPacket, WriteExtension, classify};
+use gsrelay_core::rtp::packet::append_padding;
+use gsrelay_core::rtp::{ExtensionElement, PacketClass, RtpHeader, RtpPacket, WriteExtension, classify};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

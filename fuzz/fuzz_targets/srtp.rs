@@ -9,7 +9,7 @@
 //! unchanged.
 #![no_main]
 
-use gsrelay::rtp::{SrtpError, SrtpSession};
+use gsrelay_core::rtp::{SrtpError, SrtpSession};
 use gsrelay_fuzz::{srtp_client, srtp_flags, srtp_profile, srtp_relay};
 use libfuzzer_sys::fuzz_target;
 

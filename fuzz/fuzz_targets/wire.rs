@@ -7,7 +7,7 @@
 //! to the same objects and re-encodes to itself).
 #![no_main]
 
-use gsrelay::wire::{self, ObjectRef};
+use gsrelay_core::wire::{self, ObjectRef};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

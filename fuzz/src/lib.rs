@@ -1,8 +1,8 @@
 //! What the fuzz targets and the seed writer share: how an input's first byte picks a
 //! variant, and the fixed SRTP keys.
 
-use gsrelay::rtp::{KeyMaterial, SrtpProfile, SrtpSession};
-use gsrelay::wire::Dialect;
+use gsrelay_core::rtp::{KeyMaterial, SrtpProfile, SrtpSession};
+use gsrelay_core::wire::Dialect;
 
 /// The dialect an input's first byte selects (its low bit).
 pub fn dialect(selector: u8) -> Dialect {

@@ -1,4 +1,4 @@
-//! Reading the crate's own source as text, for the tests that check what the code says
+//! Reading the workspace's own source as text, for the tests that check what the code says
 //! (its layering, its label values): every `.rs` file under a folder, and a file's code
 //! with its comments and unit-test module left out.
 

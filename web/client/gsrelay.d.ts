@@ -465,7 +465,7 @@ export declare class RoqStreamReader {
 }
 
 // ---------------------------------------------------------------------------------------
-// Prediction (the same model as the relay's src/wire/predict.rs)
+// Prediction (the same model as the relay's crates/core/src/wire/predict.rs)
 
 /** `[x, y, z]`. */
 export type Vector3 = [number, number, number];

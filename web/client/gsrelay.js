@@ -1247,7 +1247,7 @@ export class RoqStreamReader {
 }
 
 // ---------------------------------------------------------------------------------------
-// Prediction (the draft's Appendix D/E; the same model as the relay's src/wire/predict.rs)
+// Prediction (the draft's Appendix D/E; the same model as the relay's crates/core/src/wire/predict.rs)
 
 /** Signed ms from Time1 `from` to `to` (both low 16 bits of epoch ms), within ±32.767 s. */
 export function timeDeltaMs(from, to) {

@@ -67,7 +67,7 @@ for (const v of vectors("float16.json")) {
   } else {
     const want = v.ieee_f32_bits !== undefined ? bitsOf(v.ieee_f32_bits) : bitsOf(f.decoded_f32_bits);
     const got = valueBits(gs.f16ToF32(bitsOf(f.half_bits)));
-    // IEEE quiets a signalling NaN; the codec keeps it signalling (as src/wire/float16.rs
+    // IEEE quiets a signalling NaN; the codec keeps it signalling (as crates/core/src/wire/float16.rs
     // does) so that a payload re-encodes to its own bytes: equal but for the quiet bit.
     const quiet = (x) => ((x & 0x7f800000) === 0x7f800000 && x & 0x7fffff ? (x | 0x400000) >>> 0 : x);
     t.check(quiet(got) === quiet(want), `${v.name}: f32 ${got.toString(16)} want ${want.toString(16)}`);

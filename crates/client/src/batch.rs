@@ -3,11 +3,13 @@
 //! RTP packet's stream, sequence number and payload are lent to the caller, allocating
 //! nothing per packet. A bench driving thousands of receivers on the relay's own cores
 //! needs this: one system call and one task wake-up per batch, not per packet. The
-//! client's UDP socket has GRO on (`transport::recv::enable_gro`), so one read may bring
-//! a whole train of datagrams the relay sent as one GSO buffer: they are cut apart here.
+//! client's UDP socket has GRO on (`gsrelay_net::udp::recv::enable_gro`), so one read may
+//! bring a whole train of datagrams the relay sent as one GSO buffer: they are cut apart
+//! here.
 
 use super::feedback::Arrivals;
 use super::liveness::Liveness;
+use super::objects::note_ownership;
 use super::{Client, ClientError, Link, Received, is_report, note_refused, open};
 use gsrelay_core::rtp::rtcp::SenderInfo;
 use gsrelay_core::rtp::srtp::SrtpSession;
@@ -32,7 +34,22 @@ impl Client {
         &mut self,
         batch: &mut RecvBatch,
         timeout: Duration,
+        f: impl FnMut(u32, u16, &[u8]),
+    ) -> Result<usize, ClientError> {
+        self.recv_batch_with(batch, timeout, f, |_| {}).await
+    }
+
+    /// [`recv_batch`](Self::recv_batch), and `g(items)` for each RTCP compound other than
+    /// the relay's periodic reports (a BYE, the relay's ownership notices, feedback), after
+    /// the client has taken note of it as [`recv`](Self::recv) does (its
+    /// [`ended_by_relay`](Self::ended_by_relay) and [`holds`](Self::holds)). Returns the
+    /// RTP packets and such compounds it handed over (0 on timeout).
+    pub async fn recv_batch_with(
+        &mut self,
+        batch: &mut RecvBatch,
+        timeout: Duration,
         mut f: impl FnMut(u32, u16, &[u8]),
+        mut g: impl FnMut(&[RtcpItem]),
     ) -> Result<usize, ClientError> {
         if !matches!(self.link, Link::Udp { .. }) {
             return Ok(match self.recv(timeout).await? {
@@ -42,15 +59,22 @@ impl Client {
                     f(ssrc, seq, &payload);
                     1
                 }
-                _ => 0,
+                Some(Received::Rtcp(items)) => {
+                    g(&items);
+                    1
+                }
+                None => 0,
             });
         }
+        let relay_ssrc = self.joined.relay_ssrc;
         let Self {
             link: Link::Udp { socket, srtp },
             rejected,
             arrivals,
             sender_reports,
             liveness,
+            ended_by_relay,
+            holds,
             ..
         } = self
         else {
@@ -73,6 +97,13 @@ impl Client {
                 sender_reports,
                 liveness,
                 now: Instant::now(),
+                other: &mut |items: &[RtcpItem]| {
+                    *ended_by_relay |= items.iter().any(
+                        |i| matches!(i, RtcpItem::Bye { ssrcs } if ssrcs.contains(&relay_ssrc)),
+                    );
+                    note_ownership(holds, items);
+                    g(items);
+                },
             };
             let mut rtp = 0;
             for i in 0..n {
@@ -158,10 +189,13 @@ struct Taker<'a> {
     sender_reports: &'a mut HashMap<u32, (SenderInfo, Instant)>,
     liveness: &'a mut Liveness,
     now: Instant,
+    /// What to do with a compound that is not a periodic report.
+    other: &'a mut dyn FnMut(&[RtcpItem]),
 }
 
 impl Taker<'_> {
-    /// Takes one datagram: an RTP packet goes to `f` (true), RTCP is consumed.
+    /// Takes one datagram: an RTP packet goes to `f` and a compound that is not a report to
+    /// `other` (true); reports are consumed.
     fn take(&mut self, bytes: &mut [u8], f: &mut impl FnMut(u32, u16, &[u8])) -> bool {
         match classify(bytes) {
             PacketClass::Rtp => {}
@@ -169,7 +203,12 @@ impl Taker<'_> {
             PacketClass::Rtcp => {
                 match open(self.srtp, bytes) {
                     Ok(Received::Rtcp(items)) => {
-                        self.liveness.heard(self.now, is_report(&items));
+                        let report = is_report(&items);
+                        self.liveness.heard(self.now, report);
+                        if !report {
+                            (self.other)(&items);
+                            return true;
+                        }
                         for item in items {
                             if let RtcpItem::SenderReport { ssrc, info, .. } = item {
                                 self.sender_reports.insert(ssrc, (info, self.now));

@@ -919,6 +919,15 @@ impl Client {
         }
     }
 
+    /// Changes what the session receives (`docs/interest.md`) through the HTTP API; a
+    /// rejoin keeps the new interest. Fails on a client made from a join answer (no HTTP).
+    pub async fn set_interest(&mut self, interest: Interest) -> Result<(), ClientError> {
+        let http = self.http.as_mut().ok_or(ClientError::NoHttp)?;
+        put_interest(http, self.joined.session, &interest, HTTP_TIMEOUT).await?;
+        http.opts.interest = Some(interest);
+        Ok(())
+    }
+
     /// Leaves the session (`DELETE /v1/sessions/{id}`); the relay sends the others a BYE.
     pub async fn leave(self) -> Result<(), ClientError> {
         let http = self.http.ok_or(ClientError::NoHttp)?;
@@ -1046,6 +1055,22 @@ enum Link {
     Quic(Box<QuicLink>),
     /// RTP over a WebRTC data channel (boxed: a peer connection is large).
     WebRtc(Box<WebRtcPeer>),
+}
+
+/// `PUT /v1/sessions/{id}/interest`, given at most `timeout`.
+async fn put_interest(
+    http: &Http,
+    session: SessionId,
+    interest: &Interest,
+    timeout: Duration,
+) -> Result<(), ClientError> {
+    let id = gsrelay_core::relay::format_session_id(session);
+    let url = format!("{}/v1/sessions/{id}/interest", http.base);
+    let resp = (http.client)
+        .send(Method::PUT, &url, &http.token, Some(interest), timeout)
+        .await?;
+    http::checked(resp).await?;
+    Ok(())
 }
 
 /// `DELETE /v1/sessions/{id}`, given at most `timeout`.

@@ -7,6 +7,7 @@ use gsrelay_core::relay::handover::{self, Entry, Kind};
 use gsrelay_core::rtp::PacketClass;
 use gsrelay_core::rtp::rtcp::{self, RtcpItem};
 use gsrelay_core::wire::{self, Object};
+use std::collections::HashSet;
 
 /// One ownership notice from the relay: what it says of which object, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,17 +105,22 @@ impl Client {
     /// Keeps what it holds in step with the relay's notices (an object of its own stream
     /// given back to it is noted as held too).
     pub(super) fn note_ownership(&mut self, items: &[RtcpItem]) {
-        for n in notices(items) {
-            let key = (n.entry.ssrc, n.entry.object);
-            match n.kind {
-                Kind::Granted => {
-                    self.holds.insert(key);
-                }
-                Kind::Lost => {
-                    self.holds.remove(&key);
-                }
-                _ => {}
+        note_ownership(&mut self.holds, items);
+    }
+}
+
+/// Takes note of the relay's grants and losses in `items` in `holds`.
+pub(super) fn note_ownership(holds: &mut HashSet<(u32, u64)>, items: &[RtcpItem]) {
+    for n in notices(items) {
+        let key = (n.entry.ssrc, n.entry.object);
+        match n.kind {
+            Kind::Granted => {
+                holds.insert(key);
             }
+            Kind::Lost => {
+                holds.remove(&key);
+            }
+            _ => {}
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Codec benchmarks: the zero-copy scanner, typed decode and typed encode over one
 //! MTU-sized game-state payload in each dialect, and the scanner per object type.
 //!
-//! Run with `cargo bench --bench codec`; `docs/benchmarks.md` records the method and the
-//! results.
+//! Run with `cargo bench -p gsrelay-core --bench codec`; `docs/benchmarks.md` records the
+//! method and the results.
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};

@@ -2,7 +2,8 @@
 //! 100) spread over a 1 km square. Cost of one update (one object moving) with and without
 //! areas of interest.
 //!
-//! Run with `cargo bench --bench interest`; `docs/benchmarks.md` records the results.
+//! Run with `cargo bench -p gsrelay-core --bench interest`; `docs/benchmarks.md` records the
+//! results.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use gsrelay_core::rtp::RtpHeader;

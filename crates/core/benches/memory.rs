@@ -2,7 +2,8 @@
 //! counting allocator reports the live heap bytes that added, against the objects' wire
 //! size. Also prints the RSS delta, which includes allocator slack.
 //!
-//! Run with `cargo bench --bench memory`; `docs/benchmarks.md` records the results.
+//! Run with `cargo bench -p gsrelay-core --bench memory`; `docs/benchmarks.md` records the
+//! results.
 
 mod common;
 

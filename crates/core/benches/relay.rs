@@ -1,7 +1,8 @@
 //! Relay core micro-benchmarks, no sockets: the latest-state store update, the per-packet
 //! fan-out cost by subscriber count, and a snapshot of 10 000 objects.
 //!
-//! Run with `cargo bench --bench relay`; `docs/benchmarks.md` records the results.
+//! Run with `cargo bench -p gsrelay-core --bench relay`; `docs/benchmarks.md` records the
+//! results.
 
 mod common;
 

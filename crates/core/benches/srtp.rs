@@ -8,9 +8,9 @@
 //! send batch) and works there in place. Unprotect is timed alone: criterion's batches seal
 //! the packets first, untimed, and the timed routine opens each where it lies.
 //!
-//! Run with `cargo bench --bench srtp`; `GSRELAY_SRTP_PORTABLE=1 cargo bench --bench srtp`
-//! measures the portable primitives on the same build. `docs/benchmarks.md` records the
-//! results.
+//! Run with `cargo bench -p gsrelay-core --bench srtp`;
+//! `GSRELAY_SRTP_PORTABLE=1 cargo bench -p gsrelay-core --bench srtp` measures the portable
+//! primitives on the same build. `docs/benchmarks.md` records the results.
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use gsrelay_core::rtp::srtp::{KeyMaterial, SrtpProfile, SrtpSession};

@@ -14,12 +14,12 @@
 //!   an RTP packet;
 //! - core: none; its input is a structure `arbitrary` reads, which the fuzzer builds up.
 
-use gsrelay::rtp::ccfb;
-use gsrelay::rtp::packet::append_padding;
-use gsrelay::rtp::rtcp::{self, FirEntry, ReceptionReport, SenderInfo, TmmbEntry};
-use gsrelay::rtp::{ExtensionElement, ExtensionForm, RtpHeader, SrtpProfile, WriteExtension};
-use gsrelay::wire::json::Hex;
-use gsrelay::wire::{self, Dialect, Object};
+use gsrelay_core::rtp::ccfb;
+use gsrelay_core::rtp::packet::append_padding;
+use gsrelay_core::rtp::rtcp::{self, FirEntry, ReceptionReport, SenderInfo, TmmbEntry};
+use gsrelay_core::rtp::{ExtensionElement, ExtensionForm, RtpHeader, SrtpProfile, WriteExtension};
+use gsrelay_core::wire::json::Hex;
+use gsrelay_core::wire::{self, Dialect, Object};
 use gsrelay_fuzz::{dialect_selector, srtp_client, srtp_flags};
 use std::path::{Path, PathBuf};
 use std::{env, fs};
@@ -83,7 +83,7 @@ fn roq_seeds(rtp: &[Vec<u8>]) -> Vec<Vec<u8>> {
 
 /// Link inputs: each control frame, length first, and a datagram of a real RTP packet.
 fn link_seeds(rtp: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, String> {
-    use gsrelay::internal::link_wire::{self as w, Control, Datagram, Hello};
+    use gsrelay_server::internal::link_wire::{self as w, Control, Datagram, Hello};
     let frames = [
         Control::Hello(Hello {
             node: "node-a".into(),
@@ -116,7 +116,7 @@ fn link_seeds(rtp: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, String> {
         from_shard: 0,
         to_shard: 1,
         session: 42,
-        class: gsrelay::rtp::PacketClass::Rtp,
+        class: gsrelay_core::rtp::PacketClass::Rtp,
     };
     let mut head = [0u8; w::DATAGRAM_HEADER];
     w::write_datagram_header(&d, &mut head);

@@ -3,7 +3,7 @@
 //! relay exports them before their first event: a dashboard panel then reads 0 rather
 //! than "no data", and a `rate()` alert can tell "none happened" from "not exported".
 //!
-//! Values named outside `src/metrics` and `src/control` (the core's and the transports')
+//! Values named outside the `metrics` and `control` modules (the core's and the transports')
 //! stay string literals where they are produced; `tests/metric_labels.rs` reads them from
 //! the source and checks that each one is in its list here, so a new value cannot be
 //! forgotten.

@@ -1,6 +1,6 @@
 //! Full aggregated packets held until their view's deadline, so that a subscriber's
 //! packets of one flush leave together: as a *train* of packets padded to one size, which
-//! a UDP transport sends as one GSO buffer (`transport::batch`) and a receiver with GRO
+//! a UDP transport sends as one GSO buffer (`gsrelay_net::udp::batch`) and a receiver with GRO
 //! takes in one read. The kernel's cost follows the buffers, not the datagrams, and the
 //! deadline is the one the partial packet already had: no update waits longer than its
 //! view's `max_delay_ms` (`docs/relay.md`, "Delivery modes").
