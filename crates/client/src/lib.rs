@@ -528,8 +528,8 @@ impl Client {
         Ok(client)
     }
 
-    /// A client for a session joined some other way (e.g. through a
-    /// [`RelayHandle`](gsrelay_core::join::RelayHandle) in tests). It cannot
+    /// A client for a session joined some other way (e.g. through
+    /// the server's `RelayHandle` in tests). It cannot
     /// [`leave`](Self::leave).
     pub async fn from_answer(answer: JoinAnswer, dialect: Dialect) -> Result<Self, ClientError> {
         let link = match answer.quic() {

@@ -470,6 +470,24 @@ unsafe fn refs_at(refs: *const gsr_object_ref, count: usize) -> Result<Vec<(u32,
     Ok(refs.iter().map(|r| (r.ssrc, r.object_id)).collect())
 }
 
+/// Queues an ownership request or release of `count` objects.
+///
+/// # Safety
+/// `refs` must point at `count` readable `gsr_object_ref`s.
+unsafe fn ownership(
+    client: gsr_client,
+    refs: *const gsr_object_ref,
+    count: usize,
+    command: fn(Vec<(u32, u64)>) -> Command,
+) -> gsr_status {
+    guard(|| {
+        let c = CLIENTS.get(client)?;
+        // SAFETY: the caller's promise.
+        let refs = unsafe { refs_at(refs, count) }?;
+        c.send(command(refs))
+    })
+}
+
 /// Asks the relay for `count` objects of other streams; each answer is a
 /// `GSR_EVENT_OWNERSHIP` (granted or refused).
 ///
@@ -481,12 +499,8 @@ pub unsafe extern "C" fn gsr_client_request_objects(
     refs: *const gsr_object_ref,
     count: usize,
 ) -> gsr_status {
-    guard(|| {
-        let c = CLIENTS.get(client)?;
-        // SAFETY: the caller's promise.
-        let refs = unsafe { refs_at(refs, count) }?;
-        c.send(Command::Request(refs))
-    })
+    // SAFETY: the caller's promise, passed on.
+    unsafe { ownership(client, refs, count, Command::Request) }
 }
 
 /// Gives `count` held objects back.
@@ -499,12 +513,8 @@ pub unsafe extern "C" fn gsr_client_release_objects(
     refs: *const gsr_object_ref,
     count: usize,
 ) -> gsr_status {
-    guard(|| {
-        let c = CLIENTS.get(client)?;
-        // SAFETY: the caller's promise.
-        let refs = unsafe { refs_at(refs, count) }?;
-        c.send(Command::Release(refs))
-    })
+    // SAFETY: the caller's promise, passed on.
+    unsafe { ownership(client, refs, count, Command::Release) }
 }
 
 /// The session's identifiers in `*info` (`info->struct_size` set by the caller).

@@ -83,6 +83,28 @@ pub(crate) unsafe fn put<T>(out: *mut T, value: T, what: &str) -> Result<(), Err
     Ok(())
 }
 
+/// Makes a context for `dialect` with `make`, keeps it in `registry` and writes its handle.
+///
+/// # Safety
+/// `out` must be null or writable.
+unsafe fn new_context<T>(
+    registry: &Registry<T>,
+    d: gsr_dialect,
+    out: *mut u64,
+    make: fn(Dialect) -> T,
+) -> gsr_status {
+    guard(|| {
+        let d = dialect(d)?;
+        if out.is_null() {
+            return Err(Error::null("out"));
+        }
+        let handle = registry.insert(make(d));
+        // SAFETY: checked non-null above; the caller promises it is writable.
+        unsafe { put(out, handle, "out") }?;
+        Ok(GSR_OK)
+    })
+}
+
 /// A new encoder for `dialect`, empty, in `*out`.
 ///
 /// # Safety
@@ -92,19 +114,12 @@ pub unsafe extern "C" fn gsr_encoder_new(
     dialect: gsr_dialect,
     out: *mut gsr_encoder,
 ) -> gsr_status {
-    guard(|| {
-        let dialect = self::dialect(dialect)?;
-        if out.is_null() {
-            return Err(Error::null("out"));
-        }
-        let handle = ENCODERS.insert(Encoder {
-            dialect,
-            state: Mutex::default(),
-        });
-        // SAFETY: checked non-null above; the caller promises it is writable.
-        unsafe { put(out, handle, "out") }?;
-        Ok(GSR_OK)
-    })
+    let make = |dialect| Encoder {
+        dialect,
+        state: Mutex::default(),
+    };
+    // SAFETY: the caller's promise, passed on.
+    unsafe { new_context(&ENCODERS, dialect, out, make) }
 }
 
 /// Appends `object`, encoded in the encoder's dialect, to its payload. On an error the
@@ -185,19 +200,12 @@ pub unsafe extern "C" fn gsr_decoder_new(
     dialect: gsr_dialect,
     out: *mut gsr_decoder,
 ) -> gsr_status {
-    guard(|| {
-        let dialect = self::dialect(dialect)?;
-        if out.is_null() {
-            return Err(Error::null("out"));
-        }
-        let handle = DECODERS.insert(Decoder {
-            dialect,
-            state: Mutex::default(),
-        });
-        // SAFETY: checked non-null above; the caller promises it is writable.
-        unsafe { put(out, handle, "out") }?;
-        Ok(GSR_OK)
-    })
+    let make = |dialect| Decoder {
+        dialect,
+        state: Mutex::default(),
+    };
+    // SAFETY: the caller's promise, passed on.
+    unsafe { new_context(&DECODERS, dialect, out, make) }
 }
 
 /// Gives the decoder a payload to read from its start: `length` bytes at `data`, copied.

@@ -24,7 +24,9 @@ pub use transport::shard::SHARD_THREADS;
 
 /// Running a relay: what `gsrelay serve` does, as a library call.
 pub mod serve {
-    pub use crate::config::{LogFormat, ServeArgs, ServeConfig};
+    pub use crate::config::{
+        HttpArgs, LogFormat, RelayArgs, ServeArgs, ServeConfig, Setting, SettingDefault, settings,
+    };
     pub use crate::server::{STOP_TIMEOUT, Server, start};
 }
 

@@ -17,7 +17,7 @@ const REASONS: usize = 32;
 /// Measurements the queue holds before its first growth: more than one input produces.
 const EVENTS: usize = 64;
 
-/// Counts keyed by a static reason. Room for [`REASONS`] is made up front; a reason past
+/// Counts keyed by a static reason. Room for `REASONS` is made up front; a reason past
 /// that grows the table once, and later counts allocate nothing.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ReasonCounts(Vec<(&'static str, u64)>);

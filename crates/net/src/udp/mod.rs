@@ -5,3 +5,5 @@
 pub mod batch;
 pub mod recv;
 mod sys;
+
+pub use sys::MAX_DATAGRAMS;

@@ -42,7 +42,7 @@ pub enum Datagram<'a> {
 }
 
 impl RecvBatch {
-    /// Room for `slots` datagrams (at most [`MAX_DATAGRAMS`]) of up to `slot` bytes each.
+    /// Room for `slots` datagrams (at most [`super::MAX_DATAGRAMS`]) of up to `slot` bytes each.
     pub fn new(slots: usize, slot: usize) -> Self {
         let (slots, slot) = (slots.clamp(1, MAX_DATAGRAMS), slot.max(1));
         Self {

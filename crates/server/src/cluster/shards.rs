@@ -1,5 +1,5 @@
 //! The control plane's view of several relay shards: each shard is one relay task owning a
-//! [`gsrelay_core::relay::Relay`] core, its own UDP socket and its sessions ([`super::shard`]);
+//! [`gsrelay_core::relay::Relay`] core, its own UDP socket and its sessions ([`crate::transport::shard`]);
 //! rooms are placed on shards and never share state, so the data path takes no lock.
 //!
 //! [`Shards`] routes control operations through a [`Directory`], which it alone calls: a
