@@ -3,6 +3,7 @@
 
 pub mod browser;
 pub mod cluster;
+pub mod ffi;
 pub mod libsrtp;
 pub mod quic_relay;
 pub mod redis;

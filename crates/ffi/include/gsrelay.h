@@ -766,7 +766,7 @@ gsr_status gsr_client_release_objects(gsr_client client,
 //
 // # Safety
 // `info` must be null or point at a writable `gsr_client_info` whose `struct_size` is set.
-gsr_status gsr_client_info(gsr_client client, struct gsr_client_info *info);
+gsr_status gsr_client_get_info(gsr_client client, struct gsr_client_info *info);
 
 // Leaves the room; `GSR_EVENT_ENDED` (`GSR_ENDED_LEFT`) follows. The handle stays valid
 // until freed.

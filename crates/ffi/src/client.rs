@@ -522,7 +522,7 @@ pub unsafe extern "C" fn gsr_client_release_objects(
 /// # Safety
 /// `info` must be null or point at a writable `gsr_client_info` whose `struct_size` is set.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn gsr_client_info(
+pub unsafe extern "C" fn gsr_client_get_info(
     client: gsr_client,
     info: *mut gsr_client_info,
 ) -> gsr_status {
