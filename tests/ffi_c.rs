@@ -92,3 +92,108 @@ fn every_gse_object_goes_from_a_c_publisher_to_c_subscribers_byte_exact() {
 fn a_program_linked_with_the_static_library_publishes_and_receives() {
     pubsub(0, Link::Static);
 }
+
+/// Runs the bad-input program built with `extra` flags and `env`.
+fn bad_inputs(name: &str, extra: &[&str], env: &[(&str, &str)]) {
+    let dir = out_dir(name);
+    let exe = dir.join("bad_inputs");
+    compile("gcc", "c11", &["bad_inputs.c"], &exe, Link::Shared, extra);
+    let output = Command::new(&exe)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run bad_inputs");
+    let stdout = succeeded("bad_inputs", &output);
+    assert!(stdout.trim().ends_with(" passed, 0 failed"), "{stdout}");
+}
+
+#[test]
+fn garbage_into_every_entry_is_refused_with_its_code() {
+    bad_inputs("bad_inputs", &[], &[]);
+}
+
+/// The same under AddressSanitizer and UndefinedBehaviorSanitizer: no entry reads or
+/// writes memory it was not given. Leak detection is off: the library's network threads
+/// and their runtime live for the process, by design.
+#[test]
+fn garbage_into_every_entry_is_clean_under_asan_and_ubsan() {
+    bad_inputs(
+        "bad_inputs_asan",
+        &[
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all",
+            "-fno-omit-frame-pointer",
+        ],
+        &[("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1")],
+    );
+}
+
+/// A C publisher and subscriber come back by themselves after `kill -9` and a restart of
+/// the relay on the same ports, keeping their SSRCs, and the stream flows again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_clients_resume_with_their_ssrcs_after_the_relay_is_killed_and_restarted() {
+    use std::io::{BufRead, BufReader};
+    use support::restart::Relay;
+    use support::server::{PUBLISH, SUBSCRIBE, now, token_as};
+
+    let relay = Relay::start().await;
+    let dir = out_dir("resume");
+    let exe = dir.join("resume");
+    compile("gcc", "c11", &["resume.c"], &exe, Link::Shared, &[]);
+    let mut child = Command::new(&exe)
+        .arg(relay.base())
+        .arg(token_as("r", "pub", PUBLISH, now(), 600))
+        .arg(token_as("r", "sub", SUBSCRIBE, now(), 600))
+        .arg("r")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run resume");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let line = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the C clients joined and the subscriber received");
+    assert_eq!(line, "joined");
+    let ports = relay.kill_9();
+    let _relay = Relay::restart_on(ports).await;
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("join")
+        .expect("resume ends");
+    reader
+        .join()
+        .expect("the output reader ends with the program");
+    let mut lines: Vec<String> = rx.try_iter().collect();
+    lines.sort();
+    succeeded("resume", &output);
+    assert_eq!(lines, ["back pub resumed", "back sub resumed", "flowing"]);
+}
+
+/// The header compiles as C++17 with every warning an error, and RAII wrappers of the
+/// kind an engine writes encode, decode, join, publish and receive.
+#[test]
+fn cpp17_wrappers_encode_decode_and_exchange_an_object() {
+    let relay = Serve::dev(&[]);
+    let rights = Rights {
+        publish: true,
+        subscribe: true,
+        admin: false,
+    };
+    let dir = out_dir("cpp");
+    let exe = dir.join("smoke");
+    compile("g++", "c++17", &["smoke.cpp"], &exe, Link::Shared, &[]);
+    let output = Command::new(&exe)
+        .arg(&relay.base)
+        .arg(relay.token("cpp", "a", rights))
+        .arg(relay.token("cpp", "b", rights))
+        .arg("cpp")
+        .output()
+        .expect("run smoke");
+    let stdout = succeeded("smoke", &output);
+    assert!(stdout.contains("published and received"), "{stdout}");
+}

@@ -7,6 +7,7 @@ pub mod ffi;
 pub mod libsrtp;
 pub mod quic_relay;
 pub mod redis;
+pub mod restart;
 pub mod serve;
 pub mod server;
 pub mod srtp;
