@@ -52,7 +52,7 @@ pub enum Link {
     Static,
 }
 
-/// Compiles `sources` (under `tests/ffi`) into `out` with `compiler` (`gcc` or `g++`),
+/// Compiles `sources` (under `tests/ffi`, or absolute paths) into `out` with `compiler` (`gcc` or `g++`),
 /// warnings as errors, and `extra` flags; panics with the compiler's output on failure.
 pub fn compile(
     compiler: &str,
