@@ -308,3 +308,17 @@ fn a_killed_nodes_subscribers_are_timed_until_whole_again() {
     assert_eq!(num(&r, "not_whole"), 0.0, "{r}");
     assert_eq!(num(&r, "objects_lost"), 0.0, "{r}");
 }
+
+/// `gsrelay bench ffi`: a subscriber through the C ABI in a small dense room receives the
+/// publishers' updates, and the report says what each cost it.
+#[test]
+fn the_c_abi_subscriber_is_measured_per_update() {
+    let r = subcommand_json("ffi", &["--players", "4", "--rate", "20", "--seconds", "1"]);
+    assert_eq!(num(&r, "players"), 4.0);
+    // Four publishers at 20 Hz for a second: most of 80 updates arrive.
+    assert!(num(&r, "updates") >= 40.0, "{r}");
+    assert!(num(&r, "us_per_update") > 0.0, "{r}");
+    let parts = num(&r, "net_us_per_update") + num(&r, "poll_us_per_update");
+    assert!((parts - num(&r, "us_per_update")).abs() < 1e-6, "{r}");
+    assert!(num(&r, "max_events_per_poll") >= 1.0, "{r}");
+}

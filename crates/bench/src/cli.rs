@@ -46,6 +46,36 @@ enum BenchCmd {
     /// A room over a cluster's nodes behind a Service, one node killed (SIGKILL) after
     /// another: the time until each of its clients holds the whole room again.
     Failover(FailoverArgs),
+    /// What the C ABI costs a subscriber: a dense room in process, one subscriber joined
+    /// through the C ABI in aggregated delivery, polling as a game loop does; CPU per
+    /// received update and the wall time of a poll.
+    Ffi(FfiArgs),
+}
+
+/// Arguments of `gsrelay bench ffi`; defaults are `FfiBench::default()`.
+#[derive(Debug, Args)]
+struct FfiArgs {
+    /// Publishers in the room [default: 200].
+    #[arg(long)]
+    players: Option<usize>,
+    /// Updates per second per publisher [default: 20].
+    #[arg(long, value_name = "HZ")]
+    rate: Option<f64>,
+    /// Polls per second, the game's frame rate [default: 60].
+    #[arg(long, value_name = "HZ")]
+    poll_rate: Option<f64>,
+    /// Aggregated delivery's longest wait [default: 10].
+    #[arg(long, value_name = "MS")]
+    aggregate_ms: Option<u32>,
+    /// Measured seconds, after a 3 s warm-up [default: 20].
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Plain RTP instead of SRTP (the relay runs with `--insecure-plain-rtp`).
+    #[arg(long)]
+    plain_rtp: bool,
+    /// Also write the report as JSON here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 /// Arguments of `gsrelay bench nodes`; defaults are `Nodes::default()`.
@@ -491,6 +521,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         Some(BenchCmd::Restart(r)) => return restart(r),
         Some(BenchCmd::Nodes(n)) => return nodes(n),
         Some(BenchCmd::Failover(f)) => return failover(f),
+        Some(BenchCmd::Ffi(f)) => return ffi(f),
         None => {}
     }
     let a = a.run;
@@ -706,6 +737,25 @@ fn failover(a: FailoverArgs) -> anyhow::Result<()> {
     };
     let exe = std::env::current_exe().context("finding the gsrelay binary")?;
     let report = crate::failover::run(&f, exe)?;
+    print!("{}", report.table());
+    if let Some(path) = &a.json {
+        write_json(path, &report)?;
+    }
+    Ok(())
+}
+
+/// `gsrelay bench ffi`.
+fn ffi(a: FfiArgs) -> anyhow::Result<()> {
+    let d = crate::ffi::FfiBench::default();
+    let bench = crate::ffi::FfiBench {
+        players: a.players.unwrap_or(d.players),
+        rate_hz: a.rate.unwrap_or(d.rate_hz),
+        poll_hz: a.poll_rate.unwrap_or(d.poll_hz),
+        aggregate_ms: a.aggregate_ms.unwrap_or(d.aggregate_ms),
+        seconds: a.seconds.unwrap_or(d.seconds),
+        plain_rtp: a.plain_rtp,
+    };
+    let report = crate::ffi::run(&bench)?;
     print!("{}", report.table());
     if let Some(path) = &a.json {
         write_json(path, &report)?;

@@ -16,6 +16,7 @@ pub mod baseline;
 pub mod cli;
 pub mod cluster;
 pub mod failover;
+pub mod ffi;
 pub mod impair;
 pub mod nodes;
 pub mod peers;

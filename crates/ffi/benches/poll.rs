@@ -1,0 +1,57 @@
+//! One poll handing over a thousand updates: the queue filled with a thousand Head1
+//! updates as the network thread writes them, then `PollSide::poll` (what
+//! `gsr_client_poll` runs after its handle look-up) turning them into typed events.
+//! Prints the median and 99th percentile over 2 000 polls.
+//!
+//! `cargo bench -p gsrelay-ffi --bench poll`
+
+use gsrelay_core::wire::{self, Dialect, Head1, Loc2, Object};
+use gsrelay_ffi::GSR_EVENT_OBJECT;
+use gsrelay_ffi::events::{Batch, PollSide, Queue, gsr_event};
+use std::hint::black_box;
+use std::time::Instant;
+
+const UPDATES: usize = 1000;
+const POLLS: usize = 2000;
+
+fn main() {
+    let tlvs: Vec<Vec<u8>> = (0..UPDATES as u64)
+        .map(|id| {
+            let head = Object::Head1(Head1 {
+                id,
+                location: Loc2 {
+                    x: id as f32,
+                    ..Loc2::default()
+                },
+                ..Head1::default()
+            });
+            wire::encode(&[head], Dialect::Draft01).expect("encode")
+        })
+        .collect();
+    let queue = Queue::default();
+    let mut local = Batch::default();
+    let mut side = PollSide::default();
+    // SAFETY: gsr_event is plain data; all zeroes is a valid value of it.
+    let mut events: Vec<gsr_event> = vec![unsafe { std::mem::zeroed() }; UPDATES];
+    let mut times = Vec::with_capacity(POLLS);
+    for round in 0..POLLS + 100 {
+        for (i, tlv) in tlvs.iter().enumerate() {
+            local.push(GSR_EVENT_OBJECT, 7, i as u64, 0, 0, tlv);
+        }
+        queue.append(&mut local);
+        let start = Instant::now();
+        let n = side.poll(&queue, Dialect::Draft01, &mut events);
+        let took = start.elapsed();
+        assert_eq!(black_box(n), UPDATES);
+        if round >= 100 {
+            times.push(took.as_secs_f64() * 1e6);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "poll of {UPDATES} Head1 updates: median {:.1} us, p99 {:.1} us ({:.0} ns per update)",
+        times[POLLS / 2],
+        times[POLLS * 99 / 100],
+        times[POLLS / 2] * 1000.0 / UPDATES as f64
+    );
+}
