@@ -9,7 +9,7 @@
 
 #![allow(non_camel_case_types)]
 
-use crate::object::{Storage, gsr_object, to_c};
+use crate::object::{GSR_OBJECT_NONE, Storage, gsr_object, write_c};
 use gsrelay_core::wire::layout::read_tlv;
 use gsrelay_core::wire::reader::Reader;
 use gsrelay_core::wire::{Dialect, Object, decode_tlv};
@@ -270,7 +270,13 @@ impl PollSide {
         self.storage.clear();
         self.storage.reserve_for(self.decoded.iter().flatten());
         for ((slot, r), decoded) in out.iter_mut().zip(records).zip(&self.decoded) {
-            *slot = to_event(r, &self.front.bytes, decoded.as_ref(), &mut self.storage);
+            fill(
+                slot,
+                r,
+                &self.front.bytes,
+                decoded.as_ref(),
+                &mut self.storage,
+            );
         }
         self.next += take;
         take
@@ -287,37 +293,42 @@ fn decode_one(tlv: &[u8], dialect: Dialect) -> Option<Object> {
     read_tlv(&mut r).and_then(|t| decode_tlv(t, dialect)).ok()
 }
 
-fn to_event(r: &Record, bytes: &[u8], decoded: Option<&Object>, store: &mut Storage) -> gsr_event {
+/// Writes event `r` into `slot`, field by field: only the union member of its object (if
+/// any) is written, not the whole union.
+fn fill(
+    slot: &mut gsr_event,
+    r: &Record,
+    bytes: &[u8],
+    decoded: Option<&Object>,
+    store: &mut Storage,
+) {
     let data = bytes_of(bytes, r);
     // Message events carry a NUL the length does not count.
     let message = matches!(r.kind, GSR_EVENT_JOINED | GSR_EVENT_ENDED | GSR_EVENT_ERROR);
-    let data_length = if message {
+    slot.kind = r.kind;
+    slot.ssrc = r.ssrc;
+    slot.object_id = r.object_id;
+    slot.code = r.code;
+    slot.flags = r.flags;
+    slot.data_length = if message {
         data.len().saturating_sub(1)
     } else {
         data.len()
     };
-    let mut flags = r.flags;
-    let object = match decoded {
-        Some(o) => to_c(o, store),
+    slot.data = if data.is_empty() {
+        std::ptr::null()
+    } else {
+        data.as_ptr()
+    };
+    match decoded {
+        Some(o) => write_c(o, store, &mut slot.object),
         None => {
             if r.kind == GSR_EVENT_OBJECT {
-                flags |= GSR_FLAG_UNDECODED;
+                slot.flags |= GSR_FLAG_UNDECODED;
             }
-            gsr_object::default()
+            slot.object.r#type = GSR_OBJECT_NONE;
+            slot.object.extra_length = 0;
+            slot.object.extra = std::ptr::null();
         }
-    };
-    gsr_event {
-        kind: r.kind,
-        ssrc: r.ssrc,
-        object_id: r.object_id,
-        code: r.code,
-        flags,
-        data_length,
-        data: if data.is_empty() {
-            std::ptr::null()
-        } else {
-            data.as_ptr()
-        },
-        object,
     }
 }

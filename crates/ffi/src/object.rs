@@ -652,100 +652,99 @@ fn texture(t: Option<&Texture>, store: &mut Storage) -> (gsr_texture_kind, *cons
 /// becomes an empty object.
 pub fn to_c(o: &Object, store: &mut Storage) -> gsr_object {
     let mut out = gsr_object::default();
+    write_c(o, store, &mut out);
+    out
+}
+
+/// [`to_c`] into `out` in place: writes the type, the trailing bytes and the one member
+/// of the union that holds the object, no more (a poll writes a thousand of these).
+pub fn write_c(o: &Object, store: &mut Storage, out: &mut gsr_object) {
+    out.extra_length = 0;
+    out.extra = ptr::null();
     if let Some(extra) = extra_of(o).filter(|e| !e.0.is_empty()) {
         out.extra_length = extra.0.len();
         out.extra = store.bytes(&extra.0);
     }
-    let (ty, u) = match o {
-        Object::Head1(h) => (
-            GSR_OBJECT_HEAD1,
-            gsr_object_union {
-                head1: gsr_head1 {
-                    id: h.id,
-                    time: h.time,
-                    location: loc2(h.location),
-                    rotation: rot2(h.rotation),
-                    ipd_present: u8::from(h.ipd.is_some()),
-                    ipd: h.ipd.unwrap_or_default(),
+    let ty = match o {
+        Object::Head1(h) => {
+            out.u.head1 = gsr_head1 {
+                id: h.id,
+                time: h.time,
+                location: loc2(h.location),
+                rotation: rot2(h.rotation),
+                ipd_present: u8::from(h.ipd.is_some()),
+                ipd: h.ipd.unwrap_or_default(),
+            };
+            GSR_OBJECT_HEAD1
+        }
+        Object::Hand1(h) => {
+            out.u.hand1 = gsr_hand1 {
+                id: h.id,
+                time: h.time,
+                left: u8::from(h.left),
+                location: loc2(h.location),
+                rotation: rot2(h.rotation),
+            };
+            GSR_OBJECT_HAND1
+        }
+        Object::Hand2(h) => {
+            out.u.hand2 = gsr_hand2 {
+                id: h.id,
+                time: h.time,
+                left: u8::from(h.left),
+                location: loc2(h.location),
+                rotation: rot2(h.rotation),
+                wrist: transform(h.wrist),
+                thumb: gsr_thumb {
+                    tip: transform(h.thumb.tip),
+                    ip: transform(h.thumb.ip),
+                    mcp: transform(h.thumb.mcp),
+                    cmc: transform(h.thumb.cmc),
                 },
-            },
-        ),
-        Object::Hand1(h) => (
-            GSR_OBJECT_HAND1,
-            gsr_object_union {
-                hand1: gsr_hand1 {
-                    id: h.id,
-                    time: h.time,
-                    left: u8::from(h.left),
-                    location: loc2(h.location),
-                    rotation: rot2(h.rotation),
-                },
-            },
-        ),
-        Object::Hand2(h) => (
-            GSR_OBJECT_HAND2,
-            gsr_object_union {
-                hand2: gsr_hand2 {
-                    id: h.id,
-                    time: h.time,
-                    left: u8::from(h.left),
-                    location: loc2(h.location),
-                    rotation: rot2(h.rotation),
-                    wrist: transform(h.wrist),
-                    thumb: gsr_thumb {
-                        tip: transform(h.thumb.tip),
-                        ip: transform(h.thumb.ip),
-                        mcp: transform(h.thumb.mcp),
-                        cmc: transform(h.thumb.cmc),
-                    },
-                    index: finger(&h.index),
-                    middle: finger(&h.middle),
-                    ring: finger(&h.ring),
-                    pinky: finger(&h.pinky),
-                },
-            },
-        ),
+                index: finger(&h.index),
+                middle: finger(&h.middle),
+                ring: finger(&h.ring),
+                pinky: finger(&h.pinky),
+            };
+            GSR_OBJECT_HAND2
+        }
         Object::Object1(x) => {
             let (scale, uniform) = match x.scale {
                 Scale1::Uniform(s) => (gsr_vec3 { x: s, y: s, z: s }, 1),
                 Scale1::Axes(v) => (vec3(v), 0),
             };
-            (
-                GSR_OBJECT_OBJECT1,
-                gsr_object_union {
-                    object1: gsr_object1 {
-                        id: x.id,
-                        time: x.time,
-                        position: vec3(x.position),
-                        rotation: gsr_rot1 {
-                            i: x.rotation.i,
-                            j: x.rotation.j,
-                            k: x.rotation.k,
-                        },
-                        scale,
-                        scale_uniform: uniform,
-                        active: u8::from(x.active),
-                        parent_present: u8::from(x.parent.is_some()),
-                        parent: x.parent.unwrap_or_default(),
-                    },
-                },
-            )
-        }
-        Object::Object2(x) => (
-            GSR_OBJECT_OBJECT2,
-            gsr_object_union {
-                object2: gsr_object2 {
+            {
+                out.u.object1 = gsr_object1 {
                     id: x.id,
                     time: x.time,
-                    location: loc2(x.location),
-                    rotation: rot2(x.rotation),
-                    scale: loc2(x.scale),
+                    position: vec3(x.position),
+                    rotation: gsr_rot1 {
+                        i: x.rotation.i,
+                        j: x.rotation.j,
+                        k: x.rotation.k,
+                    },
+                    scale,
+                    scale_uniform: uniform,
                     active: u8::from(x.active),
                     parent_present: u8::from(x.parent.is_some()),
                     parent: x.parent.unwrap_or_default(),
-                },
-            },
-        ),
+                };
+                GSR_OBJECT_OBJECT1
+            }
+        }
+        Object::Object2(x) => {
+            out.u.object2 = gsr_object2 {
+                id: x.id,
+                time: x.time,
+                location: loc2(x.location),
+                rotation: rot2(x.rotation),
+                scale: loc2(x.scale),
+                active: u8::from(x.active),
+                parent_present: u8::from(x.parent.is_some()),
+                parent: x.parent.unwrap_or_default(),
+            };
+            GSR_OBJECT_OBJECT2
+        }
         Object::Mesh1(m) => {
             let (texture_kind, texture_url, texture_rtp_pt) = texture(m.texture.as_ref(), store);
             let vertices = store.vec3s(&m.vertices);
@@ -767,114 +766,98 @@ pub fn to_c(o: &Object, store: &mut Storage) -> gsr_object {
             let at = store.indexes.len();
             store.indexes.extend_from_slice(&m.triangles);
             let triangles = store.indexes[at..].as_ptr();
-            (
-                GSR_OBJECT_MESH1,
-                gsr_object_union {
-                    mesh1: gsr_mesh1 {
-                        id: m.id,
-                        texture_kind,
-                        texture_url,
-                        texture_rtp_pt,
-                        num_vertices: m.vertices.len(),
-                        vertices,
-                        num_normals: m.normals.len(),
-                        normals,
-                        num_textures: m.textures.len(),
-                        textures,
-                        num_triangles: m.triangles.len(),
-                        triangles,
-                    },
-                },
-            )
+            {
+                out.u.mesh1 = gsr_mesh1 {
+                    id: m.id,
+                    texture_kind,
+                    texture_url,
+                    texture_rtp_pt,
+                    num_vertices: m.vertices.len(),
+                    vertices,
+                    num_normals: m.normals.len(),
+                    normals,
+                    num_textures: m.textures.len(),
+                    textures,
+                    num_triangles: m.triangles.len(),
+                    triangles,
+                };
+                GSR_OBJECT_MESH1
+            }
         }
         Object::Mesh2(m) => {
             let mesh_url = store.c_string(&m.mesh_url);
             let (texture_kind, texture_url, texture_rtp_pt) = texture(m.texture.as_ref(), store);
-            (
-                GSR_OBJECT_MESH2,
-                gsr_object_union {
-                    mesh2: gsr_mesh2 {
-                        id: m.id,
-                        location: loc2(m.location),
-                        rotation: rot2(m.rotation),
-                        scale: loc2(m.scale),
-                        mesh_url,
-                        texture_kind,
-                        texture_url,
-                        texture_rtp_pt,
-                        parent_present: u8::from(m.parent.is_some()),
-                        parent: m.parent.unwrap_or_default(),
-                    },
-                },
-            )
+            {
+                out.u.mesh2 = gsr_mesh2 {
+                    id: m.id,
+                    location: loc2(m.location),
+                    rotation: rot2(m.rotation),
+                    scale: loc2(m.scale),
+                    mesh_url,
+                    texture_kind,
+                    texture_url,
+                    texture_rtp_pt,
+                    parent_present: u8::from(m.parent.is_some()),
+                    parent: m.parent.unwrap_or_default(),
+                };
+                GSR_OBJECT_MESH2
+            }
         }
-        Object::GameControl1(g) => (
-            GSR_OBJECT_GAME_CONTROL1,
-            gsr_object_union {
-                game_control1: gsr_game_control1 {
-                    id: g.id,
-                    time: g.time,
-                    buttons: g.buttons,
-                    buttons_time: g.buttons_time,
-                    left: stick(g.left),
-                    right: stick(g.right),
-                },
-            },
-        ),
-        Object::ThreeDof1(t) => (
-            GSR_OBJECT_THREE_DOF1,
-            gsr_object_union {
-                three_dof1: gsr_three_dof1 {
-                    id: t.id,
-                    time: t.time,
-                    left: u8::from(t.left),
-                    rotation: rot2(t.rotation),
-                },
-            },
-        ),
+        Object::GameControl1(g) => {
+            out.u.game_control1 = gsr_game_control1 {
+                id: g.id,
+                time: g.time,
+                buttons: g.buttons,
+                buttons_time: g.buttons_time,
+                left: stick(g.left),
+                right: stick(g.right),
+            };
+            GSR_OBJECT_GAME_CONTROL1
+        }
+        Object::ThreeDof1(t) => {
+            out.u.three_dof1 = gsr_three_dof1 {
+                id: t.id,
+                time: t.time,
+                left: u8::from(t.left),
+                rotation: rot2(t.rotation),
+            };
+            GSR_OBJECT_THREE_DOF1
+        }
         Object::SixDof1(s) => {
             let p = s.pointer.unwrap_or_default();
-            (
-                GSR_OBJECT_SIX_DOF1,
-                gsr_object_union {
-                    six_dof1: gsr_six_dof1 {
-                        id: s.id,
-                        time: s.time,
-                        left: u8::from(s.left),
-                        location: loc2(s.location),
-                        rotation: rot2(s.rotation),
-                        pointer_present: u8::from(s.pointer.is_some()),
-                        pointer: gsr_pointer {
-                            x: p.x,
-                            y: p.y,
-                            z: p.z,
-                            bare: u8::from(p.bare),
-                        },
+            {
+                out.u.six_dof1 = gsr_six_dof1 {
+                    id: s.id,
+                    time: s.time,
+                    left: u8::from(s.left),
+                    location: loc2(s.location),
+                    rotation: rot2(s.rotation),
+                    pointer_present: u8::from(s.pointer.is_some()),
+                    pointer: gsr_pointer {
+                        x: p.x,
+                        y: p.y,
+                        z: p.z,
+                        bare: u8::from(p.bare),
                     },
-                },
-            )
+                };
+                GSR_OBJECT_SIX_DOF1
+            }
         }
-        Object::HeadIpd1(h) => (
-            GSR_OBJECT_HEAD_IPD1,
-            gsr_object_union {
-                head_ipd1: gsr_head_ipd1 { ipd: h.ipd },
-            },
-        ),
-        Object::Unknown(u) => (
-            GSR_OBJECT_UNKNOWN,
-            gsr_object_union {
-                unknown_object: gsr_unknown_object {
-                    tag: u.tag,
-                    data_length: u.data.0.len(),
-                    data: store.bytes(&u.data.0),
-                },
-            },
-        ),
-        Object::Container(_) => return out,
+        Object::HeadIpd1(h) => {
+            out.u.head_ipd1 = gsr_head_ipd1 { ipd: h.ipd };
+            GSR_OBJECT_HEAD_IPD1
+        }
+        Object::Unknown(u) => {
+            out.u.unknown_object = gsr_unknown_object {
+                tag: u.tag,
+                data_length: u.data.0.len(),
+                data: store.bytes(&u.data.0),
+            };
+            GSR_OBJECT_UNKNOWN
+        }
+        Object::Container(_) => GSR_OBJECT_NONE,
     };
     out.r#type = ty;
-    out.u = u;
-    out
 }
 
 /// Bytes at `p`, `len` long; an empty slice for a length of 0 whatever the pointer.
