@@ -5,8 +5,10 @@
 //!
 //! `cargo bench -p gsrelay-ffi --bench poll`
 
-use gsrelay_core::wire::{self, Dialect, Head1, Loc2, Object};
-use gsrelay_ffi::GSR_EVENT_OBJECT;
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use gsrelay_core::wire::Dialect;
 use gsrelay_ffi::events::{Batch, PollSide, Queue, gsr_event};
 use std::hint::black_box;
 use std::time::Instant;
@@ -15,19 +17,7 @@ const UPDATES: usize = 1000;
 const POLLS: usize = 2000;
 
 fn main() {
-    let tlvs: Vec<Vec<u8>> = (0..UPDATES as u64)
-        .map(|id| {
-            let head = Object::Head1(Head1 {
-                id,
-                location: Loc2 {
-                    x: id as f32,
-                    ..Loc2::default()
-                },
-                ..Head1::default()
-            });
-            wire::encode(&[head], Dialect::Draft01).expect("encode")
-        })
-        .collect();
+    let tlvs = common::heads(UPDATES);
     let queue = Queue::default();
     let mut local = Batch::default();
     let mut side = PollSide::default();
@@ -35,9 +25,7 @@ fn main() {
     let mut events: Vec<gsr_event> = vec![unsafe { std::mem::zeroed() }; UPDATES];
     let mut times = Vec::with_capacity(POLLS);
     for round in 0..POLLS + 100 {
-        for (i, tlv) in tlvs.iter().enumerate() {
-            local.push(GSR_EVENT_OBJECT, 7, i as u64, 0, 0, tlv);
-        }
+        common::push_all(&mut local, &tlvs);
         queue.append(&mut local);
         let start = Instant::now();
         let n = side.poll(&queue, Dialect::Draft01, &mut events);

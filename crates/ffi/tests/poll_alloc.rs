@@ -3,9 +3,11 @@
 //! buffers have grown to the load the poll makes no allocation at all (counted by the
 //! global allocator). One test in this binary, so nothing else allocates meanwhile.
 
-use gsrelay_core::wire::{self, Dialect, Head1, Loc2, Object};
+mod common;
+
+use gsrelay_core::wire::Dialect;
+use gsrelay_ffi::GSR_OBJECT_HEAD1;
 use gsrelay_ffi::events::{Batch, PollSide, Queue, gsr_event};
-use gsrelay_ffi::{GSR_EVENT_OBJECT, GSR_OBJECT_HEAD1};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -41,19 +43,7 @@ const UPDATES: usize = 1000;
 
 #[test]
 fn a_poll_of_a_thousand_updates_allocates_nothing_in_steady_state() {
-    let tlvs: Vec<Vec<u8>> = (0..UPDATES as u64)
-        .map(|id| {
-            let head = Object::Head1(Head1 {
-                id,
-                location: Loc2 {
-                    x: id as f32,
-                    ..Loc2::default()
-                },
-                ..Head1::default()
-            });
-            wire::encode(&[head], Dialect::Draft01).expect("encode")
-        })
-        .collect();
+    let tlvs = common::heads(UPDATES);
     let queue = Queue::default();
     let mut local = Batch::default();
     let mut side = PollSide::default();
@@ -62,9 +52,7 @@ fn a_poll_of_a_thousand_updates_allocates_nothing_in_steady_state() {
     let mut events: Vec<gsr_event> = vec![unsafe { std::mem::zeroed() }; UPDATES];
     let mut during_polls = 0;
     for round in 0..20 {
-        for (i, tlv) in tlvs.iter().enumerate() {
-            local.push(GSR_EVENT_OBJECT, 7, i as u64, 0, 0, tlv);
-        }
+        common::push_all(&mut local, &tlvs);
         queue.append(&mut local);
         let before = ALLOCATIONS.load(Ordering::Relaxed);
         let n = side.poll(&queue, Dialect::Draft01, &mut events);
