@@ -439,6 +439,32 @@ fn what_a_holder_had_in_flight_when_it_lost_the_object_is_dropped_not_adopted() 
     );
 }
 
+/// A holder that lost an object because its stream ended (`gone`) is held to the same
+/// rule as after a handover: what it sends of that objectID for the next second is
+/// dropped (`not_owner`), not forwarded as an object of its own; after that it is its own.
+#[test]
+fn what_a_holder_sends_of_an_object_whose_stream_ended_is_dropped_for_a_second() {
+    let mut w = World::new();
+    let a = join(&mut w, "alice", false);
+    let b = join(&mut w, "bob", false);
+    let c = join(&mut w, "carol", false);
+    w.publish(&a, &[head(9, 0.0)]);
+    ownership(&mut w, &b, Kind::Request, &[(a.ssrc, 9)]);
+    w.sent();
+    w.leave(a.session).unwrap();
+    let lost = notices(&w.sent(), &b);
+    assert_eq!((lost[0].0, lost[0].1.reason), (Kind::Lost, Reason::Gone));
+    w.publish(&b, &[head(9, 5.0)]);
+    assert!(
+        heads_to(&w.sent(), &c, b.ssrc).is_empty(),
+        "no object 9 of Bob's while his updates may still be in flight"
+    );
+    assert_eq!(w.dropped("not_owner"), 1);
+    w.advance(Duration::from_millis(1100));
+    w.publish(&b, &[head(9, 6.0)]);
+    assert_eq!(heads_to(&w.sent(), &c, b.ssrc), vec![(9, 6.0)]);
+}
+
 #[test]
 fn muting_a_holder_gives_its_objects_back() {
     let mut w = World::new();

@@ -553,7 +553,7 @@ impl Relay {
         let (name, owned) = (s.room.clone(), std::mem::take(&mut s.streams));
         ownership::give_back(&mut self.st, now, id, false);
         for &ssrc in &owned {
-            self.publisher_left(&name, ssrc);
+            self.publisher_left(now, &name, ssrc);
         }
         if let (Some(room), Some(s)) = (self.st.rooms.get_mut(&name), self.st.sessions.get_mut(&id))
         {
@@ -620,7 +620,7 @@ impl Relay {
                     .collect()
             });
             for ssrc in orphans {
-                self.end_stream(room, ssrc);
+                self.end_stream(now, room, ssrc);
             }
         }
         ids.len()
@@ -796,7 +796,7 @@ impl Relay {
                         self.st.stats.drop("unknown_session");
                     }
                 }
-                RtcpItem::Bye { ssrcs } => self.on_bye(from, &ssrcs),
+                RtcpItem::Bye { ssrcs } => self.on_bye(now, from, &ssrcs),
                 RtcpItem::App {
                     subtype,
                     ssrc,
@@ -825,7 +825,7 @@ impl Relay {
     }
 
     /// An RTCP BYE: ends those of the named streams the session owns.
-    fn on_bye(&mut self, from: SessionId, ssrcs: &[u32]) {
+    fn on_bye(&mut self, now: Instant, from: SessionId, ssrcs: &[u32]) {
         let Some(name) = self.st.room_of(from) else {
             return;
         };
@@ -836,14 +836,14 @@ impl Relay {
                     self.st.stats.feedback.add("bye", 1);
                     counted = true;
                 }
-                self.publisher_left(&name, ssrc);
+                self.publisher_left(now, &name, ssrc);
             }
         }
     }
 
     /// Its publisher left a stream (BYE, or the session went): a room stream outlives it,
     /// owned by the room, and nobody sees a change; any other ends.
-    fn publisher_left(&mut self, room: &str, ssrc: u32) {
+    fn publisher_left(&mut self, now: Instant, room: &str, ssrc: u32) {
         let Some(stream) = self
             .st
             .rooms
@@ -861,13 +861,13 @@ impl Relay {
             }
             return;
         }
-        self.end_stream(room, ssrc);
+        self.end_stream(now, room, ssrc);
     }
 
     /// Ends a stream: its state goes, its objects' holders lose them, the room's
     /// subscribers get an RTCP BYE for it, and aggregated delivery forgets it.
-    fn end_stream(&mut self, room: &str, ssrc: u32) {
-        ownership::objects_gone(&mut self.st, room, |key| key.0 == ssrc);
+    fn end_stream(&mut self, now: Instant, room: &str, ssrc: u32) {
+        ownership::objects_gone(&mut self.st, now, room, |key| key.0 == ssrc);
         if self.st.end_stream(room, ssrc) {
             self.agg.sender_left(room, ssrc);
         }
@@ -999,10 +999,10 @@ impl Relay {
         }
         self.expired = expired;
         for (room, key) in held_gone {
-            ownership::objects_gone(&mut self.st, &room, |k| k == key);
+            ownership::objects_gone(&mut self.st, now, &room, |k| k == key);
         }
         for (room, ssrc) in ended {
-            self.end_stream(&room, ssrc);
+            self.end_stream(now, &room, ssrc);
         }
         let timeout = self.st.cfg.session_timeout;
         let idle: Vec<SessionId> = self

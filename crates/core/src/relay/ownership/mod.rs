@@ -280,8 +280,14 @@ pub(super) fn give_back(st: &mut State, now: Instant, id: SessionId, tell: bool)
 }
 
 /// Objects of `room` that went (their stream ended, or they expired): their holders lose
-/// them (`gone`) and the table forgets them. `gone` selects the keys.
-pub(super) fn objects_gone(st: &mut State, room: &str, gone: impl Fn((u32, u64)) -> bool) {
+/// them (`gone`), so what they have in flight is dropped for [`IN_FLIGHT`] as after any
+/// loss, and the table forgets them. `gone` selects the keys.
+pub(super) fn objects_gone(
+    st: &mut State,
+    now: Instant,
+    room: &str,
+    gone: impl Fn((u32, u64)) -> bool,
+) {
     let Some(r) = st.rooms.get_mut(room) else {
         return;
     };
@@ -307,7 +313,7 @@ pub(super) fn objects_gone(st: &mut State, room: &str, gone: impl Fn((u32, u64))
     });
     for (to, _, e) in &notices.0 {
         if let Some(s) = st.sessions.get_mut(to) {
-            s.holds.retain(|k| *k != (e.ssrc, e.object));
+            lose(s, (e.ssrc, e.object), now);
         }
     }
     notices.send(st);
