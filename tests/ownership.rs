@@ -1,7 +1,8 @@
 //! Room objects and ownership end to end (`docs/relay.md`, "Room objects and ownership"),
 //! over UDP/SRTP, QUIC and WebRTC with the Rust client against a whole relay: a room
 //! object outlives its publisher and reaches a late joiner; of concurrent requests for an
-//! object exactly one wins, and the loser's (the previous holder's) updates are dropped.
+//! object exactly one wins, and the loser's (the previous holder's) updates are dropped;
+//! a holder whose object's stream ended has what it sends of it dropped for a second.
 
 mod support;
 
@@ -233,4 +234,67 @@ async fn concurrent_requests_have_one_winner_over_quic() {
 #[tokio::test]
 async fn concurrent_requests_have_one_winner_over_webrtc() {
     concurrent_requests_have_one_winner(Over::WebRtc).await;
+}
+
+/// Alice's ball is held by Bob when Alice leaves: Bob is told `lost` (`gone`), and what
+/// he sends of objectID 9 just after is dropped (`not_owner`), not forwarded as a ball of
+/// his own: the watcher gets his next object (10) with no 9 before it.
+async fn a_holder_whose_objects_stream_ended_has_its_updates_dropped(over: Over) {
+    let server = start().await;
+    let mut alice = player(&server, "alice", PUBLISH_SUBSCRIBE, over, false).await;
+    let mut bob = player(&server, "bob", PUBLISH_SUBSCRIBE, over, false).await;
+    let mut watcher = player(&server, "dave", SUBSCRIBE, Over::Udp, false).await;
+    let ball = (alice.ssrc(), 9);
+    alice.send_objects(&[moving_head(9, 0.0)]).await.unwrap();
+    next_update(&mut watcher, ball.0, 9).await;
+    bob.request_objects(&[ball]).await.unwrap();
+    assert_eq!(
+        next_notice(&mut bob, ball.0, ball.1).await.kind,
+        Kind::Granted
+    );
+    alice.leave().await.unwrap();
+    let lost = next_notice(&mut bob, ball.0, ball.1).await;
+    assert_eq!((lost.kind, lost.entry.reason), (Kind::Lost, Reason::Gone));
+
+    let series = r#"gsrelay_dropped_packets_total{reason="not_owner"}"#;
+    bob.send_objects(&[moving_head(9, 7.0)]).await.unwrap();
+    let deadline = Instant::now() + WAIT;
+    while metric(&server, series).await.unwrap_or(0.0) < 1.0 {
+        assert!(Instant::now() < deadline, "not_owner never counted");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    bob.send_objects(&[moving_head(10, 1.0)]).await.unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match watcher.recv(left).await.unwrap() {
+            Some(Received::Rtp { ssrc, payload, .. }) if ssrc == bob.ssrc() => {
+                let objects = gsrelay::wire::decode(&payload, watcher.dialect()).unwrap();
+                assert!(
+                    objects.iter().all(|o| o.id() != Some(9)),
+                    "Bob's 9 forwarded as his own"
+                );
+                if objects.iter().any(|o| o.id() == Some(10)) {
+                    break;
+                }
+            }
+            Some(_) => {}
+            None => panic!("Bob's object 10 never arrived"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_holder_whose_objects_stream_ended_has_its_updates_dropped_over_udp() {
+    a_holder_whose_objects_stream_ended_has_its_updates_dropped(Over::Udp).await;
+}
+
+#[tokio::test]
+async fn a_holder_whose_objects_stream_ended_has_its_updates_dropped_over_quic() {
+    a_holder_whose_objects_stream_ended_has_its_updates_dropped(Over::Quic).await;
+}
+
+#[tokio::test]
+async fn a_holder_whose_objects_stream_ended_has_its_updates_dropped_over_webrtc() {
+    a_holder_whose_objects_stream_ended_has_its_updates_dropped(Over::WebRtc).await;
 }
