@@ -8,6 +8,7 @@
 #     ports (tests/redis_directory.rs, tests/cluster*.rs);
 #   - Debian's nftables (nft), the packet loss of the namespace tests that root runs by
 #     hand (tests/chaos_netns.rs, tests/cluster_netns.rs; ignored in this run);
+#   - Debian's mono-mcs and mono-runtime (mcs, mono), for tests/ffi_csharp.rs;
 #   - Debian's GStreamer (gst-launch-1.0, the good plugins' rtpbin) with the system
 #     python's GObject bindings, and tshark: independent judges of the relay's RTCP
 #     (tests/rtcp_interop.rs runs tests/interop/gst_rtp.py under /usr/bin/python3, which
@@ -63,6 +64,12 @@ fi
 if ! command -v nft >/dev/null && ! [ -x /usr/sbin/nft ]; then
   say "installing Debian's nftables"
   apt_install nftables
+fi
+
+# Mono's C# compiler (C# 7, as Unity's older profiles take it) and runtime.
+if ! command -v mcs >/dev/null || ! command -v mono >/dev/null; then
+  say "installing Debian's mono-mcs and mono-runtime"
+  apt_install mono-mcs mono-runtime
 fi
 
 gst_ok() {

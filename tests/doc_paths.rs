@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 
 /// The repository's top-level folders: a word naming a path starts with one of them and
 /// a `/`.
-const TOP_LEVEL: [&str; 12] = [
+const TOP_LEVEL: [&str; 13] = [
     "crates", "src", "tests", "docs", "deploy", "web", "bench", "scripts", "examples", "fuzz",
-    "grafana", ".ci",
+    "grafana", ".ci", "bindings",
 ];
 
 /// What makes a word a pattern rather than a path.

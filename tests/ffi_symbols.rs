@@ -53,3 +53,17 @@ fn the_shared_library_exports_exactly_the_declared_gsr_functions() {
     );
     assert_eq!(exported, declared, "exported and declared differ");
 }
+
+/// Every macro the header defines is the library's (`GSR_`): none can clash with an
+/// engine's own names.
+#[test]
+fn every_macro_of_the_header_has_the_prefix() {
+    let header = std::fs::read_to_string(include_dir().join("gsrelay.h")).expect("the header");
+    let foreign: Vec<&str> = header
+        .lines()
+        .filter_map(|l| l.strip_prefix("#define "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| !name.starts_with("GSR_") && *name != "GSRELAY_H")
+        .collect();
+    assert!(foreign.is_empty(), "macros without the prefix: {foreign:?}");
+}

@@ -17,6 +17,15 @@
 // `flags` of a snapshot event: the wait timed out with streams still missing.
 #define GSR_FLAG_PARTIAL 2
 
+// `flags` of an ownership event: the object is this session's from now on.
+#define GSR_NOTICE_GRANTED 3
+
+// `flags` of an ownership event: the object is no longer this session's (`code` says why).
+#define GSR_NOTICE_LOST 4
+
+// `flags` of an ownership event: the request for the object was refused (`code` says why).
+#define GSR_NOTICE_REFUSED 5
+
 // `code` of an end: the app left.
 #define GSR_ENDED_LEFT 0
 
@@ -28,19 +37,24 @@
 
 // Most records a queue holds before it drops: at 20 updates a second from 500 players
 // that is 6.5 s an engine did not poll.
-#define MAX_QUEUED 65536
+#define GSR_MAX_QUEUED_EVENTS 65536
 
 // Most bytes a queue holds before it drops.
-#define MAX_QUEUED_BYTES (16 << 20)
+#define GSR_MAX_QUEUED_BYTES (16 << 20)
 
-// Where the client is: joining, joined, or ended.
-#define JOINING 0
+// A client's state (`gsr_client_state`): joining; commands are refused until joined.
+#define GSR_STATE_JOINING 0
 
 // Joined: commands are taken.
-#define JOINED 1
+#define GSR_STATE_JOINED 1
 
 // Ended: nothing more happens.
-#define ENDED 2
+#define GSR_STATE_ENDED 2
+
+// The version of the C ABI this library implements: [`GSR_ABI_VERSION`] of the header it
+// was built with. A binding compares it with the header it was written against at load,
+// and refuses a library of another ABI with a clear message.
+#define GSR_ABI_VERSION 1
 
 // What a call did: [`GSR_OK`] (0), [`GSR_END`] (1, nothing more to decode), or a
 // negative error code whose message [`gsr_last_error`] gives.
@@ -465,7 +479,10 @@ typedef union gsr_object_union {
 } gsr_object_union;
 
 // One object: its type, the struct of that type, and any trailing bytes after the parts
-// the codec knows (kept so that an object round-trips byte for byte).
+// the codec knows (kept so that an object round-trips byte for byte). Trailing bytes
+// are written as they are: in draft-01 they must be optional parts of the object's
+// grammar (tag, Length, body) or the encoder refuses them; set none unless a decoder
+// handed them to you.
 typedef struct gsr_object {
   // Which member of `u` holds it.
   gsr_object_type type;
@@ -563,8 +580,8 @@ typedef uint64_t gsr_decoder;
 // Stream `ssrc` ended (its sender's BYE, relayed).
 #define GSR_EVENT_STREAM_ENDED 5
 
-// An ownership notice for object (`ssrc`, `object_id`): `flags` is the notice (3 granted,
-// 4 lost, 5 refused; `docs/relay.md`, "GSOW"), `code` the reason number.
+// An ownership notice for object (`ssrc`, `object_id`): `flags` is the notice
+// (`GSR_NOTICE_*`), `code` the reason number (`docs/relay.md`, "GSOW").
 #define GSR_EVENT_OWNERSHIP 6
 
 // The relay was silent or gone and the session came back with its SSRC (a resume, or a
@@ -768,6 +785,13 @@ gsr_status gsr_client_release_objects(gsr_client client,
 // `info` must be null or point at a writable `gsr_client_info` whose `struct_size` is set.
 gsr_status gsr_client_get_info(gsr_client client, struct gsr_client_info *info);
 
+// The client's state in `*state`: `GSR_STATE_JOINING`, `GSR_STATE_JOINED` or
+// `GSR_STATE_ENDED` (as of now; the events tell when it changed).
+//
+// # Safety
+// `state` must be null or writable.
+gsr_status gsr_client_state(gsr_client client, uint8_t *state);
+
 // Leaves the room; `GSR_EVENT_ENDED` (`GSR_ENDED_LEFT`) follows. The handle stays valid
 // until freed.
 gsr_status gsr_client_leave(gsr_client client);
@@ -833,6 +857,9 @@ const char *gsr_last_error(void);
 // The name of a status code (`"GSR_ERR_HANDLE"`, ...), or `"GSR_UNKNOWN"`. A static
 // string; never null.
 const char *gsr_status_name(gsr_status status);
+
+// The library's [`GSR_ABI_VERSION`].
+uint32_t gsr_abi_version(void);
 
 // The library's version, `"major.minor.patch"`. A static string; never null.
 const char *gsr_version(void);

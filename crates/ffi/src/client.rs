@@ -9,7 +9,7 @@
 use crate::codec::{dialect, gsr_dialect, put};
 use crate::events::{PollSide, gsr_event};
 use crate::handle::{Kind, Registry};
-use crate::net::{self, Command, JOINED, JoinSpec, Shared};
+use crate::net::{self, Command, GSR_STATE_JOINED, JoinSpec, Shared};
 use crate::object::{from_c, gsr_object, str_at};
 use crate::status::{Error, GSR_OK, code, gsr_status, guard};
 use gsrelay_client::JoinOptions;
@@ -116,7 +116,7 @@ static CLIENTS: Registry<ClientHandle> = Registry::new(Kind::Client);
 impl ClientHandle {
     /// Queues `command` for the network thread, if the session is joined.
     fn send(&self, command: Command) -> Result<i32, Error> {
-        if self.shared.state.load(Ordering::Acquire) != JOINED {
+        if self.shared.state.load(Ordering::Acquire) != GSR_STATE_JOINED {
             return Err(Error::new(
                 code::STATE,
                 "the client is not joined (still joining, or ended)",
@@ -531,7 +531,7 @@ pub unsafe extern "C" fn gsr_client_get_info(
         // SAFETY: the caller promises null or a valid struct; its size is read first.
         let size = unsafe { info.cast::<u32>().as_ref() }.ok_or_else(|| Error::null("info"))?;
         check_size(*size, size_of::<gsr_client_info>(), "info")?;
-        let joined = c.shared.state.load(Ordering::Acquire) == JOINED;
+        let joined = c.shared.state.load(Ordering::Acquire) == GSR_STATE_JOINED;
         let i = c
             .shared
             .info
@@ -554,6 +554,22 @@ pub unsafe extern "C" fn gsr_client_get_info(
         };
         // SAFETY: non-null and writable as the caller promises.
         unsafe { put(info, value, "info") }?;
+        Ok(GSR_OK)
+    })
+}
+
+/// The client's state in `*state`: `GSR_STATE_JOINING`, `GSR_STATE_JOINED` or
+/// `GSR_STATE_ENDED` (as of now; the events tell when it changed).
+///
+/// # Safety
+/// `state` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gsr_client_state(client: gsr_client, state: *mut u8) -> gsr_status {
+    guard(|| {
+        let c = CLIENTS.get(client)?;
+        let now = c.shared.state.load(Ordering::Acquire);
+        // SAFETY: the caller promises null or writable.
+        unsafe { put(state, now, "state") }?;
         Ok(GSR_OK)
     })
 }

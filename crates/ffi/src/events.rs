@@ -30,8 +30,8 @@ pub const GSR_EVENT_SNAPSHOT_COMPLETE: gsr_event_kind = 3;
 pub const GSR_EVENT_STREAM_STARTED: gsr_event_kind = 4;
 /// Stream `ssrc` ended (its sender's BYE, relayed).
 pub const GSR_EVENT_STREAM_ENDED: gsr_event_kind = 5;
-/// An ownership notice for object (`ssrc`, `object_id`): `flags` is the notice (3 granted,
-/// 4 lost, 5 refused; `docs/relay.md`, "GSOW"), `code` the reason number.
+/// An ownership notice for object (`ssrc`, `object_id`): `flags` is the notice
+/// (`GSR_NOTICE_*`), `code` the reason number (`docs/relay.md`, "GSOW").
 pub const GSR_EVENT_OWNERSHIP: gsr_event_kind = 6;
 /// The relay was silent or gone and the session came back with its SSRC (a resume, or a
 /// rejoin that kept it): the stream goes on. A request for the room follows.
@@ -52,6 +52,13 @@ pub const GSR_EVENT_DROPPED: gsr_event_kind = 11;
 pub const GSR_FLAG_UNDECODED: u32 = 1;
 /// `flags` of a snapshot event: the wait timed out with streams still missing.
 pub const GSR_FLAG_PARTIAL: u32 = 2;
+
+/// `flags` of an ownership event: the object is this session's from now on.
+pub const GSR_NOTICE_GRANTED: u32 = 3;
+/// `flags` of an ownership event: the object is no longer this session's (`code` says why).
+pub const GSR_NOTICE_LOST: u32 = 4;
+/// `flags` of an ownership event: the request for the object was refused (`code` says why).
+pub const GSR_NOTICE_REFUSED: u32 = 5;
 
 /// `code` of an end: the app left.
 pub const GSR_ENDED_LEFT: i32 = 0;
@@ -84,10 +91,10 @@ pub struct gsr_event {
 
 /// Most records a queue holds before it drops: at 20 updates a second from 500 players
 /// that is 6.5 s an engine did not poll.
-pub const MAX_QUEUED: usize = 65_536;
+pub const GSR_MAX_QUEUED_EVENTS: usize = 65_536;
 
 /// Most bytes a queue holds before it drops.
-pub const MAX_QUEUED_BYTES: usize = 16 << 20;
+pub const GSR_MAX_QUEUED_BYTES: usize = 16 << 20;
 
 /// One event as the network thread writes it: its bytes are a range of the queue's.
 #[derive(Debug, Clone, Copy)]
@@ -214,11 +221,11 @@ impl Queue {
 }
 
 fn fits_one(b: &Batch, len: usize) -> bool {
-    b.records.len() < MAX_QUEUED && b.bytes.len() + len <= MAX_QUEUED_BYTES
+    b.records.len() < GSR_MAX_QUEUED_EVENTS && b.bytes.len() + len <= GSR_MAX_QUEUED_BYTES
 }
 
 fn within_bounds(b: &Batch) -> bool {
-    b.records.len() <= MAX_QUEUED && b.bytes.len() <= MAX_QUEUED_BYTES
+    b.records.len() <= GSR_MAX_QUEUED_EVENTS && b.bytes.len() <= GSR_MAX_QUEUED_BYTES
 }
 
 /// The poll side: what the last poll handed out, and where it continues.

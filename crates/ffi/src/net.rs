@@ -7,7 +7,9 @@ use crate::events::*;
 use gsrelay_client::{Client, ClientError, JoinOptions};
 use gsrelay_core::relay::handover::Kind;
 use gsrelay_core::rtp::RtcpItem;
-use gsrelay_core::wire::{self, Dialect, Object, ObjectKind, container};
+use gsrelay_core::wire::layout::read_tlv;
+use gsrelay_core::wire::reader::Reader as WireReader;
+use gsrelay_core::wire::{Dialect, Object, ObjectKind, container};
 use gsrelay_net::udp::recv::RecvBatch;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -27,12 +29,12 @@ const REPORT_INTERVAL: Duration = Duration::from_secs(5);
 /// The longest a leave waits for the relay when the handle is freed.
 const LEAVE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Where the client is: joining, joined, or ended.
-pub const JOINING: u8 = 0;
+/// A client's state (`gsr_client_state`): joining; commands are refused until joined.
+pub const GSR_STATE_JOINING: u8 = 0;
 /// Joined: commands are taken.
-pub const JOINED: u8 = 1;
+pub const GSR_STATE_JOINED: u8 = 1;
 /// Ended: nothing more happens.
-pub const ENDED: u8 = 2;
+pub const GSR_STATE_ENDED: u8 = 2;
 
 /// What the engine asks of the network side.
 pub enum Command {
@@ -57,7 +59,7 @@ pub enum Command {
 pub struct Shared {
     /// Events for the poll.
     pub queue: Queue,
-    /// `JOINING`, `JOINED` or `ENDED`.
+    /// `GSR_STATE_JOINING`, `GSR_STATE_JOINED` or `GSR_STATE_ENDED`.
     pub state: AtomicU8,
     /// The session's identifiers, once joined.
     pub info: Mutex<Info>,
@@ -88,7 +90,7 @@ impl Shared {
     }
 
     fn end(&self, code: i32, message: &str) {
-        self.state.store(ENDED, Ordering::Release);
+        self.state.store(GSR_STATE_ENDED, Ordering::Release);
         self.queue.push_text(GSR_EVENT_ENDED, 0, code, message);
     }
 }
@@ -107,13 +109,15 @@ pub struct JoinSpec {
     pub snapshot: bool,
 }
 
-/// The library's runtime: two threads of its own, made on first use.
+/// The library's runtime: one thread of its own, made on first use. One: a game holds one
+/// or a few sessions, and a second worker only adds the cost of waking it and of tasks
+/// moving between the two (measured: `gsrelay bench ffi`, docs/benchmarks.md).
 pub fn runtime() -> Result<&'static Runtime, String> {
     static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
+                .worker_threads(1)
                 .thread_name("gsrelay-net")
                 .enable_all()
                 .build()
@@ -184,21 +188,46 @@ impl Reader {
     }
 
     /// One RTP payload of stream `ssrc`: an event per object, containers unpacked to their
-    /// senders' objects. A payload that stops scanning keeps the objects before the fault.
+    /// senders' objects. Objects are only framed here (tag, Length, objectID), not
+    /// validated: the poll decodes each, and one that does not decode arrives flagged
+    /// `GSR_FLAG_UNDECODED`. A payload whose framing breaks keeps the objects before it.
     fn payload(&mut self, ssrc: u32, payload: &[u8]) {
-        for o in wire::objects(payload, self.dialect).map_while(Result::ok) {
-            let tlv = o.bytes(payload);
-            if o.kind == ObjectKind::Container {
-                if let Some((sender, inner)) = container::split(tlv) {
-                    self.stream(sender);
-                    for i in wire::objects(inner, self.dialect).map_while(Result::ok) {
-                        self.object(sender, i.id.unwrap_or(0), i.bytes(inner));
+        let mut r = WireReader::new(payload);
+        let mut started = false;
+        while !r.is_empty() {
+            let at = r.offset();
+            let Ok(tlv) = read_tlv(&mut r) else {
+                return;
+            };
+            let bytes = &payload[at..r.offset()];
+            match self.dialect.kind_of(tlv.tag) {
+                ObjectKind::Container => {
+                    if let Some((sender, inner)) = container::split(bytes) {
+                        self.stream(sender);
+                        self.objects(sender, inner);
                     }
                 }
-                continue;
+                kind => {
+                    if !started {
+                        self.stream(ssrc);
+                        started = true;
+                    }
+                    self.object(ssrc, object_id(kind, tlv.body), bytes);
+                }
             }
-            self.stream(ssrc);
-            self.object(ssrc, o.id.unwrap_or(0), tlv);
+        }
+    }
+
+    /// The objects of one sender inside a container.
+    fn objects(&mut self, ssrc: u32, inner: &[u8]) {
+        let mut r = WireReader::new(inner);
+        while !r.is_empty() {
+            let at = r.offset();
+            let Ok(tlv) = read_tlv(&mut r) else {
+                return;
+            };
+            let id = object_id(self.dialect.kind_of(tlv.tag), tlv.body);
+            self.object(ssrc, id, &inner[at..r.offset()]);
         }
     }
 
@@ -239,6 +268,15 @@ impl Reader {
     }
 }
 
+/// An object's objectID: the first VarUInt of its body; 0 for the types that have none (a
+/// top-level HeadIPD1) or a body that does not start with one.
+fn object_id(kind: ObjectKind, mut body: WireReader<'_>) -> u64 {
+    if kind == ObjectKind::HeadIpd1 {
+        return 0;
+    }
+    body.varuint().unwrap_or(0)
+}
+
 /// The task: join, then serve the session until it ends.
 pub async fn run(spec: JoinSpec, shared: Arc<Shared>, mut commands: mpsc::Receiver<Command>) {
     let dialect = spec.options.dialect;
@@ -251,7 +289,7 @@ pub async fn run(spec: JoinSpec, shared: Arc<Shared>, mut commands: mpsc::Receiv
         }
     };
     shared.set_info(&client);
-    shared.state.store(JOINED, Ordering::Release);
+    shared.state.store(GSR_STATE_JOINED, Ordering::Release);
     let session = gsrelay_core::format_session_id(client.session());
     shared
         .queue
@@ -276,7 +314,7 @@ pub async fn run(spec: JoinSpec, shared: Arc<Shared>, mut commands: mpsc::Receiv
                 let Some(command) = command else {
                     // The handle was freed: leave, bounded, and stop.
                     let _ = tokio::time::timeout(LEAVE_TIMEOUT, client.leave()).await;
-                    shared.state.store(ENDED, Ordering::Release);
+                    shared.state.store(GSR_STATE_ENDED, Ordering::Release);
                     return;
                 };
                 if matches!(command, Command::Leave) {

@@ -468,7 +468,10 @@ pub union gsr_object_union {
 }
 
 /// One object: its type, the struct of that type, and any trailing bytes after the parts
-/// the codec knows (kept so that an object round-trips byte for byte).
+/// the codec knows (kept so that an object round-trips byte for byte). Trailing bytes
+/// are written as they are: in draft-01 they must be optional parts of the object's
+/// grammar (tag, Length, body) or the encoder refuses them; set none unless a decoder
+/// handed them to you.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct gsr_object {

@@ -145,6 +145,17 @@ pub extern "C" fn gsr_status_name(status: gsr_status) -> *const c_char {
     name.as_ptr().cast()
 }
 
+/// The version of the C ABI this library implements: [`GSR_ABI_VERSION`] of the header it
+/// was built with. A binding compares it with the header it was written against at load,
+/// and refuses a library of another ABI with a clear message.
+pub const GSR_ABI_VERSION: u32 = 1;
+
+/// The library's [`GSR_ABI_VERSION`].
+#[unsafe(no_mangle)]
+pub extern "C" fn gsr_abi_version() -> u32 {
+    GSR_ABI_VERSION
+}
+
 /// The library's version, `"major.minor.patch"`. A static string; never null.
 #[unsafe(no_mangle)]
 pub extern "C" fn gsr_version() -> *const c_char {
