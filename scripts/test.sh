@@ -8,6 +8,8 @@
 #     ports (tests/redis_directory.rs, tests/cluster*.rs);
 #   - Debian's nftables (nft), the packet loss of the namespace tests that root runs by
 #     hand (tests/chaos_netns.rs, tests/cluster_netns.rs; ignored in this run);
+#   - Debian's gcc and g++ (with binutils' nm and the sanitizers' runtimes), which build
+#     the C and C++ programs of the C ABI's tests (tests/ffi_*.rs);
 #   - Debian's mono-mcs and mono-runtime (mcs, mono), for tests/ffi_csharp.rs;
 #   - Debian's GStreamer (gst-launch-1.0, the good plugins' rtpbin) with the system
 #     python's GObject bindings, and tshark: independent judges of the relay's RTCP
@@ -64,6 +66,11 @@ fi
 if ! command -v nft >/dev/null && ! [ -x /usr/sbin/nft ]; then
   say "installing Debian's nftables"
   apt_install nftables
+fi
+
+if ! command -v gcc >/dev/null || ! command -v g++ >/dev/null || ! command -v nm >/dev/null; then
+  say "installing Debian's gcc, g++ and binutils"
+  apt_install gcc g++ binutils libc6-dev
 fi
 
 # Mono's C# compiler (C# 7, as Unity's older profiles take it) and runtime.

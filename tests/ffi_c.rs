@@ -197,3 +197,29 @@ fn cpp17_wrappers_encode_decode_and_exchange_an_object() {
     let stdout = succeeded("smoke", &output);
     assert!(stdout.contains("published and received"), "{stdout}");
 }
+
+/// Room streams and ownership from C: a request granted (and the publisher told it lost
+/// the object), a release, and a room object that outlives its publisher and reaches a
+/// late joiner.
+#[test]
+fn c_clients_hand_objects_over_and_a_room_object_outlives_its_publisher() {
+    let relay = Serve::dev(&[]);
+    let rights = Rights {
+        publish: true,
+        subscribe: true,
+        admin: false,
+    };
+    let dir = out_dir("ownership");
+    let exe = dir.join("ownership");
+    compile("gcc", "c11", &["ownership.c"], &exe, Link::Shared, &[]);
+    let output = Command::new(&exe)
+        .arg(&relay.base)
+        .arg(relay.token("own", "a", rights))
+        .arg(relay.token("own", "b", rights))
+        .arg(relay.token("own", "c", rights))
+        .arg("own")
+        .output()
+        .expect("run ownership");
+    let stdout = succeeded("ownership", &output);
+    assert!(stdout.contains("reached a late joiner"), "{stdout}");
+}
