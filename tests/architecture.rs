@@ -278,23 +278,36 @@ fn the_core_crate_has_no_runtime_and_no_socket_crate() {
     );
 }
 
+/// What a game links must not bring a server's crates: the client, and the C ABI that
+/// the engine bindings load.
+const SERVER_ONLY: [&str; 10] = [
+    "axum",
+    "redis",
+    "prometheus",
+    "governor",
+    "tower-http",
+    "dashmap",
+    "jsonwebtoken",
+    "reqwest",
+    "gsrelay-server",
+    "gsrelay-bench",
+];
+
 #[test]
 fn the_client_crate_has_nothing_only_a_server_needs() {
     assert_none_of(
         "gsrelay-client",
-        &[
-            "axum",
-            "redis",
-            "prometheus",
-            "governor",
-            "tower-http",
-            "dashmap",
-            "jsonwebtoken",
-            "reqwest",
-            "gsrelay-server",
-            "gsrelay-bench",
-        ],
+        &SERVER_ONLY,
         "a game links the client alone",
+    );
+}
+
+#[test]
+fn the_c_abi_has_nothing_only_a_server_needs() {
+    assert_none_of(
+        "gsrelay-ffi",
+        &SERVER_ONLY,
+        "an engine loads the C ABI alone",
     );
 }
 
