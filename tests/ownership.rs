@@ -106,6 +106,33 @@ async fn next_update(c: &mut Client, ssrc: u32, id: u64) -> Object {
     }
 }
 
+/// Alice sends object `id` until the watcher has it (a WebRTC publisher's first packets
+/// may go before its channel is open), then the watcher reads what is left in flight.
+async fn until_watched(alice: &mut Client, watcher: &mut Client, id: u64) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "object {id} never reached the watcher"
+        );
+        alice.send_objects(&[moving_head(id, 0.0)]).await.unwrap();
+        if let Some(Received::Rtp { ssrc, .. }) = watcher
+            .recv(std::time::Duration::from_millis(100))
+            .await
+            .unwrap()
+            && ssrc == alice.ssrc()
+        {
+            break;
+        }
+    }
+    while watcher
+        .recv(std::time::Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_some()
+    {}
+}
+
 async fn a_room_object_outlives_its_owner_and_reaches_a_late_joiner(over: Over) {
     let server = start().await;
     let mut alice = player(&server, "alice", PUBLISH_SUBSCRIBE, over, true).await;
@@ -148,28 +175,7 @@ async fn concurrent_requests_have_one_winner(over: Over) {
     let mut watcher = player(&server, "dave", SUBSCRIBE, Over::Udp, false).await;
     let ball = (alice.ssrc(), 9);
     // The watcher has Alice's ball before the handover.
-    let deadline = Instant::now() + WAIT;
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "the ball never reached the watcher"
-        );
-        alice.send_objects(&[moving_head(9, 0.0)]).await.unwrap();
-        if let Some(Received::Rtp { ssrc, .. }) = watcher
-            .recv(std::time::Duration::from_millis(100))
-            .await
-            .unwrap()
-            && ssrc == ball.0
-        {
-            break;
-        }
-    }
-    while watcher
-        .recv(std::time::Duration::from_millis(200))
-        .await
-        .unwrap()
-        .is_some()
-    {}
+    until_watched(&mut alice, &mut watcher, 9).await;
 
     let balls = [ball];
     let (b, c) = tokio::join!(bob.request_objects(&balls), carol.request_objects(&balls));
@@ -245,8 +251,7 @@ async fn a_holder_whose_objects_stream_ended_has_its_updates_dropped(over: Over)
     let mut bob = player(&server, "bob", PUBLISH_SUBSCRIBE, over, false).await;
     let mut watcher = player(&server, "dave", SUBSCRIBE, Over::Udp, false).await;
     let ball = (alice.ssrc(), 9);
-    alice.send_objects(&[moving_head(9, 0.0)]).await.unwrap();
-    next_update(&mut watcher, ball.0, 9).await;
+    until_watched(&mut alice, &mut watcher, 9).await;
     bob.request_objects(&[ball]).await.unwrap();
     assert_eq!(
         next_notice(&mut bob, ball.0, ball.1).await.kind,
