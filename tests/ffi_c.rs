@@ -112,8 +112,8 @@ fn garbage_into_every_entry_is_refused_with_its_code() {
 }
 
 /// The same under AddressSanitizer and UndefinedBehaviorSanitizer: no entry reads or
-/// writes memory it was not given. Leak detection is off: the library's network threads
-/// and their runtime live for the process, by design.
+/// writes memory it was not given. Leak detection is off: the library's network thread
+/// and its runtime live for the process, by design.
 #[test]
 fn garbage_into_every_entry_is_clean_under_asan_and_ubsan() {
     bad_inputs(

@@ -6,7 +6,7 @@
 //! and rejoin) as LiveKit's FFI core and moq's `libmoq` do:
 //!
 //! - **Poll first.** No callback ever runs on a caller's thread or any other: the network
-//!   runs on the library's own threads ([`net`]), and the engine's loop calls
+//!   runs on the library's own thread ([`net`]), and the engine's loop calls
 //!   [`gsr_client_poll`] for [`gsr_event`]s. No call waits on the network.
 //! - **Handles** ([`handle`]): opaque integers, checked at every call; a freed, foreign or
 //!   made-up handle is refused with `GSR_ERR_HANDLE`, never dereferenced.
