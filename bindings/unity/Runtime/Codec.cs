@@ -157,27 +157,13 @@ namespace GsRelay
             SetBuffer(payload, 0, payload.Length);
         }
 
+        static readonly Marshalling.SpanCall SetBufferCall = Native.gsr_decoder_set_buffer;
+
         /// <summary>Gives it <paramref name="count"/> bytes of <paramref name="payload"/>
         /// from <paramref name="offset"/>.</summary>
         public void SetBuffer(byte[] payload, int offset, int count)
         {
-            if (payload == null) throw new ArgumentNullException("payload");
-            if (offset < 0 || count < 0 || offset > payload.Length - count)
-            {
-                throw new ArgumentOutOfRangeException("count");
-            }
-            ulong h = Live();
-            GCHandle pin = GCHandle.Alloc(payload, GCHandleType.Pinned);
-            try
-            {
-                IntPtr at = new IntPtr(pin.AddrOfPinnedObject().ToInt64() + offset);
-                GsRelayException.Check(Native.gsr_decoder_set_buffer(h, at, new UIntPtr((uint)count)),
-                    "gsr_decoder_set_buffer");
-            }
-            finally
-            {
-                pin.Free();
-            }
+            Marshalling.WithSpan(Live(), payload, offset, count, SetBufferCall, "gsr_decoder_set_buffer");
         }
 
         /// <summary>The next object: true, or false when the payload has no more. Throws

@@ -344,27 +344,13 @@ namespace GsRelay
             PublishRaw(payload, 0, payload.Length);
         }
 
+        static readonly Marshalling.SpanCall PublishRawCall = Native.gsr_client_publish_raw;
+
         /// <summary>Publishes <paramref name="count"/> bytes of <paramref name="payload"/>
         /// from <paramref name="offset"/> as one packet's payload.</summary>
         public void PublishRaw(byte[] payload, int offset, int count)
         {
-            if (payload == null) throw new ArgumentNullException("payload");
-            if (offset < 0 || count < 0 || offset > payload.Length - count)
-            {
-                throw new ArgumentOutOfRangeException("count");
-            }
-            ulong h = Live();
-            GCHandle pin = GCHandle.Alloc(payload, GCHandleType.Pinned);
-            try
-            {
-                IntPtr at = new IntPtr(pin.AddrOfPinnedObject().ToInt64() + offset);
-                GsRelayException.Check(Native.gsr_client_publish_raw(h, at, new UIntPtr((uint)count)),
-                    "gsr_client_publish_raw");
-            }
-            finally
-            {
-                pin.Free();
-            }
+            Marshalling.WithSpan(Live(), payload, offset, count, PublishRawCall, "gsr_client_publish_raw");
         }
 
         /// <summary>Publishes objects on the session's room stream (it joined with

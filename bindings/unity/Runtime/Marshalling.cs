@@ -74,6 +74,32 @@ namespace GsRelay
 
     static class Marshalling
     {
+        /// <summary>A library call taking a handle and a span of bytes.</summary>
+        internal delegate int SpanCall(ulong handle, IntPtr data, UIntPtr length);
+
+        /// <summary>Calls <paramref name="call"/> with <paramref name="count"/> bytes of
+        /// <paramref name="payload"/> from <paramref name="offset"/>, pinned for the call, and
+        /// throws on its error. The delegate is a cached static, so nothing is allocated.</summary>
+        internal static void WithSpan(ulong handle, byte[] payload, int offset, int count,
+            SpanCall call, string name)
+        {
+            if (payload == null) throw new ArgumentNullException("payload");
+            if (offset < 0 || count < 0 || offset > payload.Length - count)
+            {
+                throw new ArgumentOutOfRangeException("count");
+            }
+            GCHandle pin = GCHandle.Alloc(payload, GCHandleType.Pinned);
+            try
+            {
+                IntPtr at = new IntPtr(pin.AddrOfPinnedObject().ToInt64() + offset);
+                GsRelayException.Check(call(handle, at, new UIntPtr((uint)count)), name);
+            }
+            finally
+            {
+                pin.Free();
+            }
+        }
+
         /// <summary>A count from the library as an int, refusing what no array holds.</summary>
         internal static int Count(UIntPtr n, string what)
         {
