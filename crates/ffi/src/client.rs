@@ -10,7 +10,7 @@ use crate::codec::{dialect, gsr_dialect, put};
 use crate::events::{PollSide, gsr_event};
 use crate::handle::{Kind, Registry};
 use crate::net::{self, Command, GSR_STATE_JOINED, JoinSpec, Shared};
-use crate::object::{from_c, gsr_object, str_at};
+use crate::object::{flag, from_c, gsr_object, items_at, str_at};
 use crate::status::{Error, GSR_OK, code, gsr_status, guard};
 use gsrelay_client::JoinOptions;
 use gsrelay_core::wire::{Dialect, encode};
@@ -143,14 +143,6 @@ fn check_size(got: u32, want: usize, what: &str) -> Result<(), Error> {
         ));
     }
     Ok(())
-}
-
-fn flag(v: u8, what: &str) -> Result<bool, Error> {
-    match v {
-        0 => Ok(false),
-        1 => Ok(true),
-        v => Err(Error::argument(format!("{what} is {v}, not 0 or 1"))),
-    }
 }
 
 /// Reads an interest from JSON, validated as the relay would.
@@ -344,21 +336,8 @@ unsafe fn objects_at(
     count: usize,
     gse: bool,
 ) -> Result<Vec<gsrelay_core::wire::Object>, Error> {
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    if objects.is_null() {
-        return Err(Error::null("objects"));
-    }
-    if count > isize::MAX as usize / size_of::<gsr_object>() {
-        return Err(Error::new(
-            code::SIZE,
-            format!("count {count} is too large"),
-        ));
-    }
-    // SAFETY: non-null with `count` objects, as the caller promises.
-    let slice = unsafe { std::slice::from_raw_parts(objects, count) };
-    // SAFETY: the caller's promise on each object's pointers.
+    // SAFETY: the caller's promise on the array and on each object's pointers.
+    let slice = unsafe { items_at(objects, count, "objects") }?;
     slice.iter().map(|o| unsafe { from_c(o, gse) }).collect()
 }
 
@@ -453,20 +432,8 @@ pub unsafe extern "C" fn gsr_client_set_interest(
 /// # Safety
 /// `refs` must point at `count` readable references (or `count` be 0).
 unsafe fn refs_at(refs: *const gsr_object_ref, count: usize) -> Result<Vec<(u32, u64)>, Error> {
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    if refs.is_null() {
-        return Err(Error::null("refs"));
-    }
-    if count > isize::MAX as usize / size_of::<gsr_object_ref>() {
-        return Err(Error::new(
-            code::SIZE,
-            format!("count {count} is too large"),
-        ));
-    }
-    // SAFETY: non-null with `count` references, as the caller promises.
-    let refs = unsafe { std::slice::from_raw_parts(refs, count) };
+    // SAFETY: the caller's promise on the array.
+    let refs = unsafe { items_at(refs, count, "refs") }?;
     Ok(refs.iter().map(|r| (r.ssrc, r.object_id)).collect())
 }
 

@@ -882,7 +882,11 @@ unsafe fn bytes_at<'a>(p: *const u8, len: usize, what: &str) -> Result<&'a [u8],
 ///
 /// # Safety
 /// `p` must point at `len` readable, initialised `T`s when `len > 0`.
-unsafe fn items_at<'a, T>(p: *const T, len: usize, what: &str) -> Result<&'a [T], Error> {
+pub(crate) unsafe fn items_at<'a, T>(
+    p: *const T,
+    len: usize,
+    what: &str,
+) -> Result<&'a [T], Error> {
     if len == 0 {
         return Ok(&[]);
     }
@@ -914,7 +918,8 @@ pub unsafe fn str_at<'a>(p: *const c_char, what: &str) -> Result<&'a str, Error>
         .map_err(|_| Error::new(code::UTF8, format!("{what} is not valid UTF-8")))
 }
 
-fn flag(v: u8, what: &str) -> Result<bool, Error> {
+/// A C flag: 0 or 1, anything else refused.
+pub(crate) fn flag(v: u8, what: &str) -> Result<bool, Error> {
     match v {
         0 => Ok(false),
         1 => Ok(true),
