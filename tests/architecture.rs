@@ -357,6 +357,34 @@ fn the_core_counts_into_plain_data_and_reads_no_clock() {
 }
 
 #[test]
+fn the_clusters_control_plane_is_sans_io_too() {
+    let src = workspace().join("crates/server/src/cluster/plane");
+    let files = sources(&src);
+    assert!(files.len() >= 2, "found the plane's sources");
+    for (path, text) in files.iter().filter(|(p, _)| p.as_str() != "tests.rs") {
+        let text = code(text);
+        for forbidden in [
+            "tokio",
+            "quinn",
+            "redis::",
+            "reqwest",
+            "prometheus",
+            "Instant::now",
+            "SystemTime",
+            "thread::spawn",
+            "async fn",
+            ".await",
+        ] {
+            assert!(
+                !text.contains(forbidden),
+                "crates/server/src/cluster/plane/{path} mentions `{forbidden}`: the plane takes \
+                 time and answers as inputs and owns no I/O"
+            );
+        }
+    }
+}
+
+#[test]
 fn the_core_is_one_impl_in_one_file() {
     let core = workspace().join("crates/core/src/relay");
     let with_impl: Vec<String> = sources(&core)

@@ -109,6 +109,12 @@ pub struct Metrics {
     pub cluster_links_refused: IntCounterVec,
     /// `gsrelay_cluster_forwarded_total{route}`: HTTP requests forwarded to another node.
     pub cluster_forwarded: IntCounterVec,
+    /// `gsrelay_cluster_forward_failures_total{route}`: forwarded requests that failed,
+    /// each making its node suspect.
+    pub cluster_forward_failures: IntCounterVec,
+    /// `gsrelay_cluster_node_health{state}`: the other nodes this one knows, by health
+    /// (`alive`, `suspect`, `dead`).
+    pub cluster_node_health: IntGaugeVec,
     /// `gsrelay_webhook_deliveries_total{outcome}`: webhooks by what became of them, per
     /// event and URL ([`labels::webhook_outcome`]).
     pub webhook_deliveries: IntCounterVec,
@@ -447,6 +453,18 @@ impl Metrics {
                 "HTTP requests forwarded to the node serving the room or session, by route.",
                 &["route"],
             ),
+            cluster_forward_failures: counter_vec(
+                "gsrelay_cluster_forward_failures_total",
+                "Requests forwarded to another node that failed (refused, reset, timed out, \
+                 a 503, or the node died meanwhile), by route; each makes the node suspect.",
+                &["route"],
+            ),
+            cluster_node_health: gauge_vec(
+                "gsrelay_cluster_node_health",
+                "The other nodes this one knows, by health: alive (linked), suspect (a \
+                 forwarded request failed in the last 3 s), dead (link lost or record expired).",
+                &["state"],
+            ),
             webhook_deliveries: counter_vec(
                 "gsrelay_webhook_deliveries_total",
                 "Webhooks per event and URL by outcome: delivered, retried (a failed attempt \
@@ -511,6 +529,8 @@ impl Metrics {
             Box::new(m.cluster_link_losses.clone()),
             Box::new(m.cluster_links_refused.clone()),
             Box::new(m.cluster_forwarded.clone()),
+            Box::new(m.cluster_forward_failures.clone()),
+            Box::new(m.cluster_node_health.clone()),
             Box::new(m.webhook_deliveries.clone()),
             Box::new(m.webhook_queued.clone()),
             Box::new(m.webhook_latency.clone()),
@@ -530,7 +550,7 @@ impl Metrics {
     /// exported before its first event.
     fn create_known_series(&self) {
         use labels::*;
-        let families: [(&IntCounterVec, &[&[&str]]); 13] = [
+        let families: [(&IntCounterVec, &[&[&str]]); 14] = [
             (&self.feedback, &[FEEDBACK_KINDS]),
             (&self.ownership, &[OWNERSHIP_OUTCOMES]),
             (&self.feedback_suppressed, &[FEEDBACK_SUPPRESSED]),
@@ -549,6 +569,7 @@ impl Metrics {
             (&self.cluster_link_losses, &[LINK_LOSSES]),
             (&self.cluster_links_refused, &[LINK_REFUSALS]),
             (&self.cluster_forwarded, &[FORWARDED_ROUTES]),
+            (&self.cluster_forward_failures, &[FORWARDED_ROUTES]),
             (&self.webhook_deliveries, &[webhook_outcome::ALL]),
         ];
         for (family, lists) in families {

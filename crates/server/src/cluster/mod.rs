@@ -1,24 +1,28 @@
 //! The cluster: this node's place among the relay's nodes, which share a room directory
 //! in Redis (`RedisDirectory`) and hold each room's replicas joined by QUIC links.
 //!
+//! The decisions are [`plane`]'s, a state machine that reads no clock and owns no
+//! socket: which nodes to dial, which are alive, suspect or dead, where a join goes.
+//! [`Cluster`] is its shell: it reads and writes the directory, opens and accepts the
+//! QUIC links, and feeds the plane the time, the answers and the links' ends.
+//!
 //! - **Links.** One QUIC connection per pair of nodes ([`node_link`]), dialled by the
-//!   node whose name sorts first as soon as the directory shows the other, kept alive
-//!   every 100 ms, and carrying the link protocol between the shards that hold a room on
-//!   each side. The shards see another node's shards as `Peer`s reached through
-//!   `link::RemoteNodes`; nothing else in the data path knows there is a cluster.
-//! - **Failure.** A link that goes silent past [`node_link::IDLE_TIMEOUT`], that the
-//!   peer closes, or whose node has been missing from the directory for
-//!   [`EXPIRE_AFTER`] while Redis answered, is dropped: every shard closes its links to
-//!   that node (`Frame::NodeLost`), which ends its streams with a BYE to every
-//!   subscriber, and the node is taken out of the directory.
-//! - **Placement.** [`Cluster::place`] picks the node a join is served on: one of the
-//!   room's nodes under the spill threshold, so a room's sessions gather on as few nodes
-//!   as their load allows; another node only when all of the room's are past it.
-//!   Only nodes this one has a link to are candidates, so a node another cluster runs
-//!   under the same prefix, or one that cannot be reached, is never chosen.
+//!   node whose name sorts first, kept alive every 100 ms, and carrying the link
+//!   protocol between the shards that hold a room on each side. The shards see another
+//!   node's shards as `Peer`s reached through `link::RemoteNodes`; nothing else in the
+//!   data path knows there is a cluster.
+//! - **Failure.** A node is dead from whichever comes first: its link lost (silent past
+//!   [`node_link::IDLE_TIMEOUT`], or closed), or its record missing from a directory that
+//!   answers for [`plane::EXPIRE_AFTER`]; every shard then closes its links to that node
+//!   (`Frame::NodeLost`), which ends its streams with a BYE to every subscriber, and the
+//!   node is taken out of the directory. A request forwarded to it that fails makes it
+//!   suspect at once ([`Cluster::forward_failed`]), and the join is placed again.
+//! - **Placement.** [`Cluster::place`] asks the plane, with the room's replicas and the
+//!   nodes' loads as the directory has them at the join ([`plane::choose`]).
 
 pub mod directory;
 pub mod node_link;
+pub mod plane;
 pub mod redis_directory;
 pub mod shards;
 pub mod wire;
@@ -30,37 +34,21 @@ use directory::DirectoryError;
 use gsrelay_core::relay::SessionId;
 use gsrelay_net::quic::udp_socket;
 use node_link::{Ended, LinkKey, Me, OpenError, Opened, Running};
-use redis_directory::{NodeRecord, RedisDirectory};
-use std::collections::{HashMap, HashSet};
+pub use plane::Placement;
+use plane::{Admit, LinkEnd, LinkWait, Output, Plane};
+use redis_directory::RedisDirectory;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, mpsc};
 
-/// How often a node reads the directory to dial new nodes and find vanished ones.
-const MAINTAIN: Duration = Duration::from_millis(500);
-
-/// How long a linked node may be missing from a directory that answers before it is
-/// dropped: past its key's lifetime, so that a Redis restarted empty, which every node
-/// fills again within a refresh, drops no one.
-pub const EXPIRE_AFTER: Duration = Duration::from_secs(7);
-
 /// How long a join waits for the link to a node its room is on.
 const LINK_WAIT: Duration = Duration::from_secs(2);
-
-/// How long a node that refused a link (another cluster's, say) is left alone.
-const REFUSED_BACKOFF: Duration = Duration::from_secs(5);
-
-/// How long a node that could not be reached is left alone.
-const UNREACHABLE_BACKOFF: Duration = Duration::from_millis(500);
 
 /// The largest datagram a link carries when the connection does not say: what QUIC's
 /// smallest packet (1 200 bytes) leaves for one.
 const MIN_DATAGRAM: usize = 1100;
-
-/// How many directory reads apart the rooms this node holds are linked again to the
-/// replicas the directory shows (every 2 s).
-const RELINK_EVERY: u32 = 4;
 
 /// What the cluster is started with.
 #[derive(Debug, Clone)]
@@ -75,43 +63,20 @@ pub struct ClusterConfig {
     pub spill: usize,
 }
 
-/// Where a join is served.
+/// Another node a request is handed to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Placement {
-    /// On this node.
-    Here,
-    /// On another node, whose HTTP API is at `http`.
-    Node {
-        /// Its name.
-        name: String,
-        /// Its HTTP API.
-        http: SocketAddr,
-    },
+pub struct OtherNode {
+    /// Its name.
+    pub name: Arc<str>,
+    /// Its HTTP API.
+    pub http: SocketAddr,
 }
 
-/// A link that is up.
+/// The plane and the connections of the links it keeps.
 #[derive(Debug)]
-struct Live {
-    id: u16,
-    conn: quinn::Connection,
-}
-
-/// The links and what the last directory read showed.
-#[derive(Debug, Default)]
-struct Links {
-    by_name: HashMap<Arc<str>, Live>,
-    /// The last link number given.
-    last_id: u16,
-    dialing: HashSet<String>,
-    /// Nodes whose link was refused, left alone until then.
-    refused: HashMap<String, Instant>,
-    /// Linked nodes missing from the directory, since when.
-    absent: HashMap<Arc<str>, Instant>,
-    /// Nodes whose link was lost, until when a join does not wait for them: a dead
-    /// node's key outlives it, and a rejoin after its death must not wait for its link.
-    lost: HashMap<Arc<str>, Instant>,
-    /// The live nodes at the last directory read.
-    view: Vec<(String, NodeRecord)>,
+struct Shell {
+    plane: Plane,
+    conns: HashMap<u16, quinn::Connection>,
 }
 
 /// This node's part in the cluster.
@@ -123,24 +88,18 @@ pub struct Cluster {
     me: Me,
     net: Arc<LinkNet>,
     remotes: Arc<RemoteNodes>,
-    links: Mutex<Links>,
+    shell: Mutex<Shell>,
     /// Signalled when a link comes up.
     linked: Notify,
-    /// Signalled to read the directory at once (a join waits for a link).
+    /// Signalled when a node dies or becomes suspect.
+    fell: Notify,
+    /// Signalled when the plane has output or must be woken sooner.
     wake: Arc<Notify>,
-    spill: usize,
     metrics: Metrics,
     /// This node's shards, told to link their rooms to replicas that appeared.
     shards: Vec<RelayHandle>,
-    /// The other nodes' replicas each room was last linked to, and the reads since.
-    relinked: tokio::sync::Mutex<Relinked>,
-}
-
-/// What [`Cluster::relink`] last did.
-#[derive(Debug, Default)]
-struct Relinked {
-    peers: HashMap<Arc<str>, Vec<Peer>>,
-    reads: u32,
+    /// The other nodes' replicas each room was last linked to.
+    relinked: tokio::sync::Mutex<HashMap<Arc<str>, Vec<Peer>>>,
 }
 
 impl Drop for Cluster {
@@ -174,6 +133,7 @@ impl Cluster {
             node: directory.node().to_owned(),
             ssrcs: net.relay_ssrcs().to_vec(),
         };
+        let plane = Plane::new(&me.node, cfg.spill, Instant::now());
         let cluster = Arc::new(Self {
             key: LinkKey::new(cfg.secret.as_slice(), &cfg.prefix),
             directory,
@@ -182,16 +142,19 @@ impl Cluster {
             me,
             net,
             remotes,
-            links: Mutex::new(Links::default()),
+            shell: Mutex::new(Shell {
+                plane,
+                conns: HashMap::new(),
+            }),
             linked: Notify::new(),
+            fell: Notify::new(),
             wake: Arc::default(),
-            spill: cfg.spill.max(1),
             metrics: metrics.clone(),
             shards,
             relinked: tokio::sync::Mutex::default(),
         });
         tokio::spawn(accept_loop(Arc::downgrade(&cluster)));
-        tokio::spawn(maintain_loop(Arc::downgrade(&cluster)));
+        tokio::spawn(drive_loop(Arc::downgrade(&cluster)));
         Ok(cluster)
     }
 
@@ -205,9 +168,9 @@ impl Cluster {
         &self.me.node
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut Links) -> T) -> T {
-        // Every step leaves the tables consistent: a panic cannot break them.
-        f(&mut self.links.lock().unwrap_or_else(PoisonError::into_inner))
+    fn with<T>(&self, f: impl FnOnce(&mut Shell) -> T) -> T {
+        // Every step leaves the plane consistent: a panic cannot break it.
+        f(&mut self.shell.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Marks this node draining: the other nodes place no join on it any more, and it
@@ -226,49 +189,41 @@ impl Cluster {
     /// duplicates a link this node dialled.
     fn established(self: &Arc<Self>, opened: Opened, dialled: bool) {
         let name: Arc<str> = Arc::from(opened.peer.node.as_str());
-        if *name == *self.me.node {
-            opened.conn.close(node_link::code::PROTOCOL.into(), b"self");
+        let admitted = self.with(|s| {
+            let admit = s.plane.link_up(&name, dialled);
+            if let Admit::Keep { id, replaced } = admit {
+                if let Some(old) = replaced.and_then(|old| s.conns.remove(&old)) {
+                    old.close(node_link::code::REPLACED.into(), b"replaced");
+                }
+                s.conns.insert(id, opened.conn.clone());
+            }
+            admit
+        });
+        self.wake.notify_one();
+        let Admit::Keep { id, .. } = admitted else {
+            let (code, why): (_, &[u8]) = if *name == *self.me.node {
+                (node_link::code::PROTOCOL, b"self")
+            } else {
+                (node_link::code::REPLACED, b"duplicate")
+            };
+            opened.conn.close(code.into(), why);
             return;
-        }
+        };
         let (tx, rx) = mpsc::channel(node_link::OUTBOUND_DEPTH);
         let max_packet = opened
             .conn
             .max_datagram_size()
             .unwrap_or(MIN_DATAGRAM)
             .saturating_sub(wire::DATAGRAM_HEADER);
-        let remote = RemoteNode {
-            name: name.clone(),
-            ssrcs: Arc::from(opened.peer.ssrcs.as_slice()),
-            max_packet,
-            tx,
-        };
-        let id = self.with(|links| {
-            if let Some(old) = links.by_name.get(&name) {
-                if dialled {
-                    // The peer dialled first: keep its link.
-                    return None;
-                }
-                // A peer dialling again lost its old link, which is dead on its side.
-                old.conn
-                    .close(node_link::code::REPLACED.into(), b"replaced");
-            }
-            let id = next_id(links);
-            links.absent.remove(&name);
-            links.lost.remove(&name);
-            let live = Live {
-                id,
-                conn: opened.conn.clone(),
-            };
-            links.by_name.insert(name.clone(), live);
-            Some(id)
-        });
-        let Some(id) = id else {
-            opened
-                .conn
-                .close(node_link::code::REPLACED.into(), b"duplicate");
-            return;
-        };
-        self.remotes.insert(id, remote);
+        self.remotes.insert(
+            id,
+            RemoteNode {
+                name: name.clone(),
+                ssrcs: Arc::from(opened.peer.ssrcs.as_slice()),
+                max_packet,
+                tx,
+            },
+        );
         self.metrics.cluster_links.inc();
         tracing::info!(node = %name, link = id, "linked to node");
         self.linked.notify_waiters();
@@ -286,18 +241,21 @@ impl Cluster {
         });
     }
 
-    /// A link ended: its node's replicas are dropped by every shard, and a node that went
-    /// silent or closed it is taken out of the directory.
+    /// A link ended: its node's replicas are dropped by every shard, and the plane
+    /// decides whether the node died.
     async fn lost(&self, id: u16, name: &Arc<str>, ended: Ended) {
-        self.with(|links| {
-            if links.by_name.get(name).is_some_and(|l| l.id == id) {
-                links.by_name.remove(name);
-                links.absent.remove(name);
-                links
-                    .lost
-                    .insert(name.clone(), Instant::now() + EXPIRE_AFTER);
-            }
+        let end = match ended {
+            Ended::Silent => LinkEnd::Silent,
+            Ended::Closed => LinkEnd::Closed,
+            Ended::Protocol(_) => LinkEnd::Protocol,
+            Ended::Local => LinkEnd::Local,
+        };
+        self.with(|s| {
+            s.conns.remove(&id);
+            s.plane.link_lost(name, id, end)
         });
+        self.wake.notify_one();
+        self.fell.notify_waiters();
         self.remotes.remove(id);
         self.metrics.cluster_links.dec();
         for inbox in self.net.inboxes() {
@@ -305,10 +263,10 @@ impl Cluster {
             let _ = inbox.send(Frame::NodeLost(id)).await;
         }
         tracing::warn!(node = %name, link = id, ?ended, "link to node lost");
-        let reason = match ended {
-            Ended::Silent => "silent",
-            Ended::Closed => "closed",
-            Ended::Protocol(_) => {
+        let reason = match end {
+            LinkEnd::Silent => "silent",
+            LinkEnd::Closed => "closed",
+            LinkEnd::Protocol => {
                 self.metrics
                     .cluster_links_refused
                     .with_label_values(&["protocol"])
@@ -316,19 +274,15 @@ impl Cluster {
                 return;
             }
             // Counted where it was decided (expired), or not a loss (replaced, stopping).
-            Ended::Local => return,
+            LinkEnd::Local => return,
         };
         self.metrics
             .cluster_link_losses
             .with_label_values(&[reason])
             .inc();
-        let relinked = self.with(|links| links.by_name.contains_key(name));
-        if !relinked && let Err(e) = self.directory.forget_node(name).await {
-            tracing::warn!(node = %name, error = %e, "could not take a lost node out of the directory");
-        }
     }
 
-    /// Counts a link that did not open.
+    /// Counts a link that did not open, and leaves its node alone for a while.
     fn refused(&self, node: Option<&str>, e: &OpenError) {
         tracing::warn!(node = ?node, error = %e, "link to node not opened");
         if let Some(reason) = e.reason() {
@@ -338,111 +292,89 @@ impl Cluster {
                 .inc();
         }
         if let Some(node) = node {
-            let backoff = match e.reason() {
-                Some(_) => REFUSED_BACKOFF,
-                None => UNREACHABLE_BACKOFF,
-            };
-            self.with(|links| {
-                links
-                    .refused
-                    .insert(node.to_owned(), Instant::now() + backoff)
+            let now = Instant::now();
+            self.with(|s| s.plane.dial_failed(now, node, e.reason().is_some()));
+        }
+    }
+
+    /// Carries out what the plane asked, until it asks nothing more.
+    async fn step(self: &Arc<Self>) {
+        loop {
+            let outputs: Vec<Output> = self.with(|s| {
+                s.plane.handle_timeout(Instant::now());
+                std::iter::from_fn(|| s.plane.poll_output()).collect()
             });
+            if outputs.is_empty() {
+                break;
+            }
+            for output in outputs {
+                self.carry_out(output).await;
+            }
         }
-    }
-
-    /// Reads the directory: dials the nodes this one should and has no link to, and
-    /// drops the linked ones that have been missing too long.
-    async fn maintain(self: &Arc<Self>) {
-        let Ok(nodes) = self.directory.nodes().await else {
-            // Redis is away: the links stand as they are.
-            return;
-        };
-        self.metrics
-            .cluster_nodes
-            .set(i64::try_from(nodes.len()).unwrap_or(i64::MAX));
         let now = Instant::now();
-        let (dial, expired) = self.with(|links| {
-            links.refused.retain(|_, until| *until > now);
-            links.lost.retain(|_, until| *until > now);
-            let dial: Vec<(String, SocketAddr)> = nodes
-                .iter()
-                .filter(|(name, _)| *name > self.me.node)
-                .filter(|(name, _)| !links.by_name.contains_key(name.as_str()))
-                .filter(|(name, _)| !links.dialing.contains(name))
-                .filter(|(name, _)| !links.refused.contains_key(name))
-                .filter_map(|(name, r)| Some((name.clone(), r.link?)))
-                .collect();
-            for (name, _) in &dial {
-                links.dialing.insert(name.clone());
-            }
-            let present: HashSet<&str> = nodes.iter().map(|(n, _)| n.as_str()).collect();
-            let names: Vec<Arc<str>> = links.by_name.keys().cloned().collect();
-            let mut expired = Vec::new();
-            for name in names {
-                if present.contains(&*name) {
-                    links.absent.remove(&name);
-                    continue;
-                }
-                let since = *links.absent.entry(name.clone()).or_insert(now);
-                if now.duration_since(since) >= EXPIRE_AFTER {
-                    links.absent.remove(&name);
-                    if let Some(live) = links.by_name.get(&name) {
-                        live.conn.close(node_link::code::EXPIRED.into(), b"expired");
-                    }
-                    expired.push(name);
-                }
-            }
-            links.view = nodes;
-            (dial, expired)
-        });
-        for name in expired {
-            tracing::warn!(node = %name, "node left the directory; its links close");
+        let counts = self.with(|s| s.plane.counts(now));
+        for (state, n) in [
+            ("alive", counts.alive),
+            ("suspect", counts.suspect),
+            ("dead", counts.dead),
+        ] {
             self.metrics
-                .cluster_link_losses
-                .with_label_values(&["expired"])
-                .inc();
-            let _ = self.directory.forget_node(&name).await;
+                .cluster_node_health
+                .with_label_values(&[state])
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
-        for (name, addr) in dial {
-            let cluster = self.clone();
-            tokio::spawn(async move { cluster.dial(name, addr).await });
-        }
-        self.relink().await;
     }
 
-    /// Every [`RELINK_EVERY`] reads, links each room this node holds to the replicas
-    /// the directory shows on linked nodes, where the set changed since last time: a
-    /// room split by a link that was lost and came back, or by a join that could not
-    /// wait for a link, is whole again within a few seconds. The shards skip the links
-    /// they already have.
+    async fn carry_out(self: &Arc<Self>, output: Output) {
+        match output {
+            Output::ReadDirectory => {
+                let nodes = self.directory.nodes().await.ok();
+                if let Some(nodes) = &nodes {
+                    self.metrics
+                        .cluster_nodes
+                        .set(i64::try_from(nodes.len()).unwrap_or(i64::MAX));
+                }
+                self.with(|s| s.plane.directory_read(Instant::now(), nodes));
+            }
+            Output::Dial { node, addr } => {
+                let cluster = self.clone();
+                tokio::spawn(async move { cluster.dial(node, addr).await });
+            }
+            Output::Close { node, id } => {
+                tracing::warn!(%node, "node left the directory; its link closes");
+                self.metrics
+                    .cluster_link_losses
+                    .with_label_values(&["expired"])
+                    .inc();
+                if let Some(conn) = self.with(|s| s.conns.get(&id).cloned()) {
+                    conn.close(node_link::code::EXPIRED.into(), b"expired");
+                }
+                self.fell.notify_waiters();
+            }
+            Output::Forget { node } => {
+                if let Err(e) = self.directory.forget_node(&node).await {
+                    tracing::warn!(%node, error = %e, "could not take a dead node out of the directory");
+                }
+            }
+            Output::Relink => self.relink().await,
+        }
+    }
+
+    /// Links each room this node holds to the replicas the directory shows on linked
+    /// nodes, where the set changed since last time: a room split by a link that was
+    /// lost and came back, or by a join that could not wait for a link, is whole again
+    /// within a few seconds. The shards skip the links they already have.
     async fn relink(&self) {
         let mut relinked = self.relinked.lock().await;
-        relinked.reads += 1;
-        if relinked.reads < RELINK_EVERY {
-            return;
-        }
-        relinked.reads = 0;
         let rooms = self.directory.local_rooms();
         let names: Vec<Arc<str>> = rooms.iter().map(|(r, _)| r.clone()).collect();
         let Ok(replicas) = self.directory.replicas_of(&names).await else {
             return;
         };
-        relinked.peers.retain(|room, _| names.contains(room));
+        relinked.retain(|room, _| names.contains(room));
         for ((room, placed), replicas) in rooms.iter().zip(replicas) {
-            let peers: Vec<Peer> = self.with(|links| {
-                replicas
-                    .iter()
-                    .filter(|r| r.node != self.me.node)
-                    .filter_map(|r| {
-                        let node = links.by_name.get(r.node.as_str())?.id;
-                        Some(Peer {
-                            node,
-                            shard: r.shard,
-                        })
-                    })
-                    .collect()
-            });
-            if peers.is_empty() || relinked.peers.get(room) == Some(&peers) {
+            let peers = self.with(|s| s.plane.peers_of(&replicas));
+            if peers.is_empty() || relinked.get(room) == Some(&peers) {
                 continue;
             }
             for p in placed {
@@ -451,11 +383,11 @@ impl Cluster {
                     let _ = shard.link(room.to_string(), peers.clone()).await;
                 }
             }
-            relinked.peers.insert(room.clone(), peers);
+            relinked.insert(room.clone(), peers);
         }
     }
 
-    async fn dial(self: Arc<Self>, name: String, addr: SocketAddr) {
+    async fn dial(self: Arc<Self>, name: Arc<str>, addr: SocketAddr) {
         let opened = node_link::dial(
             &self.endpoint,
             self.client.clone(),
@@ -465,32 +397,34 @@ impl Cluster {
         )
         .await;
         match opened {
-            Ok(o) if o.peer.node == name => self.established(o, true),
+            Ok(o) if *o.peer.node == *name => self.established(o, true),
             Ok(o) => {
                 o.conn.close(node_link::code::PROTOCOL.into(), b"name");
                 self.refused(Some(&name), &OpenError::Protocol("another node's name"));
             }
             Err(e) => self.refused(Some(&name), &e),
         }
-        self.with(|links| links.dialing.remove(&name));
     }
 
     /// The link number of node `name`, waiting up to [`LINK_WAIT`] for a link to a node
-    /// the directory shows alive and whose link was not just lost; `None` for one that
-    /// is not, or not linked in time.
+    /// the directory shows alive; `None` for one that is dead or unknown, or not linked
+    /// in time.
     async fn link_to(&self, name: &str) -> Option<u16> {
         let deadline = tokio::time::Instant::now() + LINK_WAIT;
         loop {
             let linked = self.linked.notified();
-            let (id, alive) = self.with(|links| {
-                let id = links.by_name.get(name).map(|l| l.id);
-                let lost = links.lost.contains_key(name);
-                (id, !lost && links.view.iter().any(|(n, _)| n == name))
+            let wait = self.with(|s| {
+                let wait = s.plane.link_wait(name);
+                if wait == LinkWait::Pending {
+                    s.plane.read_soon();
+                }
+                wait
             });
-            if id.is_some() || !alive {
-                return id;
+            match wait {
+                LinkWait::Up(id) => return Some(id),
+                LinkWait::Never => return None,
+                LinkWait::Pending => self.wake.notify_one(),
             }
-            self.wake.notify_one();
             if tokio::time::timeout_at(deadline, linked).await.is_err() {
                 tracing::warn!(node = name, "no link to a node of the room in time");
                 return None;
@@ -513,143 +447,76 @@ impl Cluster {
         Ok(peers)
     }
 
-    /// Where a join of `room` is served: on one of the room's nodes under the spill
-    /// threshold (this one first, then the least loaded); when none is, on the least
-    /// loaded other node under it; when none is, on the room's least loaded node. A new
-    /// room stays here unless this node is past the threshold or draining.
+    /// Where a join of `room` is served (`docs/relay.md`, "Placement across nodes").
     pub async fn place(&self, room: &str) -> Result<Placement, DirectoryError> {
         let (replicas, loads) = self.directory.placement_view(room).await?;
-        let own_load: usize = self.directory.local_load().iter().sum();
-        let own_draining = self.directory.draining();
-        let candidates: Vec<Candidate> = self.with(|links| {
-            links
-                .view
-                .iter()
-                .filter(|(n, _)| links.by_name.contains_key(n.as_str()))
-                .map(|(n, r)| Candidate {
-                    name: n.clone(),
-                    http: Some(r.http),
-                    load: loads.get(n).copied().unwrap_or_else(|| r.sessions()),
-                    draining: r.draining,
-                    in_room: replicas.iter().any(|x| x.node == *n && x.sessions > 0),
-                })
-                .chain(std::iter::once(Candidate {
-                    name: self.me.node.clone(),
-                    http: None,
-                    load: own_load,
-                    draining: own_draining,
-                    in_room: replicas
-                        .iter()
-                        .any(|x| x.node == self.me.node && x.sessions > 0),
-                }))
-                .collect()
-        });
-        Ok(choose(&candidates, self.spill))
+        let own = (
+            self.directory.local_load().iter().sum(),
+            self.directory.draining(),
+        );
+        let now = Instant::now();
+        Ok(self.with(|s| s.plane.place(now, &replicas, &loads, own)))
     }
 
-    /// The HTTP API of the node serving `session`, when another node of the cluster
-    /// does.
+    /// A request forwarded to `node` failed: the node is suspect at once, and a join
+    /// placed again goes elsewhere.
+    pub fn forward_failed(&self, node: &str) {
+        let now = Instant::now();
+        self.with(|s| s.plane.forward_failed(now, node));
+        self.fell.notify_waiters();
+        self.wake.notify_one();
+    }
+
+    /// Resolves once `node` is no longer alive (suspect, dead or gone): a request
+    /// forwarded to it is given up then, rather than waiting out its timeout.
+    pub async fn fallen(&self, node: &str) {
+        loop {
+            let fell = self.fell.notified();
+            let now = Instant::now();
+            let alive = self.with(|s| s.plane.http_of(now, node).is_some());
+            if !alive {
+                return;
+            }
+            fell.await;
+        }
+    }
+
+    /// The node serving `session`, with its HTTP API, when another node of the cluster
+    /// does and is alive.
     pub async fn session_node(
         &self,
         session: SessionId,
-    ) -> Result<Option<SocketAddr>, DirectoryError> {
+    ) -> Result<Option<OtherNode>, DirectoryError> {
         let Some(node) = self.directory.session_node(session).await? else {
             return Ok(None);
         };
-        Ok(self.http_of(&node))
+        let now = Instant::now();
+        let http = self.with(|s| s.plane.http_of(now, &node));
+        Ok(http.map(|http| OtherNode {
+            name: Arc::from(node.as_str()),
+            http,
+        }))
     }
 
-    /// The HTTP APIs of the other nodes `room` is on, that this node is linked to.
+    /// The HTTP APIs of the other nodes `room` is on that are linked and alive.
     pub async fn room_nodes(&self, room: &str) -> Result<Vec<SocketAddr>, DirectoryError> {
         let replicas = self.directory.replicas(room).await?;
         let mut names: Vec<&str> = replicas.iter().map(|r| r.node.as_str()).collect();
         names.sort_unstable();
         names.dedup();
-        Ok(names.into_iter().filter_map(|n| self.http_of(n)).collect())
-    }
-
-    /// The HTTP APIs of every other node this node is linked to.
-    pub fn other_nodes(&self) -> Vec<SocketAddr> {
-        self.with(|links| {
-            links
-                .view
-                .iter()
-                .filter(|(n, _)| *n != self.me.node && links.by_name.contains_key(n.as_str()))
-                .map(|(_, r)| r.http)
+        let now = Instant::now();
+        Ok(self.with(|s| {
+            names
+                .into_iter()
+                .filter_map(|n| s.plane.http_of(now, n))
                 .collect()
-        })
+        }))
     }
 
-    /// The HTTP API of linked node `name`; `None` for this node or one not linked.
-    fn http_of(&self, name: &str) -> Option<SocketAddr> {
-        if name == self.me.node {
-            return None;
-        }
-        self.with(|links| {
-            links.by_name.contains_key(name).then_some(())?;
-            links
-                .view
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, r)| r.http)
-        })
-    }
-}
-
-/// A node a join may be served on.
-#[derive(Debug, Clone)]
-struct Candidate {
-    name: String,
-    /// `None` for this node.
-    http: Option<SocketAddr>,
-    load: usize,
-    draining: bool,
-    in_room: bool,
-}
-
-/// The placement rule of [`Cluster::place`] over `nodes` (this node's `http` is `None`).
-fn choose(nodes: &[Candidate], spill: usize) -> Placement {
-    let open = |c: &&Candidate| !c.draining;
-    let under = |c: &&Candidate| c.load < spill;
-    let least = |it: &mut dyn Iterator<Item = &Candidate>| {
-        it.min_by_key(|c| (c.http.is_some(), c.load, c.name.clone()))
-            .cloned()
-    };
-    let pick = least(
-        &mut nodes
-            .iter()
-            .filter(open)
-            .filter(|c| c.in_room)
-            .filter(under),
-    )
-    .or_else(|| {
-        least(
-            &mut nodes
-                .iter()
-                .filter(open)
-                .filter(|c| !c.in_room)
-                .filter(under),
-        )
-    })
-    .or_else(|| least(&mut nodes.iter().filter(open).filter(|c| c.in_room)));
-    match pick {
-        Some(Candidate {
-            name,
-            http: Some(http),
-            ..
-        }) => Placement::Node { name, http },
-        _ => Placement::Here,
-    }
-}
-
-/// The next free link number (never [`Peer::THIS_NODE`]).
-fn next_id(links: &mut Links) -> u16 {
-    let used: HashSet<u16> = links.by_name.values().map(|l| l.id).collect();
-    loop {
-        links.last_id = links.last_id.wrapping_add(1);
-        if links.last_id != Peer::THIS_NODE && !used.contains(&links.last_id) {
-            return links.last_id;
-        }
+    /// The HTTP APIs of every other node linked and alive.
+    pub fn other_nodes(&self) -> Vec<SocketAddr> {
+        let now = Instant::now();
+        self.with(|s| s.plane.others(now))
     }
 }
 
@@ -674,18 +541,25 @@ async fn accept_loop(cluster: Weak<Cluster>) {
     }
 }
 
-/// Reads the directory every [`MAINTAIN`], or at once when woken, until the cluster is
-/// dropped.
-async fn maintain_loop(cluster: Weak<Cluster>) {
+/// Runs the plane: carries out its outputs, then sleeps until its next timeout or until
+/// woken, until the cluster is dropped.
+async fn drive_loop(cluster: Weak<Cluster>) {
     loop {
         let Some(c) = cluster.upgrade() else {
             return;
         };
-        c.maintain().await;
+        c.step().await;
         let wake = c.wake.clone();
+        let next = c.with(|s| s.plane.poll_timeout());
         // Not held while waiting: the cluster goes when its owner drops it.
         drop(c);
-        let _ = tokio::time::timeout(MAINTAIN, wake.notified()).await;
+        let woken = wake.notified();
+        match next {
+            Some(at) => {
+                let _ = tokio::time::timeout_at(at.into(), woken).await;
+            }
+            None => woken.await,
+        }
     }
 }
 
@@ -789,72 +663,5 @@ impl rustls::client::danger::ServerCertVerifier for AnyCert {
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn node(name: &str, remote: bool, load: usize, in_room: bool) -> Candidate {
-        Candidate {
-            name: name.into(),
-            http: remote.then(|| SocketAddr::from(([127, 0, 0, 1], 1))),
-            load,
-            draining: false,
-            in_room,
-        }
-    }
-
-    fn named(p: Placement) -> String {
-        match p {
-            Placement::Here => "here".into(),
-            Placement::Node { name, .. } => name,
-        }
-    }
-
-    #[test]
-    fn a_join_goes_to_a_node_of_the_room_under_the_threshold() {
-        let nodes = [node("me", false, 0, false), node("b", true, 5, true)];
-        assert_eq!(
-            named(choose(&nodes, 10)),
-            "b",
-            "the room's node, not a new one"
-        );
-        let nodes = [node("me", false, 9, true), node("b", true, 1, true)];
-        assert_eq!(
-            named(choose(&nodes, 10)),
-            "here",
-            "this node first among the room's"
-        );
-    }
-
-    #[test]
-    fn a_room_spills_only_when_its_nodes_pass_the_threshold() {
-        let nodes = [
-            node("me", false, 10, true),
-            node("b", true, 3, false),
-            node("c", true, 1, false),
-        ];
-        assert_eq!(
-            named(choose(&nodes, 10)),
-            "c",
-            "the least loaded other node"
-        );
-        let full = [node("me", false, 10, false), node("b", true, 12, true)];
-        assert_eq!(
-            named(choose(&full, 10)),
-            "b",
-            "all past it: the room's node"
-        );
-    }
-
-    #[test]
-    fn a_new_room_stays_here_unless_this_node_is_full_or_draining() {
-        let nodes = [node("me", false, 3, false), node("b", true, 0, false)];
-        assert_eq!(named(choose(&nodes, 10)), "here");
-        let mut draining = nodes.clone();
-        draining[0].draining = true;
-        assert_eq!(named(choose(&draining, 10)), "b");
     }
 }

@@ -11,7 +11,7 @@
 //! keep working.
 
 use super::directory::{Directory, DirectoryError, MemoryDirectory, ShardEvent, ShardEvents};
-use super::{Cluster, Placement};
+use super::{Cluster, OtherNode, Placement};
 use crate::transport::command::{CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner};
 use crate::transport::link::Peer;
 use gsrelay_core::relay::{ControlError, Interest, RoomCounts, RoomInfo, SessionId};
@@ -78,22 +78,37 @@ impl Shards {
 
     /// The node a join of `room` is served on: `None` for this one (always, without a
     /// cluster).
-    pub async fn placement(&self, room: &str) -> Result<Option<SocketAddr>, CommandError> {
+    pub async fn placement(&self, room: &str) -> Result<Option<OtherNode>, CommandError> {
         let Some(cluster) = &self.cluster else {
             return Ok(None);
         };
         Ok(match cluster.place(room).await? {
             Placement::Here => None,
-            Placement::Node { http, .. } => Some(http),
+            Placement::Node { name, http } => Some(OtherNode { name, http }),
         })
     }
 
-    /// The HTTP API of the other node serving `id`, when this node does not and another
-    /// node of the cluster does.
+    /// A request forwarded to `node` failed: it is suspect, and placed joins avoid it.
+    pub fn forward_failed(&self, node: &str) {
+        if let Some(cluster) = &self.cluster {
+            cluster.forward_failed(node);
+        }
+    }
+
+    /// Resolves once `node` is no longer alive; never without a cluster.
+    pub async fn fallen(&self, node: &str) {
+        match &self.cluster {
+            Some(cluster) => cluster.fallen(node).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The other node serving `id`, when this node does not and another node of the
+    /// cluster does and is alive.
     pub async fn session_elsewhere(
         &self,
         id: SessionId,
-    ) -> Result<Option<SocketAddr>, CommandError> {
+    ) -> Result<Option<OtherNode>, CommandError> {
         let Some(cluster) = &self.cluster else {
             return Ok(None);
         };

@@ -180,6 +180,16 @@ impl Forwarder {
     }
 }
 
+/// The answer to a request given up because the node serving it died meanwhile.
+pub fn fell(to: SocketAddr) -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "node_unavailable",
+        format!("the node serving this request ({to}) died; try again"),
+    )
+    .retry_after(Duration::from_secs(1))
+}
+
 fn unavailable(to: SocketAddr, e: &reqwest::Error) -> ApiError {
     tracing::warn!(node = %to, error = %e, "a forwarded request failed");
     ApiError::new(

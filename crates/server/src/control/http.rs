@@ -22,6 +22,7 @@ use super::limits::{HttpLimits, IdentityLimiter};
 use super::resume::ResumeClaims;
 use super::rooms::{Refusal, RoomService};
 use super::token::{self, AuthzError, Claims, Right, Tokens};
+use crate::cluster::OtherNode;
 use crate::cluster::shards::Shards;
 use crate::metrics::Metrics;
 use crate::metrics::labels::http_limit;
@@ -66,6 +67,10 @@ pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4";
 
 /// The join route, whose refusals are counted by reason.
 const JOIN_ROUTE: &str = "/v1/rooms/{room}/sessions";
+
+/// How many other nodes a join tries before it is taken here: each failure makes its
+/// node suspect, so this bounds only a cluster whose nodes all fail at once.
+const MAX_JOIN_FORWARDS: usize = 4;
 
 /// The route of a room's inspection.
 const ROOM_ROUTE: &str = "/v1/rooms/{room}";
@@ -185,12 +190,13 @@ impl ApiState {
     }
 
     /// The other node a join is served on: for a resume, the node serving its session if
-    /// another does; else where the cluster places the room. `None`: this node.
+    /// another does and is alive; else where the cluster places the room. `None`: this
+    /// node.
     async fn serving_node(
         &self,
         room: &str,
         resumed: Option<&ResumeClaims>,
-    ) -> Result<Option<std::net::SocketAddr>, ApiError> {
+    ) -> Result<Option<OtherNode>, ApiError> {
         if let Some(id) = resumed.and_then(|r| parse_session_id(&r.sid))
             && let Some(to) = self.0.relay.session_elsewhere(id).await?
         {
@@ -251,17 +257,38 @@ impl ApiState {
     }
 
     /// Forwards a request on `route` to the node at `to` and answers with its answer.
+    ///
+    /// A forward that fails (refused, reset, timed out, answered 503, or its node found
+    /// dead meanwhile, which ends the wait at once) makes the node suspect
+    /// (`docs/relay.md`, "Nodes: alive, suspect, dead").
     async fn forward(
         &self,
-        to: std::net::SocketAddr,
+        to: &OtherNode,
         route: &'static str,
         req: Forwarded<'_>,
     ) -> Result<Response, ApiError> {
         let from = self.forwarding(route);
-        self.0
-            .forwarder
-            .forward(to, from, req.method, &req.path, req.headers, req.body)
-            .await
+        let sent =
+            self.0
+                .forwarder
+                .forward(to.http, from, req.method, &req.path, req.headers, req.body);
+        let answer = tokio::select! {
+            answer = sent => answer,
+            () = self.0.relay.fallen(&to.name) => Err(forward::fell(to.http)),
+        };
+        let failed = match &answer {
+            Ok(resp) => resp.status() == StatusCode::SERVICE_UNAVAILABLE,
+            Err(_) => true,
+        };
+        if failed {
+            self.0
+                .metrics
+                .cluster_forward_failures
+                .with_label_values(&[route])
+                .inc();
+            self.0.relay.forward_failed(&to.name);
+        }
+        answer
     }
 
     /// Hands a request on session `id` (`method` on `route`) to the node serving the
@@ -290,7 +317,7 @@ impl ApiState {
             headers,
             body,
         };
-        self.forward(to, route, req).await.map(Some)
+        self.forward(&to, route, req).await.map(Some)
     }
 
     fn count_limited(&self, limit: &str) {
@@ -636,19 +663,28 @@ async fn join(
     body.interest
         .validate()
         .map_err(|m| ApiError::unprocessable("invalid_interest", m))?;
-    if !forward::is_forwarded(&headers)
-        && let Some(to) = state.serving_node(&room, resumed.as_ref()).await?
-    {
-        let req = Forwarded {
-            method: Method::POST,
-            path: format!("/v1/rooms/{room}/sessions"),
-            headers: &headers,
-            body: raw,
-        };
-        match (state.forward(to, JOIN_ROUTE, req).await, &resumed) {
-            // The node that served the session is gone: it is resumed here.
-            (Err(e), Some(_)) => tracing::warn!(node = %to, error = ?e, "resuming here"),
-            (answer, _) => return answer,
+    if !forward::is_forwarded(&headers) {
+        // Each failed forward makes its node suspect, so the next placement skips it: the
+        // join goes to the next candidate, or is taken here.
+        for _ in 0..MAX_JOIN_FORWARDS {
+            let Some(to) = state.serving_node(&room, resumed.as_ref()).await? else {
+                break;
+            };
+            let req = Forwarded {
+                method: Method::POST,
+                path: format!("/v1/rooms/{room}/sessions"),
+                headers: &headers,
+                body: raw.clone(),
+            };
+            match state.forward(&to, JOIN_ROUTE, req).await {
+                Ok(answer) if answer.status() != StatusCode::SERVICE_UNAVAILABLE => {
+                    return Ok(answer);
+                }
+                failed => {
+                    let status = failed.as_ref().map(|a| a.status()).ok();
+                    tracing::warn!(node = %to.name, ?status, "a forwarded join failed; placing it again");
+                }
+            }
         }
     }
     if state.is_draining() {

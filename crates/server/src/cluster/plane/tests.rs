@@ -1,0 +1,362 @@
+//! The plane's rules in simulated time: a clock that only these tests move, directory
+//! answers and link events given by hand, outputs read back.
+
+use super::*;
+
+/// A plane under test and its clock.
+struct Sim {
+    plane: Plane,
+    now: Instant,
+}
+
+fn record(port: u16, load: usize) -> NodeRecord {
+    NodeRecord {
+        http: SocketAddr::from(([127, 0, 0, 1], port)),
+        rtp: Vec::new(),
+        load: vec![load],
+        link: Some(SocketAddr::from(([127, 0, 0, 1], port + 1))),
+        draining: false,
+    }
+}
+
+fn replica(node: &str, sessions: usize) -> Replica {
+    Replica {
+        node: node.into(),
+        shard: 0,
+        sessions,
+    }
+}
+
+impl Sim {
+    /// Node `b` of a cluster, spilling past `spill`.
+    fn new(spill: usize) -> Self {
+        let now = Instant::now();
+        Self {
+            plane: Plane::new("b", spill, now),
+            now,
+        }
+    }
+
+    fn advance(&mut self, by: Duration) {
+        self.now += by;
+        self.plane.handle_timeout(self.now);
+    }
+
+    fn outputs(&mut self) -> Vec<Output> {
+        std::iter::from_fn(|| self.plane.poll_output()).collect()
+    }
+
+    /// Answers the pending read with `nodes` (name, HTTP port, load).
+    fn read(&mut self, nodes: &[(&str, u16, usize)]) -> Vec<Output> {
+        let listed = nodes
+            .iter()
+            .map(|&(n, port, load)| (n.to_owned(), record(port, load)))
+            .collect();
+        self.plane.directory_read(self.now, Some(listed));
+        self.outputs()
+    }
+
+    /// Links node `name` (accepted: it dialled).
+    fn link(&mut self, name: &str) -> u16 {
+        match self.plane.link_up(name, false) {
+            Admit::Keep { id, .. } => id,
+            Admit::Duplicate => panic!("{name} not admitted"),
+        }
+    }
+
+    fn place(&self, replicas: &[Replica], loads: &[(&str, usize)], own: usize) -> String {
+        let loads = loads.iter().map(|&(n, l)| (n.to_owned(), l)).collect();
+        match self.plane.place(self.now, replicas, &loads, (own, false)) {
+            Placement::Here => "here".into(),
+            Placement::Node { name, .. } => name.to_string(),
+        }
+    }
+}
+
+fn dials(out: &[Output]) -> Vec<String> {
+    out.iter()
+        .filter_map(|o| match o {
+            Output::Dial { node, .. } => Some(node.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_directory_is_read_at_start_and_every_half_second() {
+    let mut s = Sim::new(10);
+    s.plane.handle_timeout(s.now);
+    assert_eq!(s.outputs(), [Output::ReadDirectory]);
+    assert_eq!(
+        s.plane.poll_timeout(),
+        None,
+        "no second read while one runs"
+    );
+    s.read(&[("b", 1, 0)]);
+    assert_eq!(s.plane.poll_timeout(), Some(s.now + READ_EVERY));
+    s.advance(READ_EVERY - Duration::from_millis(1));
+    assert!(s.outputs().is_empty());
+    s.advance(Duration::from_millis(1));
+    assert_eq!(s.outputs(), [Output::ReadDirectory]);
+}
+
+#[test]
+fn a_node_dials_the_nodes_whose_names_sort_after_its_own() {
+    let mut s = Sim::new(10);
+    let out = s.read(&[("a", 10, 0), ("b", 20, 0), ("c", 30, 0)]);
+    assert_eq!(dials(&out), ["c"], "a dials b; b dials c");
+    s.advance(READ_EVERY);
+    assert!(dials(&s.read(&[("c", 30, 0)])).is_empty(), "being dialled");
+    s.plane.dial_failed(s.now, "c", false);
+    s.advance(UNREACHABLE_BACKOFF - Duration::from_millis(1));
+    assert!(dials(&s.read(&[("c", 30, 0)])).is_empty(), "left alone");
+    s.advance(Duration::from_millis(1));
+    assert_eq!(dials(&s.read(&[("c", 30, 0)])), ["c"]);
+    s.plane.dial_failed(s.now, "c", true);
+    s.advance(REFUSED_BACKOFF - Duration::from_millis(1));
+    assert!(dials(&s.read(&[("c", 30, 0)])).is_empty(), "refused: 5 s");
+    s.advance(Duration::from_millis(1));
+    assert_eq!(dials(&s.read(&[("c", 30, 0)])), ["c"]);
+}
+
+#[test]
+fn a_node_is_eligible_once_linked_and_its_record_read() {
+    let mut s = Sim::new(10);
+    s.read(&[]);
+    // A new node dials this one before this one has read its record.
+    s.link("a");
+    assert_eq!(
+        s.place(&[replica("a", 3)], &[], 0),
+        "here",
+        "not yet eligible"
+    );
+    assert_eq!(
+        s.outputs(),
+        [Output::ReadDirectory],
+        "its link asks for a read at once"
+    );
+    s.read(&[("a", 10, 3)]);
+    assert_eq!(s.place(&[replica("a", 3)], &[], 0), "a");
+    // Listed but not linked is not eligible either.
+    s.advance(READ_EVERY);
+    s.read(&[("a", 10, 3), ("c", 30, 0)]);
+    assert_eq!(s.place(&[replica("c", 1)], &[], 0), "here");
+}
+
+/// `b` linked to `a` and `c`, both listed.
+fn three_nodes(spill: usize) -> Sim {
+    let mut s = Sim::new(spill);
+    s.read(&[("a", 10, 0), ("b", 20, 0), ("c", 30, 0)]);
+    s.link("a");
+    assert!(matches!(
+        s.plane.link_up("c", true),
+        Admit::Keep { replaced: None, .. }
+    ));
+    s.outputs();
+    s
+}
+
+#[test]
+fn placement_follows_each_tier_of_the_docs() {
+    let s = three_nodes(5);
+    // 1. This node holds the room and is under the threshold.
+    assert_eq!(s.place(&[replica("b", 1), replica("a", 1)], &[], 4), "here");
+    // 2. The room's least loaded node under it.
+    let room = [replica("b", 5), replica("a", 1), replica("c", 1)];
+    assert_eq!(s.place(&room, &[("a", 4), ("c", 3)], 5), "c");
+    // 3. A new room stays here.
+    assert_eq!(s.place(&[], &[("a", 0), ("c", 0)], 4), "here");
+    // 4. Every node of the room past it: the least loaded other node under it.
+    let room = [replica("b", 5), replica("a", 5)];
+    assert_eq!(s.place(&room, &[("a", 5), ("c", 2)], 5), "c");
+    // 5. Every node past it: the room's least loaded node, wherever the join came.
+    assert_eq!(s.place(&room, &[("a", 5), ("c", 9)], 6), "a");
+    // 6. A new room when every node is past it: the least loaded node.
+    assert_eq!(s.place(&[], &[("a", 7), ("c", 6)], 8), "c");
+}
+
+#[test]
+fn the_directorys_load_wins_over_the_records() {
+    let mut s = three_nodes(5);
+    s.advance(READ_EVERY);
+    s.read(&[("a", 10, 4), ("c", 30, 1)]);
+    let room = [replica("a", 1), replica("c", 1)];
+    assert_eq!(s.place(&room, &[], 5), "c", "from the records");
+    assert_eq!(s.place(&room, &[("a", 0)], 5), "a", "from the loads");
+}
+
+#[test]
+fn a_failed_forward_makes_a_node_suspect_at_once_then_alive_again() {
+    let mut s = three_nodes(5);
+    let room = [replica("a", 1)];
+    assert_eq!(s.place(&room, &[], 0), "a");
+    s.plane.forward_failed(s.now, "a");
+    assert!(matches!(
+        s.plane.health(s.now, "a"),
+        Some(Health::Suspect(_))
+    ));
+    assert_eq!(s.place(&room, &[], 0), "here", "the join is taken here");
+    assert_eq!(s.plane.http_of(s.now, "a"), None, "nor resumed there");
+    assert_eq!(
+        s.plane.link_wait("a"),
+        LinkWait::Up(1),
+        "its link still carries rooms"
+    );
+    assert_eq!(s.plane.counts(s.now).suspect, 1);
+    s.advance(SUSPECT_FOR);
+    assert_eq!(s.plane.health(s.now, "a"), Some(Health::Alive));
+    assert_eq!(s.place(&room, &[], 0), "a");
+}
+
+#[test]
+fn a_suspect_node_is_skipped_for_the_next_candidate() {
+    let mut s = three_nodes(5);
+    let room = [replica("a", 1), replica("c", 2)];
+    assert_eq!(s.place(&room, &[], 5), "a");
+    s.plane.forward_failed(s.now, "a");
+    assert_eq!(s.place(&room, &[], 5), "c");
+    s.plane.forward_failed(s.now, "c");
+    assert_eq!(s.place(&room, &[], 5), "here", "no node left but this one");
+}
+
+#[test]
+fn a_lost_link_kills_its_node_until_it_links_again() {
+    let mut s = three_nodes(5);
+    let id = s.plane.link_of("a").unwrap();
+    assert!(s.plane.link_lost("a", id, LinkEnd::Silent));
+    assert_eq!(
+        s.outputs(),
+        [Output::Forget {
+            node: Arc::from("a")
+        }]
+    );
+    assert_eq!(s.plane.health(s.now, "a"), Some(Health::Dead));
+    assert_eq!(
+        s.plane.link_wait("a"),
+        LinkWait::Never,
+        "no join waits for it"
+    );
+    assert_eq!(s.place(&[replica("a", 3)], &[], 0), "here");
+    // Its key outlives it; it stays dead while listed.
+    s.advance(READ_EVERY);
+    s.read(&[("a", 10, 3), ("c", 30, 0)]);
+    assert_eq!(s.plane.health(s.now, "a"), Some(Health::Dead));
+    assert_eq!(s.plane.counts(s.now).dead, 1);
+    // Restarted, it dials again: alive.
+    let again = s.link("a");
+    assert_ne!(again, id);
+    assert_eq!(s.plane.health(s.now, "a"), Some(Health::Alive));
+    assert_eq!(s.place(&[replica("a", 3)], &[], 0), "a");
+}
+
+#[test]
+fn an_old_links_end_after_a_new_link_changes_nothing() {
+    let mut s = three_nodes(5);
+    let old = s.plane.link_of("a").unwrap();
+    let Admit::Keep { id, replaced } = s.plane.link_up("a", false) else {
+        panic!("a peer dialling again is admitted");
+    };
+    assert_eq!(replaced, Some(old));
+    assert!(!s.plane.link_lost("a", old, LinkEnd::Local));
+    assert_eq!(s.plane.link_of("a"), Some(id));
+    assert_eq!(s.plane.health(s.now, "a"), Some(Health::Alive));
+    assert_eq!(
+        s.plane.link_up("a", true),
+        Admit::Duplicate,
+        "this node's own dial duplicates it"
+    );
+}
+
+#[test]
+fn a_node_missing_from_the_directory_dies_after_expire_after() {
+    let mut s = three_nodes(5);
+    s.advance(READ_EVERY);
+    s.read(&[("c", 30, 0)]);
+    let mut waited = Duration::ZERO;
+    while waited < EXPIRE_AFTER - READ_EVERY {
+        s.advance(READ_EVERY);
+        waited += READ_EVERY;
+        assert!(
+            s.read(&[("c", 30, 0)])
+                .iter()
+                .all(|o| !matches!(o, Output::Close { .. }))
+        );
+        assert_eq!(s.plane.health(s.now, "a"), Some(Health::Alive));
+    }
+    s.advance(READ_EVERY);
+    let out = s.read(&[("c", 30, 0)]);
+    assert!(out.contains(&Output::Close {
+        node: Arc::from("a"),
+        id: 1
+    }));
+    assert!(out.contains(&Output::Forget {
+        node: Arc::from("a")
+    }));
+    assert_eq!(s.plane.health(s.now, "a"), Some(Health::Dead));
+}
+
+#[test]
+fn redis_lost_and_back_kills_no_one() {
+    let mut s = three_nodes(5);
+    for _ in 0..30 {
+        s.advance(READ_EVERY);
+        s.plane.directory_read(s.now, None);
+    }
+    assert_eq!(s.plane.counts(s.now).alive, 2, "Redis away: links stand");
+    assert_eq!(s.place(&[replica("a", 1)], &[], 0), "a", "and place");
+    // Restarted empty: the nodes write their records again within a refresh (2 s).
+    for _ in 0..4 {
+        s.advance(READ_EVERY);
+        s.read(&[]);
+    }
+    s.advance(READ_EVERY);
+    s.read(&[("a", 10, 0), ("c", 30, 0)]);
+    assert_eq!(s.plane.counts(s.now).alive, 2);
+    assert_eq!(s.plane.counts(s.now).dead, 0);
+}
+
+#[test]
+fn a_draining_node_is_not_placed_on_but_keeps_its_links() {
+    let mut s = three_nodes(5);
+    s.advance(READ_EVERY);
+    let mut draining = record(10, 0);
+    draining.draining = true;
+    s.plane.directory_read(
+        s.now,
+        Some(vec![("a".into(), draining), ("c".into(), record(30, 0))]),
+    );
+    assert_eq!(s.place(&[replica("a", 2)], &[], 0), "here");
+    assert_eq!(s.plane.link_wait("a"), LinkWait::Up(1));
+    assert!(
+        s.plane.http_of(s.now, "a").is_some(),
+        "its sessions still answer"
+    );
+}
+
+#[test]
+fn a_node_neither_listed_nor_linked_is_forgotten() {
+    let mut s = three_nodes(5);
+    let id = s.plane.link_of("a").unwrap();
+    s.plane.link_lost("a", id, LinkEnd::Closed);
+    s.advance(READ_EVERY);
+    s.read(&[("c", 30, 0)]);
+    assert_eq!(s.plane.health(s.now, "a"), None);
+    assert_eq!(s.plane.link_wait("a"), LinkWait::Never);
+}
+
+#[test]
+fn rooms_are_relinked_every_fourth_read() {
+    let mut s = Sim::new(5);
+    let mut relinks = 0;
+    for _ in 0..(RELINK_EVERY * 3) {
+        s.advance(READ_EVERY);
+        relinks += s.read(&[]).iter().filter(|o| **o == Output::Relink).count();
+    }
+    assert_eq!(relinks, 3);
+}
+
+#[test]
+fn a_link_to_itself_is_refused() {
+    let mut s = Sim::new(5);
+    assert_eq!(s.plane.link_up("b", false), Admit::Duplicate);
+}
