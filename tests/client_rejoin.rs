@@ -3,17 +3,22 @@
 //! address, where a new relay with the same token secret now answers, and holds the whole
 //! room again from that relay's cache, then follows it live. Over each transport, on
 //! loopback; the relays report every 0.2 s (`rtcp_min_interval`) so that a short silence
-//! is enough, and an idle room on a live relay must never count as silent.
+//! is enough, and an idle room on a live relay must never count as silent. And the
+//! rejoin's leave of the old session, which must never hold the rejoin up: a node that
+//! died does not answer it (an HTTP front in front of the relays holds it open), and a
+//! live relay may get it after the join.
 
 mod rejoin_common;
 mod support;
 
-use gsrelay::client::{Client, JoinOptions, RoomState};
+use gsrelay::client::{Client, JoinOptions, REJOIN_LEAVE_TIMEOUT, RoomState};
 use gsrelay::serve::Server;
 use gsrelay::token::Rights;
+use rejoin_common::front::{Front, Leaves, Seen};
 use rejoin_common::{
     REPORTS, ROOM, SILENCE, WAIT, objects, publish, relay, session_ssrcs, until_cached,
 };
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use support::server::{PUBLISH, SUBSCRIBE, base, token};
 use support::transports::Over;
@@ -186,4 +191,148 @@ async fn a_closed_relay_port_counts_as_silence_at_once() {
     }
     assert!(!sub.is_silent(Instant::now()));
     assert_eq!(sub.silence(), long, "the silence set survives the rejoin");
+}
+
+/// Any free loopback port.
+fn any_port() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// Joins the room through `front` with `rights` and `opts`.
+async fn join_at(front: &Front, rights: Rights, opts: JoinOptions) -> Client {
+    Client::join(&front.base(), &token(ROOM, rights), ROOM, opts)
+        .await
+        .unwrap()
+}
+
+/// Waits until `front` has seen what `done` wants; panics after `within`.
+async fn until_seen(front: &Front, within: Duration, done: impl Fn(Seen) -> bool) -> Seen {
+    let deadline = Instant::now() + within;
+    loop {
+        let seen = front.seen();
+        if done(seen) {
+            return seen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not seen within {within:?}: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Clients join through a front, as through a Service; their node dies, and the front then
+/// sends joins to a live relay while a leave goes nowhere (held open, unanswered). A client
+/// with a resume credential resumes there and sends no leave at all; a client that
+/// rejoins is back, with its SSRC, while its old session's leave is still unanswered, and
+/// gives that leave up after [`REJOIN_LEAVE_TIMEOUT`].
+#[tokio::test]
+async fn a_rejoin_never_waits_for_the_leave_a_dead_node_does_not_answer() {
+    let x = relay(any_port()).await;
+    let front = Front::start(x.http_addr, Leaves::Hold).await;
+    let mut rejoiner = join_at(&front, PUBLISH, JoinOptions::default()).await;
+    let opts = JoinOptions {
+        silence: Some(Duration::from_secs(600)),
+        ..JoinOptions::default()
+    };
+    let mut resumer = join_at(&front, SUBSCRIBE, opts).await;
+    resumer.send_rr().await.unwrap();
+    let (ssrc, resumer_ssrc) = (rejoiner.ssrc(), resumer.ssrc());
+    assert!(
+        resumer.resume_credential().is_some(),
+        "no resume credential"
+    );
+
+    // The node dies; the front sends what comes next to a surviving relay.
+    x.shutdown().await.unwrap();
+    let y = relay(any_port()).await;
+    front.point_to(y.http_addr);
+
+    // Resume first, through the front: back on the surviving relay with its SSRC, and no
+    // leave sent. Its UDP port closed, the old relay counts as silent at once.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        assert!(Instant::now() < deadline, "never resumed");
+        let _ = resumer.send_rr().await;
+        let _ = resumer.recv(Duration::from_millis(20)).await;
+        match resumer.rejoin_if_silent().await {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(e) => eprintln!("resume failed: {e}"),
+        }
+    }
+    assert_eq!(resumer.ssrc(), resumer_ssrc, "the resumed SSRC");
+    assert_eq!(front.seen().leaves, 0, "a resume sent a leave");
+
+    // A rejoin: back before its old session's leave has an answer or is given up.
+    let started = Instant::now();
+    rejoiner.rejoin().await.unwrap();
+    let took = started.elapsed();
+    let seen = front.seen();
+    assert_eq!(
+        (seen.leaves_answered, seen.leaves_given_up),
+        (0, 0),
+        "the rejoin ended after its leave did: {seen:?}"
+    );
+    assert!(took < REJOIN_LEAVE_TIMEOUT, "the rejoin took {took:?}");
+    assert_eq!(rejoiner.ssrc(), ssrc, "the rejoined SSRC");
+    let sessions = session_ssrcs(&y).await;
+    assert!(
+        sessions.contains(&u64::from(ssrc)) && sessions.contains(&u64::from(resumer_ssrc)),
+        "both on the surviving relay: {sessions:?}"
+    );
+
+    // The leave did go out, unanswered, and the client gives it up in time: nothing of
+    // the old session stays open.
+    let seen = until_seen(&front, WAIT, |s| s.leaves == 1).await;
+    assert_eq!(seen.leaves_given_up, 0, "{seen:?}");
+    let seen = until_seen(&front, REJOIN_LEAVE_TIMEOUT + WAIT, |s| {
+        s.leaves_given_up == 1
+    })
+    .await;
+    assert!(
+        started.elapsed() >= REJOIN_LEAVE_TIMEOUT,
+        "given up early: {seen:?}"
+    );
+    y.shutdown().await.unwrap();
+}
+
+/// A client that rejoins a live relay which still holds its old session, the leave
+/// reaching the relay only after the rejoin's join (the front holds it until then):
+/// `require_ssrc` makes the client wait for that leave and join again, with its SSRC;
+/// without it the client takes the SSRC the relay gives. Either way the old session goes.
+async fn rejoin_before_the_leave_lands(require_ssrc: bool) {
+    let x = relay(any_port()).await;
+    // The leave passes once the first join and the rejoin's have been answered.
+    let front = Front::start(x.http_addr, Leaves::AfterJoins(2)).await;
+    let opts = JoinOptions {
+        require_ssrc,
+        ..JoinOptions::default()
+    };
+    let mut c = join_at(&front, PUBLISH, opts).await;
+    let (ssrc, session) = (c.ssrc(), c.session());
+    c.rejoin().await.unwrap();
+    assert_ne!(c.session(), session, "a new session");
+    let seen = front.seen();
+    if require_ssrc {
+        assert_eq!(c.ssrc(), ssrc, "the required SSRC");
+        // The join refused (the SSRC still the old session's), the leave, the join again.
+        assert_eq!((seen.joins, seen.leaves_answered), (3, 1), "{seen:?}");
+    } else {
+        assert_ne!(c.ssrc(), ssrc, "the old session still held its SSRC");
+        assert_eq!(seen.joins, 2, "{seen:?}");
+    }
+    until_seen(&front, WAIT, |s| s.leaves_answered == 1).await;
+    assert_eq!(session_ssrcs(&x).await, vec![u64::from(c.ssrc())]);
+    x.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_rejoin_requiring_its_ssrc_waits_for_a_leave_the_live_relay_gets_late() {
+    rejoin_before_the_leave_lands(true).await;
+}
+
+#[tokio::test]
+async fn a_rejoin_takes_another_ssrc_when_the_live_relay_gets_the_leave_late() {
+    rejoin_before_the_leave_lands(false).await;
 }

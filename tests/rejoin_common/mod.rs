@@ -1,7 +1,10 @@
 //! What the rejoin tests share (`tests/client_rejoin.rs`, `tests/web_rejoin.rs`): relays
 //! that report often, started on a given HTTP address so that a new one can take a
-//! stopped one's, and a publisher's room of objects.
+//! stopped one's, a publisher's room of objects, and an HTTP front ([`front`]) that holds
+//! the leaves a dead node would never answer.
 #![allow(dead_code)] // each test file uses a different part of it
+
+pub mod front;
 
 use crate::support::moving_head;
 use crate::support::server::{config, room_info};

@@ -20,11 +20,12 @@
 //! of a quiet room with many streams further apart), or at once when its link failed (port
 //! unreachable, QUIC or WebRTC connection closed). An app whose room always carries
 //! traffic may set a shorter silence ([`JoinOptions::silence`], [`Client::set_silence`]),
-//! used as it is. [`Client::rejoin_if_silent`] then rejoins with the same room, token,
-//! options and SSRC, and asks for the whole room (a FIR naming the relay), which the new
-//! relay answers from its cache; the app starts its [`RoomState`] afresh and sends its
-//! own state again. Failed attempts are retried no sooner than 0.25 s later, doubling to
-//! 8 s. The session must be heard by the relay for its reports to reach it: a UDP session
+//! used as it is. [`Client::rejoin_if_silent`] then resumes the session with its resume
+//! credential, or rejoins with the same room, token, options and SSRC (never waiting for
+//! the old session's leave, see [`Client::rejoin`]), and asks for the whole room (a FIR
+//! naming the relay), which the new relay answers from its cache; the app starts its
+//! [`RoomState`] afresh and sends its own state again. Failed attempts are retried no
+//! sooner than 0.25 s later, doubling to 8 s. The session must be heard by the relay for its reports to reach it: a UDP session
 //! is latched by its first packet, and one that publishes nothing sends an RR now and then
 //! ([`Client::send_rr`]) anyway, or the relay times it out after `session_timeout` (60 s).
 //!
@@ -118,7 +119,10 @@ const WEBRTC_OPEN_TIMEOUT: Duration = Duration::from_secs(10);
 /// that accepts connections but no longer answers.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long a rejoin waits for the old session's leave before joining anyway.
+/// How long the old session's leave, which a [`Client::rejoin`] sends without waiting for
+/// it, may take before the client gives it up (a node that died may never answer). Only a
+/// rejoin that requires its SSRC ([`JoinOptions::require_ssrc`]) and is refused it
+/// because the SSRC is still taken waits for that leave, and no longer than this.
 pub const REJOIN_LEAVE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What a join asks for, beyond the room and the token.
@@ -294,22 +298,41 @@ impl Client {
         Self::open(http, ssrc, None).await
     }
 
-    /// Joins again with the same room, token and options, asking for the same SSRC
-    /// (which it requires only if the first join did): for when the relay seems to have
-    /// forgotten the session, e.g. after a restart, or to be gone. The old session is left
-    /// first in case the relay still holds it, so that its SSRC is free again; that is
-    /// best effort, bounded by [`REJOIN_LEAVE_TIMEOUT`]: after a restart the relay answers
-    /// 404 or 403, a relay that is gone does not answer, and a cluster node may answer 503
-    /// for a node that died, none of which must keep the client from joining. The new
-    /// session gets a new socket and new SRTP keys. On failure the client is unchanged
-    /// and may try again. It does not ask for the room:
-    /// [`rejoin_if_silent`](Self::rejoin_if_silent) does both.
+    /// Joins again with the same room, token and options, asking for the same SSRC: for
+    /// when the relay seems to have forgotten the session, e.g. after a restart, or to be
+    /// gone. The new session gets a new socket and new SRTP keys. On failure the client is
+    /// unchanged and may try again. It does not ask for the room:
+    /// [`rejoin_if_silent`](Self::rejoin_if_silent) does both, and resumes first.
+    ///
+    /// The old session is left in the background, never waited for: the leave is sent
+    /// just before the join, on its own task, and given up after
+    /// [`REJOIN_LEAVE_TIMEOUT`]. A relay that is gone does not answer it, a restarted one
+    /// answers 404 or 403, a cluster node may answer 503 for a node that died; none of it
+    /// delays the join. The leave is there for a relay that still holds the old session,
+    /// so that its SSRC comes free, and the join may reach that relay before the leave
+    /// does. Then:
+    ///
+    /// - without [`JoinOptions::require_ssrc`], the relay gives another SSRC and the
+    ///   client takes it: a client that must keep its SSRC (its objects are the room's by
+    ///   it) sets `require_ssrc`, or resumes ([`resume`](Self::resume)), which keeps the
+    ///   session itself;
+    /// - with it, the relay refuses the join (409 `ssrc_taken`); the client then waits for
+    ///   the old session's leave (at most [`REJOIN_LEAVE_TIMEOUT`]: only here is it on the
+    ///   way) and, if the relay took it, joins once more. If it did not (the SSRC is held
+    ///   by a session that leave cannot end), the 409 is returned, to try again later.
     pub async fn rejoin(&mut self) -> Result<(), ClientError> {
         let http = self.http.clone().ok_or(ClientError::NoHttp)?;
-        if let Err(e) = delete_session(&http, self.joined.session, REJOIN_LEAVE_TIMEOUT).await {
-            tracing::debug!(error = %e, "leaving the old session before a rejoin failed");
-        }
-        *self = Self::open(http, Some(self.joined.ssrc), None).await?;
+        let left = leave_in_background(&http, self.joined.session);
+        let ssrc = Some(self.joined.ssrc);
+        let next = match Self::open(http.clone(), ssrc, None).await {
+            // Still the old session's, on a relay that has not had its leave yet.
+            Err(e) if http.opts.require_ssrc && is_ssrc_taken(&e) => match left.await {
+                Ok(true) => Self::open(http, ssrc, None).await,
+                _ => Err(e),
+            },
+            next => next,
+        }?;
+        *self = next;
         Ok(())
     }
 
@@ -1071,6 +1094,31 @@ async fn put_interest(
         .await?;
     http::checked(resp).await?;
     Ok(())
+}
+
+/// Leaves `session` on a task of its own, given at most [`REJOIN_LEAVE_TIMEOUT`] in all:
+/// whether the relay took the leave, for whoever cares to wait.
+fn leave_in_background(http: &Http, session: SessionId) -> tokio::task::JoinHandle<bool> {
+    let http = http.clone();
+    tokio::spawn(async move {
+        let leave = delete_session(&http, session, REJOIN_LEAVE_TIMEOUT);
+        match tokio::time::timeout(REJOIN_LEAVE_TIMEOUT, leave).await {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "the old session's leave failed");
+                false
+            }
+            Err(_) => {
+                tracing::debug!("the old session's leave got no answer in time");
+                false
+            }
+        }
+    })
+}
+
+/// Whether a join was refused because the SSRC it required is taken (409 `ssrc_taken`).
+fn is_ssrc_taken(e: &ClientError) -> bool {
+    matches!(e, ClientError::Status { status: 409, body } if body.contains("\"ssrc_taken\""))
 }
 
 /// `DELETE /v1/sessions/{id}`, given at most `timeout`.
