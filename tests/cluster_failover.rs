@@ -290,3 +290,96 @@ async fn with_redis_killed_rooms_flow_across_nodes_and_a_restarted_redis_is_whol
     let got = late.recv_objects(Duration::from_secs(5)).await.unwrap();
     assert!(got.is_some(), "the late joiner gets the room");
 }
+
+/// Two nodes with the default spill, linked: a room opened through B stays on B, and a
+/// join of it through A is forwarded there.
+async fn pair(redis: &Redis) -> (Node, Node) {
+    let a = Node::start(redis, "node-a", &[]).await;
+    let b = Node::start(redis, "node-b", &[]).await;
+    linked(&[&a, &b]).await;
+    (a, b)
+}
+
+const JOIN_FORWARD_FAILURES: &str =
+    "gsrelay_cluster_forward_failures_total{route=\"/v1/rooms/{room}/sessions\"}";
+
+#[tokio::test]
+async fn joins_through_a_survivor_are_answered_while_a_killed_node_is_still_listed() {
+    let redis = Redis::start().await;
+    let (a, mut b) = pair(&redis).await;
+    let _publisher = join(&b.base(), PUBLISH).await;
+    let _forwarded = join(&a.base(), SUBSCRIBE).await;
+    assert_eq!(b.sessions().await, 2.0, "the room's node serves it");
+
+    b.kill();
+    // B's key outlives it by seconds and its link by 600 ms: every join through A in
+    // that time is answered, by A.
+    let killed = Instant::now();
+    let mut joins = 0;
+    let mut held = Vec::new();
+    while killed.elapsed() < Duration::from_millis(1500) {
+        let opts = JoinOptions {
+            silence: Some(SILENCE),
+            ..JoinOptions::default()
+        };
+        let c = Client::join(&a.base(), &token(ROOM, SUBSCRIBE), ROOM, opts)
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "join {joins} refused {:?} after the kill: {e}",
+                    killed.elapsed()
+                )
+            });
+        joins += 1;
+        assert_eq!(
+            a.sessions().await,
+            joins as f64,
+            "the survivor takes the room"
+        );
+        held.push(c);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let failures = a.metric(JOIN_FORWARD_FAILURES).await.unwrap_or(0.0);
+    eprintln!("{joins} joins through the survivor after the kill, {failures} forward failed");
+    assert!(
+        failures >= 1.0,
+        "the first join met the dead node, which became suspect"
+    );
+}
+
+#[tokio::test]
+async fn a_join_forwarded_to_a_frozen_node_is_placed_again_and_the_node_comes_back_whole() {
+    let redis = Redis::start().await;
+    let (a, b) = pair(&redis).await;
+    let mut publisher = join(&b.base(), PUBLISH).await;
+    publisher.send_objects(&[head(1, 1.0)]).await.unwrap();
+
+    b.serve.signal("STOP");
+    let frozen = Instant::now();
+    // B accepts the connection (its kernel does) but never answers: the forward is
+    // given up when B's link falls silent, and A takes the join.
+    let c = join(&a.base(), SUBSCRIBE).await;
+    let answered = frozen.elapsed();
+    eprintln!("join through A answered {answered:?} after B froze");
+    assert_eq!(a.sessions().await, 1.0, "A took the join");
+    assert!(
+        answered < Duration::from_secs(5),
+        "given up with B's link, not after the forward's 10 s timeout"
+    );
+    assert!(a.metric(JOIN_FORWARD_FAILURES).await.unwrap_or(0.0) >= 1.0);
+
+    // Thawed, B links again, and the room is one: A's subscriber gets B's publisher.
+    b.serve.signal("CONT");
+    linked(&[&a, &b]).await;
+    let mut c = c;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert!(Instant::now() < deadline, "B's publisher reaches A again");
+        publisher.send_objects(&[head(1, 2.0)]).await.unwrap();
+        if let Ok(Some((_, objs))) = c.recv_objects(Duration::from_millis(50)).await
+            && of_round(&objs, 2.0).next().is_some()
+        {
+            break;
+        }
+    }
+}
