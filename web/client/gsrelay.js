@@ -1460,11 +1460,11 @@ export class RoomState {
 // ---------------------------------------------------------------------------------------
 // HTTP control plane (docs/api.md)
 
-async function api(baseUrl, method, path, token, body) {
+async function api(baseUrl, method, path, token, body, signal) {
   const headers = { Authorization: `Bearer ${token}` };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const resp = await fetch(new URL(path, baseUrl), {
-    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal,
   });
   const text = await resp.text();
   let json = null;
@@ -1488,7 +1488,21 @@ export function join({ baseUrl = location.origin, room, token, request = {} }) {
 
 /** Leaves: DELETE /v1/sessions/{id}. */
 export function leave({ baseUrl = location.origin, sessionId, token }) {
-  return api(baseUrl, "DELETE", `/v1/sessions/${encodeURIComponent(sessionId)}`, token);
+  return leaveWith({ baseUrl, sessionId, token });
+}
+
+function leaveWith({ baseUrl, sessionId, token, signal }) {
+  return api(baseUrl, "DELETE", `/v1/sessions/${encodeURIComponent(sessionId)}`, token, undefined, signal);
+}
+
+/**
+ * Leaves a rejoin's old session without anyone waiting for it: the request is given up
+ * after LEAVE_TIMEOUT_MS (a relay that died may never answer). Resolves to whether the
+ * relay took it.
+ */
+function leaveInBackground({ baseUrl, sessionId, token }) {
+  const signal = AbortSignal.timeout(LEAVE_TIMEOUT_MS);
+  return leaveWith({ baseUrl, sessionId, token, signal }).then(() => true, () => false);
 }
 
 /** Replaces the session's interest: PUT /v1/sessions/{id}/interest. */
@@ -1750,8 +1764,11 @@ const WATCHDOG_TICK_MS = 250;
 const REJOIN_RETRY_MS = 250;
 const REJOIN_RETRY_MAX_MS = 8000;
 
-/** The longest a rejoin waits for the old session's leave (its relay may hang). */
-const LEAVE_WAIT_MS = 2000;
+/**
+ * How long the old session's leave, which a rejoin sends without waiting for it, may take
+ * before it is given up (its relay may have died with the connection open).
+ */
+const LEAVE_TIMEOUT_MS = 2000;
 
 /** Whether a packet is one of the relay's periodic reports (a compound starting with SR or RR). */
 /** Whether an RTCP packet holds a BYE naming `ssrc`. */
@@ -1960,8 +1977,9 @@ export class Session {
    * Rejoins through the same base URL, with the same room, token, request and SSRC:
    * first by resuming the session with the last answer's `resume` credential (the same
    * session where the relay still holds it, its SSRC where it restarted; docs/api.md,
-   * "Resume"); when the relay refuses that (`resume_*`), by leaving the old session if its
-   * relay still answers and joining again. Connects (trying again after 0.25 s, doubling
+   * "Resume"); when the relay refuses that (`resume_*`), by joining again at once while
+   * the old session is left in the background (never waited for, given up after 2 s; a
+   * relay that still holds it may give another SSRC, which the session takes). Connects (trying again after 0.25 s, doubling
    * to 8 s, until it succeeds or the session is closed), starts the room state afresh,
    * asks for the whole room (FIR) and calls `onrejoin` (`resumed` says which way it came
    * back). Resolves to true once rejoined (false if closed meanwhile); a rejoin under way
@@ -1984,9 +2002,11 @@ export class Session {
     for (;;) {
       if (this.closing) return false;
       if (resume === null && attempts === 0) {
-        // No session to take back: leave it, so that its SSRC is free. After a restart the
-        // relay answers 404 or 403; a relay that hangs must not hold us.
-        await Promise.race([leave({ baseUrl, sessionId: previous.session_id, token }).catch(() => {}), sleep(LEAVE_WAIT_MS)]);
+        // No session to take back: leave it, so that a relay that still holds it frees its
+        // SSRC, but never wait for that (a relay that died does not answer; a restarted one
+        // answers 404 or 403). The join goes at once, asking for the old SSRC: a relay that
+        // has not had the leave yet gives another, which the session takes.
+        leaveInBackground({ baseUrl, sessionId: previous.session_id, token });
       }
       attempts++;
       try {

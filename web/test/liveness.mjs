@@ -69,7 +69,8 @@ t.check(room.streams.size === 0 && changes === 2, `cleared: ${room.streams.size}
 // silence: the relay's reports keep it; then silence → rejoin with the same request and
 // SSRC, the old session left, the room started afresh, a FIR for the relay's SSRC,
 // onrejoin told; a failed attempt is told and tried again; a lost connection rejoins
-// without waiting for the silence; a closed session rejoins no more.
+// without waiting for the silence; a leave that never gets an answer does not hold a
+// rejoin up; a closed session rejoins no more.
 const FLOW = 5;
 const transports = [];
 class FakeWebTransport {
@@ -94,12 +95,21 @@ class FakeWebTransport {
 }
 globalThis.WebTransport = FakeWebTransport;
 // `credentials`: answers carry a resume credential; `refuseResume`: a join with one is
-// refused as spent.
-const http = { requests: [], down: false, joins: 0, credentials: false, refuseResume: false };
+// refused as spent; `holdLeaves`: a leave is never answered (the relay that held the
+// session died with the connection open) until its signal aborts it, when it is counted in
+// `leavesGivenUp`.
+const http = { requests: [], down: false, joins: 0, credentials: false, refuseResume: false, holdLeaves: false,
+  leavesGivenUp: 0 };
 globalThis.fetch = async (url, init) => {
   const path = new URL(url).pathname;
   const body = init.body && JSON.parse(init.body);
-  http.requests.push({ method: init.method, path, body });
+  http.requests.push({ method: init.method, path, body, signal: init.signal });
+  if (init.method === "DELETE" && http.holdLeaves) {
+    return new Promise((_, reject) => init.signal?.addEventListener("abort", () => {
+      http.leavesGivenUp++;
+      reject(init.signal.reason);
+    }));
+  }
   if (init.method === "DELETE") return new Response("", { status: 404 });
   if (http.down) throw new TypeError("fetch failed");
   if (body?.resume && http.refuseResume) {
@@ -178,19 +188,39 @@ const resumeBody = http.requests.filter((r) => r.method === "POST").at(-1).body;
 t.check(resumeBody.resume === credential && resumeBody.ssrc === 0x1234, `resumed with the credential: ${JSON.stringify(resumeBody)}`);
 t.check(http.requests.filter((r) => r.method === "DELETE").length === deletesBefore, "a resume leaves nothing");
 t.check(told.rejoin.at(-1).resumed === true, `told resumed: ${JSON.stringify(told.rejoin.at(-1))}`);
-// A refused credential: leave, and join afresh without it.
+// A refused credential: join afresh without it, and leave the old session meanwhile.
 http.refuseResume = true;
 await s.rejoin("asked");
 const posts = http.requests.filter((r) => r.method === "POST").slice(-2).map((r) => r.body);
 t.check(posts[0].resume !== undefined && posts[1].resume === undefined, `joined afresh after the refusal: ${JSON.stringify(posts)}`);
-t.check(http.requests.filter((r) => r.method === "DELETE").length === deletesBefore + 1, "left before joining afresh");
+t.check(http.requests.filter((r) => r.method === "DELETE").length === deletesBefore + 1, "the old session left");
 t.check(told.rejoin.at(-1).resumed === false, `told not resumed: ${JSON.stringify(told.rejoin.at(-1))}`);
+
+// The old session's relay died with the connection open: its leave never gets an answer.
+// The rejoin does not wait for it (it is back while the leave is still pending), and the
+// leave is given up after LEAVE_TIMEOUT_MS (2 s): nothing stays open.
+http.holdLeaves = true;
+const heldFrom = performance.now();
+const previousSession = s.answer.session_id;
+t.check(await s.rejoin("asked"), "rejoined past a leave that hangs");
+const tookMs = performance.now() - heldFrom;
+const held = http.requests.filter((r) => r.method === "DELETE").at(-1);
+t.check(held.path === `/v1/sessions/${previousSession}` && held.signal && !held.signal.aborted && http.leavesGivenUp === 0,
+  `back while the old session's leave is pending: ${JSON.stringify({ path: held.path, given: http.leavesGivenUp })}`);
+t.check(tookMs < 1000 && told.rejoin.at(-1).resumed === false, `the rejoin took ${tookMs} ms`);
+// Meanwhile the new relay reports, so that the watchdog has no reason to rejoin.
+const reporting = setInterval(() => transports.at(-1).deliver(rr), 100);
+await until("the hanging leave given up", () => http.leavesGivenUp === 1, 5000);
+clearInterval(reporting);
+const givenUpMs = performance.now() - heldFrom;
+t.check(givenUpMs >= 1900 && s.rejoins === 6, `given up after ${givenUpMs} ms, ${s.rejoins} rejoins`);
+http.holdLeaves = false;
 http.refuseResume = false;
 
 // Closed: no more rejoins.
 await s.close();
 const joins = http.joins;
 await new Promise((r) => setTimeout(r, 700));
-t.check(http.joins === joins && s.rejoins === 5, "no rejoin once closed");
+t.check(http.joins === joins && s.rejoins === 6, `no rejoin once closed: ${http.joins - joins} joins, ${s.rejoins} rejoins`);
 
 t.finish();
