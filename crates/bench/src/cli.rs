@@ -1,6 +1,7 @@
 //! `gsrelay bench` and `gsrelay bench sweep`: flags to a scenario and a target, then
 //! the crate's library does the work.
 
+use crate::chaos::Chaos;
 use crate::failover::Failover;
 use crate::impair::Impairment;
 use crate::nodes::{Nodes, NodesTarget};
@@ -50,6 +51,55 @@ enum BenchCmd {
     /// through the C ABI in aggregated delivery, polling as a game loop does; CPU per
     /// received update and the wall time of a poll.
     Ffi(FfiArgs),
+    /// A cluster of nodes behind a Service, with faults drawn from a seed (nodes killed
+    /// and restarted, frozen and thawed, Redis restarted empty), checked from the
+    /// clients: splits, time to whole again, joins refused, deliveries across rooms,
+    /// memory. Exits with an error when an invariant broke.
+    Chaos(ChaosArgs),
+}
+
+/// Arguments of `gsrelay bench chaos`; defaults are `Chaos::default()`.
+#[derive(Debug, Args)]
+struct ChaosArgs {
+    /// Nodes [default: 5].
+    #[arg(long)]
+    nodes: Option<usize>,
+    /// Rooms [default: 20].
+    #[arg(long)]
+    rooms: Option<usize>,
+    /// Players, spread evenly over the rooms [default: 200].
+    #[arg(long)]
+    players: Option<usize>,
+    /// Updates per second per player [default: 10].
+    #[arg(long, value_name = "HZ")]
+    rate: Option<f64>,
+    /// Seconds of faults [default: 600].
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// The schedule's seed [default: 1].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Shortest time between two faults, seconds [default: 6].
+    #[arg(long, value_name = "SECS")]
+    min_gap: Option<f64>,
+    /// Longest time between two faults, seconds [default: 12].
+    #[arg(long, value_name = "SECS")]
+    max_gap: Option<f64>,
+    /// Silence from its node after which a client rejoins, ms [default: 300].
+    #[arg(long, value_name = "MS")]
+    silence: Option<u64>,
+    /// A node's sessions from which a room's joins go to another node [default: 30].
+    #[arg(long)]
+    spill: Option<usize>,
+    /// Print the fault schedule and exit.
+    #[arg(long)]
+    schedule_only: bool,
+    /// Plain RTP instead of SRTP.
+    #[arg(long)]
+    plain_rtp: bool,
+    /// Also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 /// Arguments of `gsrelay bench ffi`; defaults are `FfiBench::default()`.
@@ -522,6 +572,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         Some(BenchCmd::Nodes(n)) => return nodes(n),
         Some(BenchCmd::Failover(f)) => return failover(f),
         Some(BenchCmd::Ffi(f)) => return ffi(f),
+        Some(BenchCmd::Chaos(c)) => return chaos(c),
         None => {}
     }
     let a = a.run;
@@ -759,6 +810,44 @@ fn ffi(a: FfiArgs) -> anyhow::Result<()> {
     print!("{}", report.table());
     if let Some(path) = &a.json {
         write_json(path, &report)?;
+    }
+    Ok(())
+}
+
+/// `gsrelay bench chaos`.
+fn chaos(a: ChaosArgs) -> anyhow::Result<()> {
+    let d = Chaos::default();
+    let c = Chaos {
+        nodes: a.nodes.unwrap_or(d.nodes),
+        rooms: a.rooms.unwrap_or(d.rooms),
+        players: a.players.unwrap_or(d.players),
+        rate_hz: a.rate.unwrap_or(d.rate_hz),
+        duration_s: a.duration.unwrap_or(d.duration_s),
+        seed: a.seed.unwrap_or(d.seed),
+        gap_s: (
+            a.min_gap.unwrap_or(d.gap_s.0),
+            a.max_gap.unwrap_or(d.gap_s.1),
+        ),
+        silence_ms: a.silence.unwrap_or(d.silence_ms),
+        spill: a.spill.unwrap_or(d.spill),
+        security: security(a.plain_rtp, d.security),
+    };
+    if a.schedule_only {
+        c.validate()?;
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&crate::chaos::schedule(&c))?
+        );
+        return Ok(());
+    }
+    let exe = std::env::current_exe().context("finding the gsrelay binary")?;
+    let report = crate::chaos::run(&c, exe)?;
+    print!("{}", report.table());
+    if let Some(path) = &a.json {
+        write_json(path, &report)?;
+    }
+    if report.violations() > 0 {
+        anyhow::bail!("{} invariant violations", report.violations());
     }
     Ok(())
 }

@@ -200,6 +200,16 @@ impl ClusterNode {
         self.process.http()
     }
 
+    /// Its resident set size, bytes.
+    pub fn rss_bytes(&self) -> Option<u64> {
+        self.process.rss_bytes()
+    }
+
+    /// Freezes (`SIGSTOP`) or thaws (`SIGCONT`) the node.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) -> anyhow::Result<()> {
+        self.process.signal(signal)
+    }
+
     /// Kills the node at once (SIGKILL: no drain, no goodbye to the other nodes).
     pub fn kill(self) -> anyhow::Result<()> {
         self.process.kill()
@@ -283,12 +293,16 @@ pub struct Service {
     addr: SocketAddr,
     next: Arc<AtomicUsize>,
     backends: Arc<Mutex<Vec<SocketAddr>>>,
-    task: tokio::task::JoinHandle<()>,
+    /// Whether each backend passed its last readiness probe (all, without probes).
+    ready: Arc<Mutex<Vec<bool>>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Drop for Service {
     fn drop(&mut self) {
-        self.task.abort();
+        for task in &self.tasks {
+            task.abort();
+        }
     }
 }
 
@@ -299,19 +313,50 @@ impl Service {
         let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
         let next = Arc::new(AtomicUsize::new(0));
+        let ready = Arc::new(Mutex::new(vec![true; backends.len()]));
         let backends = Arc::new(Mutex::new(backends));
-        let (turn, list) = (next.clone(), backends.clone());
+        let pool = Pool {
+            backends: backends.clone(),
+            ready: ready.clone(),
+            turn: next.clone(),
+        };
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                tokio::spawn(forward(client, list.clone(), turn.clone()));
+                tokio::spawn(forward(client, pool.clone()));
             }
         });
         Ok(Self {
             addr,
             next,
             backends,
-            task,
+            ready,
+            tasks: vec![task],
         })
+    }
+
+    /// The same Service, taking a backend out while its readiness probe fails, as a
+    /// Kubernetes Service does: `GET /readyz` on each backend every `every`, failing when
+    /// it does not answer 200 within `every` (a frozen node accepts connections, its
+    /// kernel does, and answers none).
+    pub fn with_probes(mut self, every: Duration) -> Self {
+        let (backends, ready) = (self.backends.clone(), self.ready.clone());
+        self.tasks.push(tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            loop {
+                let list = backends
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                let probes = list.iter().map(|b| {
+                    let get = http.get(format!("http://{b}/readyz")).timeout(every).send();
+                    async move { get.await.is_ok_and(|r| r.status().is_success()) }
+                });
+                let passed = futures_util::future::join_all(probes).await;
+                *ready.lock().unwrap_or_else(PoisonError::into_inner) = passed;
+                tokio::time::sleep(every).await;
+            }
+        }));
+        self
     }
 
     /// The Service's base URL.
@@ -331,21 +376,43 @@ impl Service {
             *slot = addr;
         }
     }
+
+    /// Whether each backend passed its last readiness probe.
+    pub fn ready(&self) -> Vec<bool> {
+        self.ready
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
-/// Connects `client` to the next backend that accepts, and copies both ways until either
-/// side closes.
-async fn forward(
-    mut client: TcpStream,
+/// What a Service's connections are sent to.
+#[derive(Debug, Clone)]
+struct Pool {
     backends: Arc<Mutex<Vec<SocketAddr>>>,
+    ready: Arc<Mutex<Vec<bool>>>,
     turn: Arc<AtomicUsize>,
-) {
-    let list = backends
+}
+
+/// Connects `client` to the next ready backend that accepts (any that accepts, when
+/// none passed its probe), and copies both ways until either side closes.
+async fn forward(mut client: TcpStream, pool: Pool) {
+    let list = pool
+        .backends
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
+    let ready = pool
+        .ready
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let any_ready = ready.iter().any(|r| *r);
     for _ in 0..list.len() {
-        let k = turn.fetch_add(1, Ordering::Relaxed) % list.len();
+        let k = pool.turn.fetch_add(1, Ordering::Relaxed) % list.len();
+        if any_ready && !ready.get(k).copied().unwrap_or(true) {
+            continue;
+        }
         // A dead node's port refuses at once on loopback: try the next.
         if let Ok(mut server) = TcpStream::connect(list[k]).await {
             let _ = server.set_nodelay(true);

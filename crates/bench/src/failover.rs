@@ -137,7 +137,8 @@ pub struct Recovery {
 }
 
 impl Recovery {
-    fn of(mut ms: Vec<f64>) -> Self {
+    /// The percentiles of `ms`.
+    pub fn of(mut ms: Vec<f64>) -> Self {
         ms.sort_by(f64::total_cmp);
         let q = |p: f64| {
             let i = ((ms.len() as f64 * p).ceil() as usize).saturating_sub(1);
@@ -444,8 +445,9 @@ async fn redis_outage(
     tokio::time::sleep(down).await;
     let redis = RedisProcess::start_on(port).await?;
     let back = Instant::now();
-    let want = cluster.directory_entries(clients);
-    let whole = directory_whole(&redis, &want).await?;
+    let (records, fields) = cluster.directory_entries(clients);
+    let room = (format!("{PREFIX}:room:{ROOM}"), fields);
+    let whole = directory_whole(&redis, &records, &[room]).await?;
     let directory_whole_ms = whole.then(|| back.elapsed().as_secs_f64() * 1e3);
     cluster.redis = Some(redis);
     Ok(RedisOutage {
@@ -456,27 +458,32 @@ async fn redis_outage(
     })
 }
 
-/// Waits until Redis holds every record key and room field of `want`; false if it does
-/// not within [`DIRECTORY_TIMEOUT`].
-async fn directory_whole(
+/// Waits until Redis holds every key of `records` and, for each `(key, fields)` of
+/// `rooms`, every field of that room's hash; false if it does not within
+/// [`DIRECTORY_TIMEOUT`].
+pub async fn directory_whole(
     redis: &RedisProcess,
-    (records, fields): &(Vec<String>, Vec<String>),
+    records: &[String],
+    rooms: &[(String, Vec<String>)],
 ) -> anyhow::Result<bool> {
     let mut c = redis.connection().await?;
     let deadline = Instant::now() + DIRECTORY_TIMEOUT;
-    while Instant::now() < deadline {
+    'poll: while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
         let keys: Vec<String> = redis::cmd("KEYS")
             .arg(format!("{PREFIX}:node:*"))
             .query_async(&mut c)
             .await?;
-        let room: Vec<String> = redis::cmd("HKEYS")
-            .arg(format!("{PREFIX}:room:{ROOM}"))
-            .query_async(&mut c)
-            .await?;
-        if records.iter().all(|r| keys.contains(r)) && fields.iter().all(|f| room.contains(f)) {
-            return Ok(true);
+        if !records.iter().all(|r| keys.contains(r)) {
+            continue;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        for (room, fields) in rooms {
+            let held: Vec<String> = redis::cmd("HKEYS").arg(room).query_async(&mut c).await?;
+            if !fields.iter().all(|f| held.contains(f)) {
+                continue 'poll;
+            }
+        }
+        return Ok(true);
     }
     Ok(false)
 }

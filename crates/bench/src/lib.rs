@@ -4,7 +4,8 @@
 //! snapshot time, CPU and memory in a table and as JSON; the soak (`soak`) and
 //! relay-restart (`restart`) runs, which check whole-state convergence against a relay
 //! in a child process; and the cluster runs, a room across nodes (`nodes`) and nodes
-//! killed one after another behind a Service (`failover`), against child processes
+//! killed one after another behind a Service (`failover`), and faults drawn from a
+//! seed against a cluster of five (`chaos`), against child processes
 //! sharing a `redis-server`. `docs/benchmarks.md` describes the method.
 //!
 //! The `gsrelay` binary's `bench` subcommand is [`cli::BenchArgs`]; this crate is the
@@ -13,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod baseline;
+pub mod chaos;
 pub mod cli;
 pub mod cluster;
 pub mod failover;

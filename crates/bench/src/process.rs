@@ -140,6 +140,13 @@ impl RelayProcess {
             .with_context(|| format!("metric {name} missing"))
     }
 
+    /// Sends the relay `signal` (`SIGSTOP` freezes it, `SIGCONT` thaws it).
+    pub fn signal(&self, signal: nix::sys::signal::Signal) -> anyhow::Result<()> {
+        let pid = i32::try_from(self.child.id()).context("pid out of range")?;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)
+            .with_context(|| format!("sending {signal} to the relay"))
+    }
+
     /// Kills the relay at once (SIGKILL: no drain, no goodbye) and reaps it.
     pub fn kill(mut self) -> anyhow::Result<()> {
         self.child.kill()?;

@@ -27,11 +27,22 @@ pub(super) const QUIET: Duration = Duration::from_millis(300);
 /// Time the final update gets to reach every subscriber.
 pub(super) const SETTLE: Duration = Duration::from_millis(700);
 
+/// Between the last leave and the settled RSS reading.
+const AFTER_LEAVE_WAIT: Duration = Duration::from_secs(5);
+
 /// Longest soak, seconds.
 const MAX_SECONDS: f64 = 86_400.0;
 
 /// Most churn, joins (and leaves) per second.
 const MAX_CHURN: f64 = 100.0;
+
+/// Where the late RSS growth is measured from in a run of at least twice as long: minute
+/// 10, past the first rooms' and sessions' tables reaching their working size.
+const LATE_FROM: Duration = Duration::from_secs(600);
+
+/// A command the relay runs under (words split at white space, e.g. a heap profiler's
+/// wrapper that ends by exec-ing its arguments); unset or empty for none.
+pub const WRAPPER_ENV: &str = "GSRELAY_SOAK_WRAPPER";
 
 /// What a soak does. Counts are per room (one room).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -159,6 +170,9 @@ pub struct SoakReport {
     pub rss_end_bytes: Option<u64>,
     /// Relay RSS after every client left, bytes.
     pub rss_after_leave_bytes: Option<u64>,
+    /// Relay RSS [`AFTER_LEAVE_WAIT`] after every client left (past the relay's own
+    /// clean-up of what sessions leave behind for a while), bytes.
+    pub rss_after_leave_settled_bytes: Option<u64>,
     /// Relay RSS every 10 s: seconds since the start of the duration, bytes.
     pub rss_samples: Vec<(f64, u64)>,
     /// (subscriber, object) pairs compared at the end: every subscriber present against
@@ -192,9 +206,12 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
     let scenario = soak.scenario()?;
     let secret = gsrelay_server::token::dev_secret()?;
     let (http_addr, rtp_addr) = free_loopback_addrs()?;
+    let wrapper = std::env::var(WRAPPER_ENV)
+        .map(|w| w.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default();
     let relay = RelayProcess::start(&RelaySpec {
         exe,
-        wrapper: Vec::new(),
+        wrapper,
         http_addr,
         rtp_addr,
         token_secret: secret.clone(),
@@ -300,6 +317,8 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
     let relay_sessions_after_leave = relay.metric("gsrelay_sessions").await?;
     let relay_cached_objects_after_leave = relay.metric("gsrelay_cached_objects").await?;
     let rss_after_leave_bytes = relay.rss_bytes();
+    tokio::time::sleep(AFTER_LEAVE_WAIT).await;
+    let rss_after_leave_settled_bytes = relay.rss_bytes();
     relay.kill()?;
 
     let sent_pps = end.sent as f64 / loaded;
@@ -316,6 +335,7 @@ async fn drive(soak: &Soak, exe: PathBuf, progress: bool) -> anyhow::Result<Soak
         rss_start_bytes,
         rss_end_bytes,
         rss_after_leave_bytes,
+        rss_after_leave_settled_bytes,
         rss_samples,
         objects_compared: end.compared,
         objects_lost: end.lost,
@@ -413,18 +433,43 @@ impl JoinTimes {
     }
 }
 
+/// `a` → `b` as a change in MB and per cent, or `-`.
+fn growth(a: Option<u64>, b: Option<u64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => format!(
+            "{:+.2} MB ({:+.1}%)",
+            (b as f64 - a as f64) / 1e6,
+            (b as f64 / a as f64 - 1.0) * 100.0
+        ),
+        _ => "-".to_owned(),
+    }
+}
+
 impl SoakReport {
+    /// The late RSS growth: from the sample at minute 10 (or, in a run shorter than 20
+    /// minutes, halfway) to the last sample; the start's seconds and both readings.
+    pub fn late_growth(&self) -> Option<(f64, u64, u64)> {
+        let from = LATE_FROM
+            .as_secs_f64()
+            .min(self.soak.duration_s / 2.0)
+            .max(0.0);
+        let first = self.rss_samples.iter().find(|s| s.0 >= from)?;
+        let last = self.rss_samples.last()?;
+        (last.0 > first.0).then_some((first.0, first.1, last.1))
+    }
+
+    /// Bytes of RSS the relay kept per join: after every client left (settled) against
+    /// idle, over the joins.
+    pub fn kept_per_join(&self) -> Option<f64> {
+        let (idle, after) = (self.rss_idle_bytes?, self.rss_after_leave_settled_bytes?);
+        let joins = self.joins + (self.soak.publishers + self.soak.subscribers) as u64;
+        Some((after as f64 - idle as f64) / joins.max(1) as f64)
+    }
+
     /// The report as a text table.
     pub fn table(&self) -> String {
-        let mb = |b: Option<u64>| b.map_or("-".to_owned(), |b| format!("{:.1} MB", b as f64 / 1e6));
-        let growth = match (self.rss_start_bytes, self.rss_end_bytes) {
-            (Some(a), Some(b)) => format!(
-                "{:+.1} MB ({:+.1}%)",
-                (b as f64 - a as f64) / 1e6,
-                (b as f64 / a as f64 - 1.0) * 100.0
-            ),
-            _ => "-".to_owned(),
-        };
+        let mb = |b: Option<u64>| b.map_or("-".to_owned(), |b| format!("{:.2} MB", b as f64 / 1e6));
+        let late = self.late_growth();
         let j = &self.join_times;
         let rows = [
             (
@@ -449,8 +494,26 @@ impl SoakReport {
             ("relay RSS idle", mb(self.rss_idle_bytes)),
             ("relay RSS start", mb(self.rss_start_bytes)),
             ("relay RSS end", mb(self.rss_end_bytes)),
-            ("relay RSS growth", growth),
+            (
+                "relay RSS growth",
+                growth(self.rss_start_bytes, self.rss_end_bytes),
+            ),
+            (
+                "relay RSS late growth (from)",
+                late.map_or("-".to_owned(), |(at, a, b)| {
+                    format!("{} (from {at:.0} s)", growth(Some(a), Some(b)))
+                }),
+            ),
             ("relay RSS after all left", mb(self.rss_after_leave_bytes)),
+            (
+                "relay RSS 5 s after all left",
+                mb(self.rss_after_leave_settled_bytes),
+            ),
+            (
+                "relay RSS after all left − idle, per join",
+                self.kept_per_join()
+                    .map_or("-".to_owned(), |b| format!("{b:.0} B")),
+            ),
             (
                 "objects lost / compared",
                 format!("{} / {}", self.objects_lost, self.objects_compared),

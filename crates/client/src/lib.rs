@@ -125,6 +125,13 @@ const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 /// because the SSRC is still taken waits for that leave, and no longer than this.
 pub const REJOIN_LEAVE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How long a resume's request may go unanswered before a second one is sent beside it
+/// ([`Client::resume`]). A relay answers a join in milliseconds, and in a cluster within
+/// its link's idle timeout (0.6 s) when the session's old node died; a request that takes
+/// longer most likely reached a node that accepts connections and answers nothing (a
+/// frozen process), and behind a Service the second one reaches another node.
+pub const RESUME_HEDGE: Duration = Duration::from_millis(400);
+
 /// What a join asks for, beyond the room and the token.
 #[derive(Debug, Clone, Default)]
 pub struct JoinOptions {
@@ -348,7 +355,7 @@ impl Client {
             .resume
             .clone()
             .ok_or_else(|| ClientError::BadAnswer("no resume credential".into()))?;
-        let mut next = Self::open(http, Some(self.joined.ssrc), Some(&credential)).await?;
+        let mut next = Self::open_hedged(http, self.joined.ssrc, credential).await?;
         // The stream goes on: its numbering and clock, as if the path had never broken.
         next.seq = self.seq;
         next.ts_base = self.ts_base;
@@ -362,6 +369,43 @@ impl Client {
         }
         *self = next;
         Ok(())
+    }
+
+    /// Posts a resume, and a second one beside it if the first goes unanswered for
+    /// [`RESUME_HEDGE`]; the first resumed session wins, and a session the other one
+    /// opened after all is left in the background. Fails only when both fail.
+    async fn open_hedged(http: Http, ssrc: u32, credential: String) -> Result<Self, ClientError> {
+        let attempt = |http: Http, credential: String| {
+            Box::pin(async move { Self::open(http, Some(ssrc), Some(&credential)).await })
+        };
+        let mut first = attempt(http.clone(), credential.clone());
+        tokio::select! {
+            answer = &mut first => return answer,
+            () = tokio::time::sleep(RESUME_HEDGE) => {}
+        }
+        tracing::debug!("resume unanswered; a second request beside it");
+        let mut second = attempt(http, credential);
+        let first_won = tokio::select! {
+            answer = &mut first => Ok(answer),
+            answer = &mut second => Err(answer),
+        };
+        let (answer, other) = match first_won {
+            Ok(answer) => (answer, second),
+            Err(answer) => (answer, first),
+        };
+        let Ok(client) = answer else {
+            return other.await;
+        };
+        let kept = client.joined.session;
+        tokio::spawn(async move {
+            if let Ok(extra) = other.await
+                && extra.joined.session != kept
+            {
+                // Another node took the same resume: its session would hold the SSRC.
+                let _ = tokio::time::timeout(REJOIN_LEAVE_TIMEOUT, extra.leave()).await;
+            }
+        });
+        Ok(client)
     }
 
     /// The resume credential of the last join's answer, if the relay gave one.

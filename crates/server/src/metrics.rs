@@ -112,6 +112,9 @@ pub struct Metrics {
     /// `gsrelay_cluster_forward_failures_total{route}`: forwarded requests that failed,
     /// each making its node suspect.
     pub cluster_forward_failures: IntCounterVec,
+    /// `gsrelay_cluster_sessions_superseded_total`: sessions this node ended because
+    /// another node resumed them while this one was frozen or cut off.
+    pub cluster_sessions_superseded: IntCounter,
     /// `gsrelay_cluster_node_health{state}`: the other nodes this one knows, by health
     /// (`alive`, `suspect`, `dead`).
     pub cluster_node_health: IntGaugeVec,
@@ -459,6 +462,11 @@ impl Metrics {
                  a 503, or the node died meanwhile), by route; each makes the node suspect.",
                 &["route"],
             ),
+            cluster_sessions_superseded: counter(
+                "gsrelay_cluster_sessions_superseded_total",
+                "Sessions this node ended because another node resumed them while this one \
+                 was frozen or cut off from the cluster.",
+            ),
             cluster_node_health: gauge_vec(
                 "gsrelay_cluster_node_health",
                 "The other nodes this one knows, by health: alive (linked), suspect (a \
@@ -530,6 +538,7 @@ impl Metrics {
             Box::new(m.cluster_links_refused.clone()),
             Box::new(m.cluster_forwarded.clone()),
             Box::new(m.cluster_forward_failures.clone()),
+            Box::new(m.cluster_sessions_superseded.clone()),
             Box::new(m.cluster_node_health.clone()),
             Box::new(m.webhook_deliveries.clone()),
             Box::new(m.webhook_queued.clone()),

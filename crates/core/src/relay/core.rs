@@ -169,6 +169,29 @@ impl Relay {
         self.st.sessions.len()
     }
 
+    /// With no session and no room left, gives back the capacity the tables and buffers
+    /// grew to under load (a table keeps its largest size otherwise, and the output
+    /// buffer its largest burst). Returns whether it did: not while anything is joined,
+    /// open or queued. The shell calls it when its last session leaves.
+    pub fn release_idle(&mut self) -> bool {
+        if !self.st.release_idle() {
+            return false;
+        }
+        self.ingest = Ingest::default();
+        self.closed = Vec::new();
+        self.drain_ids = Vec::new();
+        self.expired = Vec::new();
+        true
+    }
+
+    /// Bytes of capacity the relay's tables and buffers hold, entries or not (an
+    /// estimate by entry size, for bounded-state tests).
+    pub fn capacity_bytes(&self) -> usize {
+        self.st.capacity_bytes()
+            + self.drain_ids.capacity() * size_of::<SessionId>()
+            + self.expired.capacity() * size_of::<(u32, u64)>()
+    }
+
     /// Number of open rooms.
     pub fn room_count(&self) -> usize {
         self.st.rooms.len()

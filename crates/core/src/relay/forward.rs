@@ -45,6 +45,22 @@ pub struct Scratch {
     pub drain: DrainScratch,
 }
 
+impl Scratch {
+    /// Bytes of capacity its buffers hold.
+    pub fn capacity_bytes(&self) -> usize {
+        let d = &self.drain;
+        self.mask.capacity()
+            + self.entered.capacity() * size_of::<u64>()
+            + self.dist.capacity() * size_of::<f32>()
+            + self.motion.capacity() * size_of::<Option<Motion>>()
+            + (self.cells.capacity() + self.moved_from.capacity()) * size_of::<grid::Cell>()
+            + (self.audience.capacity() + self.to_drain.capacity()) * size_of::<SessionId>()
+            + d.due.capacity() * size_of::<(f32, (u32, u64), usize)>()
+            + d.gone.capacity() * size_of::<(u32, u64)>()
+            + d.chosen.capacity() * size_of::<(u32, usize, u64)>()
+    }
+}
+
 /// Buffers of [`drain_pending`], reused so a paced subscriber's drain allocates nothing.
 #[derive(Debug, Default)]
 pub struct DrainScratch {

@@ -159,6 +159,12 @@ impl Ledger {
         self.sessions.get_mut(&to)?.get_mut(&ssrc)
     }
 
+    /// Gives back the tables' spare capacity (a table never shrinks by itself).
+    pub fn shrink_to_fit(&mut self) {
+        self.sessions.shrink_to_fit();
+        self.tracked.shrink_to_fit();
+    }
+
     /// Forgets a session that left.
     pub fn forget_session(&mut self, to: SessionId) {
         self.sessions.remove(&to);

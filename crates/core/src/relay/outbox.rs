@@ -109,6 +109,28 @@ impl Outbox {
         }
     }
 
+    /// Gives back the capacity its buffers grew to under load, when nothing is queued;
+    /// returns whether it did.
+    pub fn release(&mut self) -> bool {
+        if !self.queue.is_empty() || !self.diverted.packets.is_empty() {
+            return false;
+        }
+        self.buf = Vec::new();
+        self.queue = VecDeque::new();
+        self.diverted = Diverted::default();
+        self.mixed.shrink_to_fit();
+        self.sent.shrink_to_fit();
+        true
+    }
+
+    /// Bytes of capacity its buffers and tables hold (for bounded-state tests).
+    pub fn capacity_bytes(&self) -> usize {
+        self.buf.capacity()
+            + self.queue.capacity() * size_of::<Pending>()
+            + self.diverted.buf.capacity()
+            + self.diverted.packets.capacity() * size_of::<(SessionId, Range<usize>)>()
+    }
+
     /// Leaves `bytes` spare after each packet queued from now on: room for what a
     /// transport appends when it protects a packet in place (an SRTP tag and index).
     pub fn reserve_trailer(&mut self, bytes: usize) {

@@ -55,6 +55,34 @@ pub(super) struct State {
 }
 
 impl State {
+    /// With no session and no room left, gives back the capacity the tables and buffers
+    /// grew to under load: a table keeps its largest size and a buffer its longest
+    /// length otherwise. Returns whether it did.
+    pub fn release_idle(&mut self) -> bool {
+        if !self.sessions.is_empty() || !self.rooms.is_empty() || !self.out.release() {
+            return false;
+        }
+        self.sessions.shrink_to_fit();
+        self.by_ssrc.shrink_to_fit();
+        self.rooms.shrink_to_fit();
+        self.scratch = Scratch::default();
+        self.due_streams = Vec::new();
+        self.stream_events.shrink_to_fit();
+        true
+    }
+
+    /// Bytes of capacity the tables and buffers hold, entries or not (an estimate by
+    /// entry size, for bounded-state tests).
+    pub fn capacity_bytes(&self) -> usize {
+        self.sessions.capacity() * size_of::<(SessionId, Session)>()
+            + self.by_ssrc.capacity() * size_of::<(u32, SessionId)>()
+            + self.rooms.capacity() * size_of::<(Arc<str>, Room)>()
+            + self.out.capacity_bytes()
+            + self.scratch.capacity_bytes()
+            + self.due_streams.capacity() * size_of::<u32>()
+            + self.stream_events.capacity() * size_of::<Event>()
+    }
+
     /// Empty tables; `rng` has already drawn `relay_ssrc`.
     pub fn new(cfg: RelayConfig, relay_ssrc: u32, rng: Rng) -> Self {
         let limit = cfg.max_outbox_bytes;

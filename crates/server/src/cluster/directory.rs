@@ -173,6 +173,11 @@ impl MemoryDirectory {
         self.with(|s| s.rooms.get(room).cloned().unwrap_or_default())
     }
 
+    /// The shard serving `session`, as the shards reported it.
+    pub fn session_shard_now(&self, session: SessionId) -> Option<usize> {
+        self.with(|s| s.sessions.get(&session).copied())
+    }
+
     /// Every session joined, as the shards reported them.
     pub fn sessions(&self) -> Vec<SessionId> {
         self.with(|s| s.sessions.keys().copied().collect())
@@ -294,7 +299,7 @@ impl Directory for MemoryDirectory {
     }
 
     fn session_shard(&self, session: SessionId) -> Pending<'_, Option<usize>> {
-        ready(Ok(self.with(|s| s.sessions.get(&session).copied())))
+        ready(Ok(self.session_shard_now(session)))
     }
 
     fn room<'a>(&'a self, room: &'a str) -> Pending<'a, Vec<RoomPlacement>> {

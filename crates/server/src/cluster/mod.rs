@@ -189,8 +189,9 @@ impl Cluster {
     /// duplicates a link this node dialled.
     fn established(self: &Arc<Self>, opened: Opened, dialled: bool) {
         let name: Arc<str> = Arc::from(opened.peer.node.as_str());
+        let now = Instant::now();
         let admitted = self.with(|s| {
-            let admit = s.plane.link_up(&name, dialled);
+            let admit = s.plane.link_up(now, &name, dialled);
             if let Admit::Keep { id, replaced } = admit {
                 if let Some(old) = replaced.and_then(|old| s.conns.remove(&old)) {
                     old.close(node_link::code::REPLACED.into(), b"replaced");
@@ -250,9 +251,10 @@ impl Cluster {
             Ended::Protocol(_) => LinkEnd::Protocol,
             Ended::Local => LinkEnd::Local,
         };
+        let now = Instant::now();
         self.with(|s| {
             s.conns.remove(&id);
-            s.plane.link_lost(name, id, end)
+            s.plane.link_lost(now, name, id, end)
         });
         self.wake.notify_one();
         self.fell.notify_waiters();
@@ -357,6 +359,42 @@ impl Cluster {
                 }
             }
             Output::Relink => self.relink().await,
+            Output::Fence => self.fence().await,
+            Output::Register => {
+                if let Err(e) = self.directory.refresh_now().await {
+                    tracing::warn!(error = %e, "could not register this node again");
+                }
+            }
+        }
+    }
+
+    /// Ends this node's sessions that another node has resumed since: their clients
+    /// went elsewhere while this node was frozen or cut off, and their state here is
+    /// older than there.
+    async fn fence(&self) {
+        let Ok(moved) = self.directory.moved().await else {
+            return;
+        };
+        for session in moved {
+            let shard = self.directory.local_session_shard(session);
+            let Some(handle) = shard.and_then(|k| self.shards.get(k)) else {
+                continue;
+            };
+            tracing::warn!(
+                session = %gsrelay_core::relay::format_session_id(session),
+                "session resumed on another node; ending it here"
+            );
+            if handle.leave(session).await.is_ok() {
+                self.metrics.cluster_sessions_superseded.inc();
+            }
+        }
+    }
+
+    /// Marks `session`, another node's, as resumed here: that node ends its copy if it
+    /// comes back.
+    pub async fn mark_moved(&self, session: SessionId) {
+        if let Err(e) = self.directory.mark_moved(session).await {
+            tracing::warn!(error = %e, "could not mark a resumed session as moved");
         }
     }
 
@@ -511,6 +549,11 @@ impl Cluster {
                 .filter_map(|n| s.plane.http_of(now, n))
                 .collect()
         }))
+    }
+
+    /// Whether this node has settled in the cluster (`Plane::settled`): ready for joins.
+    pub fn settled(&self) -> bool {
+        self.with(|s| s.plane.settled())
     }
 
     /// The HTTP APIs of every other node linked and alive.

@@ -43,6 +43,11 @@ pub const REFRESH: Duration = Duration::from_secs(2);
 /// missed.
 pub const NODE_TTL: Duration = Duration::from_secs(6);
 
+/// How long the mark of a session resumed on another node lasts: longer than a node
+/// can be frozen and still find the session's clients (a session silent for the default
+/// `session_timeout`, 60 s, ends by itself).
+pub const MOVED_TTL: Duration = Duration::from_secs(60);
+
 /// How long one Redis command may take before the directory counts Redis unavailable.
 const COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -189,6 +194,16 @@ impl RedisDirectory {
         }
     }
 
+    /// Rewrites this node's record, rooms and sessions now, once the refresh has started:
+    /// for a Redis that lost them (it restarted empty), without waiting for the next
+    /// refresh.
+    pub async fn refresh_now(&self) -> Result<(), DirectoryError> {
+        match self.advertised.get() {
+            Some(addrs) => self.refresh(addrs).await,
+            None => Ok(()),
+        }
+    }
+
     /// Whether this node is draining.
     pub fn draining(&self) -> bool {
         self.draining.load(Ordering::Relaxed)
@@ -204,6 +219,46 @@ impl RedisDirectory {
 
     fn session_key(&self, session: SessionId) -> String {
         format!("{}:session:{}", self.cfg.prefix, format_session_id(session))
+    }
+
+    fn moved_key(&self, session: SessionId) -> String {
+        format!("{}:moved:{}", self.cfg.prefix, format_session_id(session))
+    }
+
+    /// Marks `session`, which another node served, as resumed on this one: that node, if
+    /// it comes back (it was frozen, or cut off), ends its copy ([`Self::moved`]).
+    pub async fn mark_moved(&self, session: SessionId) -> Result<(), DirectoryError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(self.moved_key(session))
+            .arg(&self.cfg.node)
+            .arg("PX")
+            .arg(MOVED_TTL.as_millis() as u64)
+            .ignore();
+        self.query(&pipe).await
+    }
+
+    /// The shard of this node serving `session`, if any.
+    pub fn local_session_shard(&self, session: SessionId) -> Option<usize> {
+        self.local.session_shard_now(session)
+    }
+
+    /// This node's sessions that another node has resumed since: superseded here.
+    pub async fn moved(&self) -> Result<Vec<SessionId>, DirectoryError> {
+        let sessions = self.local.sessions();
+        if sessions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = sessions.iter().map(|s| self.moved_key(*s)).collect();
+        let mut redis = self.redis.clone();
+        let marks: Vec<Option<String>> =
+            self.noted(redis::cmd("MGET").arg(&keys).query_async(&mut redis).await)?;
+        Ok(sessions
+            .into_iter()
+            .zip(marks)
+            .filter(|(_, by)| by.as_deref().is_some_and(|n| n != self.cfg.node))
+            .map(|(s, _)| s)
+            .collect())
     }
 
     fn load_key(&self) -> String {

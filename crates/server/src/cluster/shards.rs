@@ -169,6 +169,12 @@ impl Shards {
         self.directory.available()
     }
 
+    /// Whether this node has settled in its cluster (linked to the nodes it found at
+    /// start); always without a cluster.
+    pub fn cluster_settled(&self) -> bool {
+        self.cluster.as_deref().is_none_or(Cluster::settled)
+    }
+
     /// Whether every shard has stopped: the relay serves nothing.
     pub fn all_stopped(&self) -> bool {
         self.handles.iter().all(RelayHandle::is_stopped)
@@ -289,12 +295,17 @@ impl Shards {
         }
         cmd.generation = generation.saturating_add(1);
         cmd.request.require_ssrc = true;
-        match self.join(cmd).await {
+        let answer = match self.join(cmd).await {
             Err(CommandError::Control(ControlError::SsrcTaken(_))) => {
                 Err(CommandError::ResumeStale)
             }
             done => done,
+        }?;
+        if let Some(cluster) = &self.cluster {
+            // Its old node, if it comes back, must not serve it too.
+            cluster.mark_moved(id).await;
         }
+        Ok(answer)
     }
 
     /// Removes a session.

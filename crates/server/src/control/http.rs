@@ -1018,10 +1018,18 @@ async fn readyz(State(state): State<ApiState>) -> Result<Json<StatusBody>, ApiEr
 }
 
 /// Ready while every shard runs, the room directory answers (with `--redis-url`: from
-/// the node's first registration on) and no drain has started.
+/// the node's first registration on), the node has linked to the cluster's nodes it found
+/// at start, and no drain has started.
 fn readiness(state: &ApiState) -> Result<(), ApiError> {
     if state.0.relay.any_stopped() {
         return Err(relay_stopped());
+    }
+    if !state.0.relay.cluster_settled() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "cluster_linking",
+            "the node is linking to the cluster's other nodes",
+        ));
     }
     if !state.0.relay.directory_available() {
         return Err(ApiError::new(

@@ -9,10 +9,14 @@
 
 use super::cors::AllowedOrigins;
 use anyhow::ensure;
-use governor::{DefaultKeyedRateLimiter, Quota};
+use governor::clock::{Clock, DefaultClock, Reference};
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
 use gsrelay_core::relay::serde_secs as secs;
 use serde::{Deserialize, Serialize};
 use std::num::NonZeroU32;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -93,36 +97,85 @@ impl HttpLimits {
     }
 }
 
-/// How often [`IdentityLimiter::check`] forgets identities whose bucket is full again, so
-/// the table holds only identities active within the last burst's refill time.
+/// Checks after which [`IdentityLimiter::check`] forgets identities whose bucket is full
+/// again, however recent the last time it did (many new identities at once).
 const FORGET_EVERY: u32 = 1024;
 
-/// A token bucket per (room, identity), shared by joins and interest changes.
-pub struct IdentityLimiter {
-    limiter: DefaultKeyedRateLimiter<(String, String)>,
+type Key = (String, String);
+
+/// A token bucket per (room, identity), shared by joins and interest changes. The table
+/// holds only identities active within a full bucket's refill time: every join is an
+/// identity, and an identity that left is forgotten (with the table's spare capacity)
+/// once its bucket is full again, so the table does not grow with the joins a relay has
+/// seen.
+pub struct IdentityLimiter<C: Clock = DefaultClock> {
+    limiter: RateLimiter<Key, DefaultKeyedStateStore<Key>, C, NoOpMiddleware<C::Instant>>,
     checks: AtomicU32,
+    /// How long an emptied bucket takes to fill again: past that, an identity's entry is
+    /// the same as none.
+    refill: Duration,
+    /// When identities were last forgotten.
+    forgot_at: Mutex<C::Instant>,
 }
 
 impl IdentityLimiter {
     /// A limiter with `limits`' rate and burst.
     pub fn new(limits: &HttpLimits) -> anyhow::Result<Self> {
+        Self::with_clock(limits, DefaultClock::default())
+    }
+}
+
+impl<C: Clock> IdentityLimiter<C> {
+    /// A limiter with `limits`' rate and burst, timed by `clock`.
+    pub fn with_clock(limits: &HttpLimits, clock: C) -> anyhow::Result<Self> {
+        let quota = limits.quota()?;
+        let now = clock.now();
         Ok(Self {
-            limiter: DefaultKeyedRateLimiter::keyed(limits.quota()?),
+            limiter: RateLimiter::dashmap_with_clock(quota, clock),
             checks: AtomicU32::new(0),
+            refill: quota.burst_size_replenished_in(),
+            forgot_at: Mutex::new(now),
         })
     }
 
     /// Takes one request from the identity's bucket; when it is empty, returns how long
     /// until the next request would be allowed.
     pub fn check(&self, room: &str, identity: &str) -> Result<(), Duration> {
-        if self.checks.fetch_add(1, Ordering::Relaxed) % FORGET_EVERY == FORGET_EVERY - 1 {
-            self.limiter.retain_recent();
-        }
+        let now = self.limiter.clock().now();
+        let many = self.checks.fetch_add(1, Ordering::Relaxed) % FORGET_EVERY == FORGET_EVERY - 1;
+        self.forget_idle(now, many);
         let key = (room.to_owned(), identity.to_owned());
-        self.limiter.check_key(&key).map_err(|not_until| {
-            use governor::clock::Clock as _;
-            not_until.wait_time_from(self.limiter.clock().now())
-        })
+        self.limiter
+            .check_key(&key)
+            .map_err(|not_until| not_until.wait_time_from(now))
+    }
+
+    /// Forgets the identities whose bucket is full again, when a refill time has passed
+    /// since it last did (or `now_anyway`), and gives back the table's spare capacity.
+    fn forget_idle(&self, now: C::Instant, now_anyway: bool) {
+        // Another request forgetting just now is as good.
+        let Ok(mut at) = self.forgot_at.try_lock() else {
+            return;
+        };
+        if !now_anyway && Duration::from(now.duration_since(*at)) < self.refill {
+            return;
+        }
+        *at = now;
+        let before = self.limiter.len();
+        self.limiter.retain_recent();
+        if self.limiter.len() < before {
+            self.limiter.shrink_to_fit();
+        }
+    }
+
+    /// Identities held (for bounded-state tests).
+    pub fn len(&self) -> usize {
+        self.limiter.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.limiter.is_empty()
     }
 }
 
@@ -163,6 +216,43 @@ mod tests {
         for limits in bad {
             assert!(limits.validate().is_err(), "{limits:?}");
         }
+    }
+
+    #[test]
+    fn identities_are_forgotten_once_their_bucket_is_full_again() {
+        use governor::clock::FakeRelativeClock;
+        let clock = FakeRelativeClock::default();
+        let limits = HttpLimits::default();
+        let limiter = IdentityLimiter::with_clock(&limits, clock.clone()).unwrap();
+        let refill = Duration::from_secs_f64(f64::from(limits.rate_burst) / limits.rate_per_sec);
+        // A join a second for ten minutes, each a new identity that then leaves.
+        for n in 0..600 {
+            limiter.check("soak", &format!("sub-{n}")).unwrap();
+            clock.advance(Duration::from_secs(1));
+        }
+        // At most one refill time's identities are held, not every one ever seen.
+        let bound = refill.as_secs() as usize + 1;
+        assert!(limiter.len() <= bound, "{} > {bound}", limiter.len());
+        // A burst of new identities within one refill time is forgotten after it.
+        for n in 0..3000 {
+            limiter.check("burst", &format!("bot-{n}")).unwrap();
+        }
+        assert!(limiter.len() > 1000);
+        clock.advance(refill);
+        limiter.check("soak", "late").unwrap();
+        assert!(limiter.len() <= 2, "{}", limiter.len());
+        // Forgetting keeps an identity that is still limited.
+        for _ in 0..limits.rate_burst {
+            limiter.check("soak", "eager").unwrap();
+        }
+        clock.advance(refill);
+        for n in 0..FORGET_EVERY {
+            let _ = limiter.check("soak", &format!("again-{n}"));
+        }
+        for _ in 0..limits.rate_burst {
+            limiter.check("soak", "eager").unwrap();
+        }
+        assert!(limiter.check("soak", "eager").is_err());
     }
 
     #[test]

@@ -91,6 +91,9 @@ struct Inner {
     events: Option<EventSink>,
     /// Who follows the rooms' activity (the room service).
     observer: Option<Arc<dyn Observer>>,
+    /// The last session left: the core gives back what its tables and buffers grew to
+    /// once nothing is queued or open ([`Shard::release_if_idle`]).
+    went_idle: bool,
 }
 
 /// The shard's ports.
@@ -164,6 +167,7 @@ pub async fn spawn_with(
             lingering: HashMap::new(),
             events: setup.events,
             observer: setup.observer,
+            went_idle: false,
         },
         ports: Ports {
             udp,
@@ -349,6 +353,24 @@ impl Shard {
         }
         if let Some(port) = &mut ports.link {
             port.send_queued(transmitted, stats).await;
+        }
+        self.release_if_idle();
+    }
+
+    /// Once the last session has left and the core has sent what it queued: the core
+    /// gives back the capacity its tables and buffers grew to under load, and the
+    /// allocator the pages that freed (a relay that was busy falls back to its idle
+    /// size).
+    fn release_if_idle(&mut self) {
+        let inner = &mut self.inner;
+        if !inner.went_idle || !inner.sessions.is_empty() {
+            inner.went_idle = false;
+            return;
+        }
+        if inner.relay.release_idle() {
+            inner.went_idle = false;
+            super::trim_heap();
+            tracing::debug!("shard idle: buffers released");
         }
     }
 
@@ -766,6 +788,11 @@ impl Inner {
     /// port carried it, if it was joined here.
     fn forget(&mut self, id: SessionId, why: Gone) -> Option<Carrier> {
         let joined = self.sessions.remove(&id)?;
+        if self.sessions.is_empty() {
+            self.went_idle = true;
+            self.sessions.shrink_to_fit();
+            self.hosted.shrink_to_fit();
+        }
         if joined.carrier == Carrier::Link {
             // Links are the shards' own: the directory counts only the room's sessions.
             return Some(Carrier::Link);

@@ -54,6 +54,15 @@ pub const UNREACHABLE_BACKOFF: Duration = Duration::from_millis(500);
 /// replicas the directory shows (every 2 s).
 pub const RELINK_EVERY: u32 = 4;
 
+/// For how long after a link loss every directory read also looks for sessions resumed
+/// elsewhere ([`Output::Fence`]); otherwise every [`RELINK_EVERY`] reads. A node that
+/// thaws, or whose network comes back, loses its links as it does.
+pub const FENCE_AFTER_LOSS: Duration = Duration::from_secs(10);
+
+/// The longest a starting node waits to be linked to the nodes it found before it calls
+/// itself linked (one that cannot be reached must not keep it out of service).
+pub const SETTLE_LIMIT: Duration = Duration::from_secs(3);
+
 /// What the plane asks of its shell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
@@ -81,6 +90,12 @@ pub enum Output {
     },
     /// Link each room this node holds to the replicas the directory shows.
     Relink,
+    /// Write this node's record, rooms and sessions again now: the directory answered
+    /// without them (Redis restarted empty).
+    Register,
+    /// End this node's sessions that another node has resumed since (this node was
+    /// frozen or cut off, and their clients went elsewhere).
+    Fence,
 }
 
 /// Why a link ended, as the plane weighs it.
@@ -202,6 +217,12 @@ pub struct Plane {
     next_read: Option<Instant>,
     reads: u32,
     out: VecDeque<Output>,
+    /// When this node started.
+    started: Instant,
+    /// Whether it has been linked to every node it found, once: from then on it is.
+    settled: bool,
+    /// When a link was last lost.
+    last_loss: Option<Instant>,
 }
 
 impl Plane {
@@ -216,7 +237,33 @@ impl Plane {
             next_read: Some(now),
             reads: 0,
             out: VecDeque::new(),
+            started: now,
+            settled: false,
+            last_loss: None,
         }
+    }
+
+    /// Whether this node has settled in the cluster: its first directory read answered
+    /// and every node it listed linked (or dead, or unreachable for now), or
+    /// [`SETTLE_LIMIT`] passed. Until then it is not ready for joins, which would wait
+    /// for links or split their rooms; once settled it stays so.
+    pub fn settled(&self) -> bool {
+        self.settled
+    }
+
+    fn settle(&mut self, now: Instant) {
+        if self.settled {
+            return;
+        }
+        let linked = self.reads > 0
+            && self.members.values().all(|m| {
+                m.record.is_none()
+                    || m.absent_since.is_some()
+                    || m.link_id().is_some()
+                    || m.health == Health::Dead
+                    || m.backoff_until.is_some()
+            });
+        self.settled = linked || now.duration_since(self.started) >= SETTLE_LIMIT;
     }
 
     /// This node's name.
@@ -240,6 +287,7 @@ impl Plane {
         if self.next_read.is_some_and(|at| now >= at) {
             self.read_now();
         }
+        self.settle(now);
     }
 
     /// Asks for a directory read now, unless one is under way.
@@ -263,6 +311,11 @@ impl Plane {
         };
         let listed: HashMap<&str, &NodeRecord> =
             nodes.iter().map(|(n, r)| (n.as_str(), r)).collect();
+        if self.reads > 0 && !listed.contains_key(&*self.me) {
+            // Lost with a Redis restarted empty (or taken out by a node that thought this
+            // one dead): the other nodes must not wait for the next refresh to see it.
+            self.out.push_back(Output::Register);
+        }
         for (name, record) in &nodes {
             if **name == *self.me {
                 continue;
@@ -302,9 +355,18 @@ impl Plane {
         }
         self.dial_due(now);
         self.reads += 1;
-        if self.reads.is_multiple_of(RELINK_EVERY) {
+        let relink = self.reads.is_multiple_of(RELINK_EVERY);
+        let lost_lately = self
+            .last_loss
+            .is_some_and(|at| now.duration_since(at) < FENCE_AFTER_LOSS);
+        if relink || lost_lately {
+            // Before relinking: a superseded session's state must not reach a peer.
+            self.out.push_back(Output::Fence);
+        }
+        if relink {
             self.out.push_back(Output::Relink);
         }
+        self.settle(now);
     }
 
     /// Dials the listed nodes whose names sort after this one's that have no link, are
@@ -343,10 +405,11 @@ impl Plane {
             UNREACHABLE_BACKOFF
         };
         m.backoff_until = Some(now + backoff);
+        self.settle(now);
     }
 
     /// An authenticated link to `node` came up, `dialled` by this node or accepted.
-    pub fn link_up(&mut self, node: &str, dialled: bool) -> Admit {
+    pub fn link_up(&mut self, now: Instant, node: &str, dialled: bool) -> Admit {
         if *node == *self.me {
             return Admit::Duplicate;
         }
@@ -371,12 +434,13 @@ impl Plane {
             // Eligible as soon as its record is read.
             self.read_soon();
         }
+        self.settle(now);
         Admit::Keep { id, replaced }
     }
 
     /// Link `id` to `node` ended; true if it was the node's current link (its replicas
     /// are then to be dropped).
-    pub fn link_lost(&mut self, node: &str, id: u16, end: LinkEnd) -> bool {
+    pub fn link_lost(&mut self, now: Instant, node: &str, id: u16, end: LinkEnd) -> bool {
         let Some(m) = self.members.get_mut(node) else {
             return false;
         };
@@ -386,6 +450,7 @@ impl Plane {
         m.link = Link::Down;
         m.absent_since = None;
         if end != LinkEnd::Local {
+            self.last_loss = Some(now);
             m.health = Health::Dead;
             if matches!(end, LinkEnd::Silent | LinkEnd::Closed) {
                 self.out.push_back(Output::Forget {

@@ -58,7 +58,7 @@ impl Sim {
 
     /// Links node `name` (accepted: it dialled).
     fn link(&mut self, name: &str) -> u16 {
-        match self.plane.link_up(name, false) {
+        match self.plane.link_up(self.now, name, false) {
             Admit::Keep { id, .. } => id,
             Admit::Duplicate => panic!("{name} not admitted"),
         }
@@ -149,7 +149,7 @@ fn three_nodes(spill: usize) -> Sim {
     s.read(&[("a", 10, 0), ("b", 20, 0), ("c", 30, 0)]);
     s.link("a");
     assert!(matches!(
-        s.plane.link_up("c", true),
+        s.plane.link_up(s.now, "c", true),
         Admit::Keep { replaced: None, .. }
     ));
     s.outputs();
@@ -223,7 +223,7 @@ fn a_suspect_node_is_skipped_for_the_next_candidate() {
 fn a_lost_link_kills_its_node_until_it_links_again() {
     let mut s = three_nodes(5);
     let id = s.plane.link_of("a").unwrap();
-    assert!(s.plane.link_lost("a", id, LinkEnd::Silent));
+    assert!(s.plane.link_lost(s.now, "a", id, LinkEnd::Silent));
     assert_eq!(
         s.outputs(),
         [Output::Forget {
@@ -253,15 +253,15 @@ fn a_lost_link_kills_its_node_until_it_links_again() {
 fn an_old_links_end_after_a_new_link_changes_nothing() {
     let mut s = three_nodes(5);
     let old = s.plane.link_of("a").unwrap();
-    let Admit::Keep { id, replaced } = s.plane.link_up("a", false) else {
+    let Admit::Keep { id, replaced } = s.plane.link_up(s.now, "a", false) else {
         panic!("a peer dialling again is admitted");
     };
     assert_eq!(replaced, Some(old));
-    assert!(!s.plane.link_lost("a", old, LinkEnd::Local));
+    assert!(!s.plane.link_lost(s.now, "a", old, LinkEnd::Local));
     assert_eq!(s.plane.link_of("a"), Some(id));
     assert_eq!(s.plane.health(s.now, "a"), Some(Health::Alive));
     assert_eq!(
-        s.plane.link_up("a", true),
+        s.plane.link_up(s.now, "a", true),
         Admit::Duplicate,
         "this node's own dial duplicates it"
     );
@@ -337,7 +337,7 @@ fn a_draining_node_is_not_placed_on_but_keeps_its_links() {
 fn a_node_neither_listed_nor_linked_is_forgotten() {
     let mut s = three_nodes(5);
     let id = s.plane.link_of("a").unwrap();
-    s.plane.link_lost("a", id, LinkEnd::Closed);
+    s.plane.link_lost(s.now, "a", id, LinkEnd::Closed);
     s.advance(READ_EVERY);
     s.read(&[("c", 30, 0)]);
     assert_eq!(s.plane.health(s.now, "a"), None);
@@ -358,5 +358,98 @@ fn rooms_are_relinked_every_fourth_read() {
 #[test]
 fn a_link_to_itself_is_refused() {
     let mut s = Sim::new(5);
-    assert_eq!(s.plane.link_up("b", false), Admit::Duplicate);
+    assert_eq!(s.plane.link_up(s.now, "b", false), Admit::Duplicate);
+}
+
+#[test]
+fn a_node_settles_once_linked_to_every_node_it_found_and_stays_settled() {
+    let mut s = Sim::new(5);
+    assert!(!s.plane.settled(), "nothing read yet");
+    s.read(&[("a", 10, 0), ("b", 20, 0), ("c", 30, 0)]);
+    assert!(!s.plane.settled(), "a and c not linked");
+    s.link("a");
+    assert!(!s.plane.settled());
+    s.plane.dial_failed(s.now, "c", false);
+    assert!(s.plane.settled(), "c unreachable for now: not waited for");
+    let id = s.plane.link_of("a").unwrap();
+    s.plane.link_lost(s.now, "a", id, LinkEnd::Silent);
+    s.advance(READ_EVERY);
+    s.read(&[("a", 10, 0), ("c", 30, 0), ("d", 40, 0)]);
+    assert!(s.plane.settled(), "settled once, settled for good");
+}
+
+#[test]
+fn a_node_that_cannot_link_settles_after_the_limit() {
+    let mut s = Sim::new(5);
+    s.read(&[("a", 10, 0)]);
+    s.advance(SETTLE_LIMIT - READ_EVERY);
+    assert!(!s.plane.settled());
+    s.advance(READ_EVERY);
+    assert!(s.plane.settled());
+}
+
+#[test]
+fn superseded_sessions_are_looked_for_before_each_relink_and_at_every_read_after_a_loss() {
+    let mut s = three_nodes(5);
+    let mut fences = 0;
+    for _ in 0..RELINK_EVERY {
+        s.advance(READ_EVERY);
+        fences += s
+            .read(&[("a", 10, 0), ("c", 30, 0)])
+            .iter()
+            .filter(|o| **o == Output::Fence)
+            .count();
+    }
+    assert_eq!(fences, 1, "with the relink");
+    // A thawed node loses its links as it thaws.
+    let id = s.plane.link_of("a").unwrap();
+    s.plane.link_lost(s.now, "a", id, LinkEnd::Silent);
+    let lost_at = s.now;
+    while s.now + READ_EVERY < lost_at + FENCE_AFTER_LOSS {
+        s.advance(READ_EVERY);
+        let out = s.read(&[("c", 30, 0)]);
+        let fence = out.iter().position(|o| *o == Output::Fence);
+        assert!(
+            fence.is_some(),
+            "every read {:?} after the loss",
+            s.now - lost_at
+        );
+        let relink = out.iter().position(|o| *o == Output::Relink);
+        assert!(
+            relink.is_none_or(|r| fence < Some(r)),
+            "fenced before relinked"
+        );
+    }
+    let mut fences = 0;
+    for _ in 0..RELINK_EVERY {
+        s.advance(READ_EVERY);
+        fences += s
+            .read(&[("c", 30, 0)])
+            .iter()
+            .filter(|o| **o == Output::Fence)
+            .count();
+    }
+    assert_eq!(fences, 1, "back to one in four reads");
+}
+
+#[test]
+fn a_node_missing_from_an_answering_directory_registers_again_at_once() {
+    let mut s = Sim::new(5);
+    assert!(
+        !s.read(&[]).contains(&Output::Register),
+        "the first read may precede it"
+    );
+    s.advance(READ_EVERY);
+    assert!(!s.read(&[("b", 20, 0)]).contains(&Output::Register));
+    s.advance(READ_EVERY);
+    assert!(
+        s.read(&[("a", 10, 0)]).contains(&Output::Register),
+        "Redis restarted empty"
+    );
+    s.advance(READ_EVERY);
+    s.plane.directory_read(s.now, None);
+    assert!(
+        !s.outputs().contains(&Output::Register),
+        "Redis away: nothing to write to"
+    );
 }
