@@ -401,3 +401,38 @@ fn a_restarted_relay_hands_out_other_session_ids() {
     assert_ne!(before, after, "a stale id names nobody's new session");
     assert!(before > 1 << 32 && after > 1 << 32, "not a small counter");
 }
+
+#[test]
+fn a_relay_whose_sessions_all_left_gives_back_what_the_load_grew() {
+    let mut w = World::new();
+    let idle = w.relay.capacity_bytes();
+    // Rounds of subscribers joining a publisher's room, getting its objects, and leaving.
+    let a = w.join("r", true, false);
+    for round in 0..4 {
+        let subs: Vec<_> = (0..100).map(|_| w.join("r", false, true)).collect();
+        let objs: Vec<_> = (0..100u64)
+            .map(|i| head(i, i as f32 + round as f32))
+            .collect();
+        for chunk in objs.chunks(20) {
+            w.publish(&a, chunk);
+        }
+        w.sent();
+        for s in subs {
+            w.leave(s.session).unwrap();
+        }
+    }
+    w.sent();
+    let busy = w.relay.capacity_bytes();
+    assert!(busy > idle + 64 * 1024, "busy {busy} B, idle {idle} B");
+    assert!(!w.relay.release_idle(), "not while a session is joined");
+    w.leave(a.session).unwrap();
+    w.sent();
+    assert!(w.relay.release_idle());
+    let after = w.relay.capacity_bytes();
+    assert!(after <= idle + 1024, "after {after} B, idle {idle} B");
+    // It serves again as before.
+    let a = w.join("r", true, false);
+    let b = w.join("r", false, true);
+    w.publish(&a, &[head(1, 1.0)]);
+    assert!(w.sent().iter().any(|s| s.to == b.session));
+}
