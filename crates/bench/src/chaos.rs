@@ -223,6 +223,38 @@ pub struct NodeMemory {
     pub end_rss_mb: f64,
 }
 
+/// A gap over 1 s in one player's reception of another, neither having rejoined in it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Split {
+    /// The receiving player.
+    pub receiver: usize,
+    /// The player not received.
+    pub sender: usize,
+    /// When the gap began and ended, ms since the start.
+    pub from_ms: u64,
+    /// See `from_ms`.
+    pub to_ms: u64,
+    /// The last fault before its end, and when it came (ms since the start).
+    pub after: Option<(u64, Fault)>,
+    /// Where each of the two was served at the end (its node's RTP address).
+    pub nodes: (Option<SocketAddr>, Option<SocketAddr>),
+}
+
+/// An update older than one already received from the same player.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Regression {
+    /// When it came, ms since the start.
+    pub at_ms: u64,
+    /// The receiving player.
+    pub receiver: usize,
+    /// The player whose update it was.
+    pub sender: usize,
+    /// How much older than the newest already received, ms.
+    pub older_ms: u64,
+    /// The last fault before it, and when it came (ms since the start).
+    pub after: Option<(u64, Fault)>,
+}
+
 /// What a chaos run measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChaosReport {
@@ -236,6 +268,13 @@ pub struct ChaosReport {
     pub splits: u64,
     /// The longest of them, ms.
     pub longest_split_ms: f64,
+    /// The first 20 of them, to look into.
+    pub split_samples: Vec<Split>,
+    /// The 10 slowest clients to be whole again: (fault index, player, ms).
+    pub slowest: Vec<(usize, usize, u64)>,
+    /// Clients not whole again at the end: who, the room-mates they missed, and whether
+    /// the relay had ended their session.
+    pub unrecovered: Vec<(usize, Vec<usize>, bool)>,
     /// Clients of a touched room not whole again within 10 s of a fault.
     pub not_whole: u64,
     /// Joins answered 503 while a node could take them (any 503 but the directory's
@@ -249,6 +288,8 @@ pub struct ChaosReport {
     pub cross_room: u64,
     /// Updates older than one already received from the same player.
     pub regressions: u64,
+    /// The first 20 regressions.
+    pub regression_samples: Vec<Regression>,
     /// Rejoins, all clients together.
     pub rejoins: u64,
     /// From a restarted Redis answering to every node's record and every room's fields
@@ -352,15 +393,20 @@ struct Board {
     rejoined: Vec<Mutex<Vec<u64>>>,
     /// The faults so far.
     faults: Mutex<Vec<Happened>>,
-    /// (fault index, ms to whole again) as the players saw them.
-    recoveries: Mutex<Vec<(usize, u64)>>,
+    /// (fault index, player, ms to whole again) as the players saw them.
+    recoveries: Mutex<Vec<(usize, usize, u64)>>,
     /// (receiver, sender, gap start ms, gap end ms) for gaps over [`SPLIT`].
     gaps: Mutex<Vec<(usize, usize, u64, u64)>>,
+    /// Players still waiting to be whole at the end: who, the room-mates they missed,
+    /// and whether the relay had ended their session.
+    unrecovered: Mutex<Vec<(usize, Vec<usize>, bool)>>,
     refused: AtomicU64,
     refused_no_directory: AtomicU64,
     join_errors: AtomicU64,
     cross_room: AtomicU64,
     regressions: AtomicU64,
+    /// When each regression came (ms), to whom, from whom, and how much older it was (ms).
+    regressed_at: Mutex<Vec<(u64, usize, usize, u64)>>,
 }
 
 impl Board {
@@ -489,6 +535,18 @@ async fn player(
         }
     }
     let end = board.ms();
+    if !seen.pending.is_empty() {
+        let behind: Vec<usize> = (0..per_room)
+            .filter(|&k| k != me % per_room)
+            .filter(|&k| seen.pending.iter().any(|&(_, at)| seen.newest[k] < at))
+            .map(|k| room * per_room + k)
+            .collect();
+        board
+            .unrecovered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((me, behind, client.ended_by_relay()));
+    }
     let mut gaps = board.gaps.lock().unwrap_or_else(PoisonError::into_inner);
     for (k, &last) in seen.last_rx.iter().enumerate() {
         let from = room * per_room + k;
@@ -530,6 +588,11 @@ fn note(board: &Board, me: usize, seen: &mut Seen, objects: &[Object]) {
         seen.last_rx[k] = now;
         if sent < seen.newest[k] {
             board.regressions.fetch_add(1, Ordering::Relaxed);
+            board
+                .regressed_at
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((now, me, room * per_room + k, seen.newest[k] - sent));
         }
         seen.newest[k] = seen.newest[k].max(sent);
     }
@@ -545,7 +608,7 @@ fn note(board: &Board, me: usize, seen: &mut Seen, objects: &[Object]) {
                 .recoveries
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push((fault, now - at));
+                .push((fault, me, now - at));
         }
         !whole
     });
@@ -675,11 +738,13 @@ async fn drive(c: &Chaos, exe: PathBuf) -> anyhow::Result<ChaosReport> {
         faults: Mutex::new(Vec::new()),
         recoveries: Mutex::new(Vec::new()),
         gaps: Mutex::new(Vec::new()),
+        unrecovered: Mutex::new(Vec::new()),
         refused: AtomicU64::new(0),
         refused_no_directory: AtomicU64::new(0),
         join_errors: AtomicU64::new(0),
         cross_room: AtomicU64::new(0),
         regressions: AtomicU64::new(0),
+        regressed_at: Mutex::new(Vec::new()),
     });
     let now_s = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
     let opts = JoinOptions {
@@ -830,7 +895,7 @@ fn report(
         .unwrap_or_else(PoisonError::into_inner);
     let limit = RECOVERY_LIMIT.as_millis() as u64;
     let expected: usize = faults.iter().map(|(_, _, t)| t.len()).sum();
-    let in_time = recoveries.iter().filter(|(_, ms)| *ms <= limit).count();
+    let in_time = recoveries.iter().filter(|(_, _, ms)| *ms <= limit).count();
     let kinds = ["kill", "freeze", "redis"]
         .into_iter()
         .map(|kind| {
@@ -841,8 +906,8 @@ fn report(
                 whole_again: Recovery::of(
                     recoveries
                         .iter()
-                        .filter(|(i, _)| of_kind(i))
-                        .map(|(_, ms)| *ms as f64)
+                        .filter(|(i, _, _)| of_kind(i))
+                        .map(|(_, _, ms)| *ms as f64)
                         .collect(),
                 ),
             }
@@ -856,11 +921,28 @@ fn report(
             .any(|&r| r >= from && r <= to)
     };
     let gaps = board.gaps.lock().unwrap_or_else(PoisonError::into_inner);
-    let splits: Vec<u64> = gaps
+    let node_of = |p: usize| {
+        *board.nodes[p]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    };
+    let split_list: Vec<Split> = gaps
         .iter()
         .filter(|&&(rx, from, a, b)| !rejoined(rx, a, b) && !rejoined(from, a, b))
-        .map(|&(_, _, a, b)| b - a)
+        .map(|&(receiver, sender, from_ms, to_ms)| Split {
+            receiver,
+            sender,
+            from_ms,
+            to_ms,
+            after: faults
+                .iter()
+                .rev()
+                .find(|f| f.0 <= to_ms)
+                .map(|f| (f.0, f.1)),
+            nodes: (node_of(receiver), node_of(sender)),
+        })
         .collect();
+    let splits: Vec<u64> = split_list.iter().map(|s| s.to_ms - s.from_ms).collect();
     let rejoins = board
         .rejoined
         .iter()
@@ -872,12 +954,42 @@ fn report(
         kinds,
         splits: splits.len() as u64,
         longest_split_ms: splits.iter().copied().max().unwrap_or(0) as f64,
+        split_samples: split_list.into_iter().take(20).collect(),
+        unrecovered: board
+            .unrecovered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone(),
+        slowest: {
+            let mut all = recoveries.clone();
+            all.sort_by_key(|r| std::cmp::Reverse(r.2));
+            all.truncate(10);
+            all
+        },
         not_whole: expected.saturating_sub(in_time) as u64,
         refused: board.refused.load(Ordering::Relaxed),
         refused_no_directory: board.refused_no_directory.load(Ordering::Relaxed),
         join_errors: board.join_errors.load(Ordering::Relaxed),
         cross_room: board.cross_room.load(Ordering::Relaxed),
         regressions: board.regressions.load(Ordering::Relaxed),
+        regression_samples: board
+            .regressed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .take(20)
+            .map(|&(at_ms, receiver, sender, older_ms)| Regression {
+                at_ms,
+                receiver,
+                sender,
+                older_ms,
+                after: faults
+                    .iter()
+                    .rev()
+                    .find(|f| f.0 <= at_ms)
+                    .map(|f| (f.0, f.1)),
+            })
+            .collect(),
         rejoins,
         directory_whole_ms,
         memory: nodes

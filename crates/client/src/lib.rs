@@ -132,6 +132,9 @@ pub const REJOIN_LEAVE_TIMEOUT: Duration = Duration::from_secs(2);
 /// frozen process), and behind a Service the second one reaches another node.
 pub const RESUME_HEDGE: Duration = Duration::from_millis(400);
 
+/// The most resume requests in flight at once ([`RESUME_HEDGE`]).
+pub const RESUME_ATTEMPTS: usize = 4;
+
 /// What a join asks for, beyond the room and the token.
 #[derive(Debug, Clone, Default)]
 pub struct JoinOptions {
@@ -371,38 +374,56 @@ impl Client {
         Ok(())
     }
 
-    /// Posts a resume, and a second one beside it if the first goes unanswered for
-    /// [`RESUME_HEDGE`]; the first resumed session wins, and a session the other one
-    /// opened after all is left in the background. Fails only when both fail.
+    /// Posts a resume, and another beside those under way each time none has been
+    /// answered for [`RESUME_HEDGE`] or one could not reach a relay, up to
+    /// [`RESUME_ATTEMPTS`] in all: the first resumed session wins, and a session another
+    /// one opened after all is left in the background. A relay's refusal (an HTTP error
+    /// status) is the answer; otherwise it fails when every attempt failed.
     async fn open_hedged(http: Http, ssrc: u32, credential: String) -> Result<Self, ClientError> {
-        let attempt = |http: Http, credential: String| {
-            Box::pin(async move { Self::open(http, Some(ssrc), Some(&credential)).await })
-        };
-        let mut first = attempt(http.clone(), credential.clone());
-        tokio::select! {
-            answer = &mut first => return answer,
-            () = tokio::time::sleep(RESUME_HEDGE) => {}
-        }
-        tracing::debug!("resume unanswered; a second request beside it");
-        let mut second = attempt(http, credential);
-        let first_won = tokio::select! {
-            answer = &mut first => Ok(answer),
-            answer = &mut second => Err(answer),
-        };
-        let (answer, other) = match first_won {
-            Ok(answer) => (answer, second),
-            Err(answer) => (answer, first),
-        };
-        let Ok(client) = answer else {
-            return other.await;
+        let mut attempts = tokio::task::JoinSet::new();
+        let mut started = 0;
+        let mut another = true;
+        let mut last_error = None;
+        let client = loop {
+            if another && started < RESUME_ATTEMPTS {
+                let (http, credential) = (http.clone(), credential.clone());
+                attempts
+                    .spawn(async move { Self::open(http, Some(ssrc), Some(&credential)).await });
+                started += 1;
+            }
+            tokio::select! {
+                done = attempts.join_next() => match done {
+                    Some(Ok(Ok(client))) => break client,
+                    Some(Ok(Err(e @ ClientError::Status { .. }))) => return Err(e),
+                    Some(Ok(Err(e))) => {
+                        last_error = Some(e);
+                        another = true;
+                    }
+                    Some(Err(e)) => {
+                        last_error = Some(ClientError::Io(std::io::Error::other(e)));
+                        another = true;
+                    }
+                    None => {
+                        return Err(last_error.unwrap_or_else(|| {
+                            ClientError::BadAnswer("no resume attempt".into())
+                        }));
+                    }
+                },
+                () = tokio::time::sleep(RESUME_HEDGE), if started < RESUME_ATTEMPTS => {
+                    tracing::debug!(started, "resume unanswered; another request beside it");
+                    another = true;
+                }
+            }
         };
         let kept = client.joined.session;
         tokio::spawn(async move {
-            if let Ok(extra) = other.await
-                && extra.joined.session != kept
-            {
-                // Another node took the same resume: its session would hold the SSRC.
-                let _ = tokio::time::timeout(REJOIN_LEAVE_TIMEOUT, extra.leave()).await;
+            while let Some(done) = attempts.join_next().await {
+                if let Ok(Ok(extra)) = done
+                    && extra.joined.session != kept
+                {
+                    // Another node took the same resume: its session would hold the SSRC.
+                    let _ = tokio::time::timeout(REJOIN_LEAVE_TIMEOUT, extra.leave()).await;
+                }
             }
         });
         Ok(client)

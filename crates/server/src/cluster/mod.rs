@@ -285,7 +285,7 @@ impl Cluster {
     }
 
     /// Counts a link that did not open, and leaves its node alone for a while.
-    fn refused(&self, node: Option<&str>, e: &OpenError) {
+    fn refused(&self, node: Option<(&str, SocketAddr)>, e: &OpenError) {
         tracing::warn!(node = ?node, error = %e, "link to node not opened");
         if let Some(reason) = e.reason() {
             self.metrics
@@ -296,6 +296,7 @@ impl Cluster {
         if let Some(node) = node {
             let now = Instant::now();
             self.with(|s| s.plane.dial_failed(now, node, e.reason().is_some()));
+            self.wake.notify_one();
         }
     }
 
@@ -438,9 +439,10 @@ impl Cluster {
             Ok(o) if *o.peer.node == *name => self.established(o, true),
             Ok(o) => {
                 o.conn.close(node_link::code::PROTOCOL.into(), b"name");
-                self.refused(Some(&name), &OpenError::Protocol("another node's name"));
+                let protocol = OpenError::Protocol("another node's name");
+                self.refused(Some((&name, addr)), &protocol);
             }
-            Err(e) => self.refused(Some(&name), &e),
+            Err(e) => self.refused(Some((&name, addr)), &e),
         }
     }
 

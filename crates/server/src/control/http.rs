@@ -690,6 +690,11 @@ async fn join(
     if state.is_draining() {
         return Err(draining());
     }
+    if forward::is_forwarded(&headers) && !state.0.relay.cluster_settled() {
+        // Not linked to the room's other nodes yet: the node that forwarded it places it
+        // again, elsewhere, rather than have it wait for links here.
+        return Err(cluster_linking());
+    }
 
     let declared = resumed
         .as_ref()
@@ -1017,6 +1022,16 @@ async fn readyz(State(state): State<ApiState>) -> Result<Json<StatusBody>, ApiEr
     }))
 }
 
+/// A node that has not yet linked to the cluster's nodes it found at start.
+fn cluster_linking() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "cluster_linking",
+        "the node is linking to the cluster's other nodes",
+    )
+    .retry_after(Duration::from_secs(1))
+}
+
 /// Ready while every shard runs, the room directory answers (with `--redis-url`: from
 /// the node's first registration on), the node has linked to the cluster's nodes it found
 /// at start, and no drain has started.
@@ -1025,11 +1040,7 @@ fn readiness(state: &ApiState) -> Result<(), ApiError> {
         return Err(relay_stopped());
     }
     if !state.0.relay.cluster_settled() {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "cluster_linking",
-            "the node is linking to the cluster's other nodes",
-        ));
+        return Err(cluster_linking());
     }
     if !state.0.relay.directory_available() {
         return Err(ApiError::new(

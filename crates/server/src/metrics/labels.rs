@@ -115,6 +115,7 @@ pub const JOIN_REFUSALS: &[&str] = &[
     "too_many_rooms",
     "relay_stopped",
     "directory_unavailable",
+    "cluster_linking",
     "node_unavailable",
     "webrtc_address_unknown",
 ];

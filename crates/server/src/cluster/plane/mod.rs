@@ -312,8 +312,11 @@ impl Plane {
         let listed: HashMap<&str, &NodeRecord> =
             nodes.iter().map(|(n, r)| (n.as_str(), r)).collect();
         if self.reads > 0 && !listed.contains_key(&*self.me) {
-            // Lost with a Redis restarted empty (or taken out by a node that thought this
-            // one dead): the other nodes must not wait for the next refresh to see it.
+            // Lost with a Redis restarted empty, or taken out by a node that found this
+            // one dead, whose clients may have gone elsewhere: their sessions here end
+            // before the rooms are written again, and the other nodes do not wait for the
+            // next refresh to see this one.
+            self.out.push_back(Output::Fence);
             self.out.push_back(Output::Register);
         }
         for (name, record) in &nodes {
@@ -324,6 +327,15 @@ impl Plane {
                 .members
                 .entry(Arc::from(name.as_str()))
                 .or_insert_with(Member::new);
+            let moved = m.record.as_ref().is_some_and(|old| old.link != record.link);
+            if moved {
+                // Restarted under its name, on new ports: what was tried at its old
+                // address says nothing of the new one.
+                m.backoff_until = None;
+                if m.link == Link::Dialing {
+                    m.link = Link::Down;
+                }
+            }
             m.record = Some(record.clone());
             m.absent_since = None;
         }
@@ -390,12 +402,16 @@ impl Plane {
         }
     }
 
-    /// A dial of `node` failed: `refused` by the node (another cluster's, say), or it
-    /// could not be reached.
-    pub fn dial_failed(&mut self, now: Instant, node: &str, refused: bool) {
+    /// A dial of `node` at `addr` failed: `refused` by the node (another cluster's, say),
+    /// or it could not be reached. A dial of an address the node no longer has (it
+    /// restarted meanwhile) is ignored.
+    pub fn dial_failed(&mut self, now: Instant, (node, addr): (&str, SocketAddr), refused: bool) {
         let Some(m) = self.members.get_mut(node) else {
             return;
         };
+        if m.record.as_ref().is_some_and(|r| r.link != Some(addr)) {
+            return;
+        }
         if m.link == Link::Dialing {
             m.link = Link::Down;
         }
@@ -450,7 +466,10 @@ impl Plane {
         m.link = Link::Down;
         m.absent_since = None;
         if end != LinkEnd::Local {
+            // This node may be the one that was cut off (frozen, partitioned): its
+            // sessions whose clients went elsewhere end before it links again.
             self.last_loss = Some(now);
+            self.out.push_back(Output::Fence);
             m.health = Health::Dead;
             if matches!(end, LinkEnd::Silent | LinkEnd::Closed) {
                 self.out.push_back(Output::Forget {

@@ -19,6 +19,10 @@ fn record(port: u16, load: usize) -> NodeRecord {
     }
 }
 
+fn link_addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port + 1))
+}
+
 fn replica(node: &str, sessions: usize) -> Replica {
     Replica {
         node: node.into(),
@@ -46,8 +50,18 @@ impl Sim {
         std::iter::from_fn(|| self.plane.poll_output()).collect()
     }
 
-    /// Answers the pending read with `nodes` (name, HTTP port, load).
+    /// Answers the pending read with `nodes` (name, HTTP port, load), this node's own
+    /// record among them.
     fn read(&mut self, nodes: &[(&str, u16, usize)]) -> Vec<Output> {
+        let mut all = nodes.to_vec();
+        if !all.iter().any(|(n, _, _)| *n == "b") {
+            all.push(("b", 20, 0));
+        }
+        self.read_exactly(&all)
+    }
+
+    /// Answers the pending read with `nodes` alone.
+    fn read_exactly(&mut self, nodes: &[(&str, u16, usize)]) -> Vec<Output> {
         let listed = nodes
             .iter()
             .map(|&(n, port, load)| (n.to_owned(), record(port, load)))
@@ -107,12 +121,12 @@ fn a_node_dials_the_nodes_whose_names_sort_after_its_own() {
     assert_eq!(dials(&out), ["c"], "a dials b; b dials c");
     s.advance(READ_EVERY);
     assert!(dials(&s.read(&[("c", 30, 0)])).is_empty(), "being dialled");
-    s.plane.dial_failed(s.now, "c", false);
+    s.plane.dial_failed(s.now, ("c", link_addr(30)), false);
     s.advance(UNREACHABLE_BACKOFF - Duration::from_millis(1));
     assert!(dials(&s.read(&[("c", 30, 0)])).is_empty(), "left alone");
     s.advance(Duration::from_millis(1));
     assert_eq!(dials(&s.read(&[("c", 30, 0)])), ["c"]);
-    s.plane.dial_failed(s.now, "c", true);
+    s.plane.dial_failed(s.now, ("c", link_addr(30)), true);
     s.advance(REFUSED_BACKOFF - Duration::from_millis(1));
     assert!(dials(&s.read(&[("c", 30, 0)])).is_empty(), "refused: 5 s");
     s.advance(Duration::from_millis(1));
@@ -226,9 +240,12 @@ fn a_lost_link_kills_its_node_until_it_links_again() {
     assert!(s.plane.link_lost(s.now, "a", id, LinkEnd::Silent));
     assert_eq!(
         s.outputs(),
-        [Output::Forget {
-            node: Arc::from("a")
-        }]
+        [
+            Output::Fence,
+            Output::Forget {
+                node: Arc::from("a")
+            }
+        ]
     );
     assert_eq!(s.plane.health(s.now, "a"), Some(Health::Dead));
     assert_eq!(
@@ -369,7 +386,7 @@ fn a_node_settles_once_linked_to_every_node_it_found_and_stays_settled() {
     assert!(!s.plane.settled(), "a and c not linked");
     s.link("a");
     assert!(!s.plane.settled());
-    s.plane.dial_failed(s.now, "c", false);
+    s.plane.dial_failed(s.now, ("c", link_addr(30)), false);
     assert!(s.plane.settled(), "c unreachable for now: not waited for");
     let id = s.plane.link_of("a").unwrap();
     s.plane.link_lost(s.now, "a", id, LinkEnd::Silent);
@@ -435,21 +452,45 @@ fn superseded_sessions_are_looked_for_before_each_relink_and_at_every_read_after
 #[test]
 fn a_node_missing_from_an_answering_directory_registers_again_at_once() {
     let mut s = Sim::new(5);
+    let first = s.read_exactly(&[]);
     assert!(
-        !s.read(&[]).contains(&Output::Register),
+        !first.contains(&Output::Register),
         "the first read may precede it"
     );
     s.advance(READ_EVERY);
-    assert!(!s.read(&[("b", 20, 0)]).contains(&Output::Register));
+    assert!(!s.read(&[]).contains(&Output::Register));
     s.advance(READ_EVERY);
-    assert!(
-        s.read(&[("a", 10, 0)]).contains(&Output::Register),
-        "Redis restarted empty"
-    );
+    let out = s.read_exactly(&[("a", 10, 0)]);
+    let at = |o: Output| out.iter().position(|x| *x == o);
+    assert!(at(Output::Register).is_some(), "Redis restarted empty");
+    assert!(at(Output::Fence) < at(Output::Register), "fenced first");
     s.advance(READ_EVERY);
     s.plane.directory_read(s.now, None);
     assert!(
         !s.outputs().contains(&Output::Register),
         "Redis away: nothing to write to"
     );
+}
+
+#[test]
+fn a_node_restarted_on_new_ports_is_dialled_at_once() {
+    let mut s = Sim::new(5);
+    assert_eq!(dials(&s.read(&[("c", 30, 0)])), ["c"]);
+    // Killed: the dial of its old address is under way, or failed and left alone.
+    s.plane.dial_failed(s.now, ("c", link_addr(30)), false);
+    s.advance(READ_EVERY / 5);
+    s.plane.read_soon();
+    assert!(dials(&s.read(&[("c", 30, 0)])).is_empty(), "left alone");
+    // Started again under its name, on other ports.
+    s.plane.read_soon();
+    assert_eq!(
+        dials(&s.read(&[("c", 40, 0)])),
+        ["c"],
+        "no backoff for a new address"
+    );
+    s.plane.dial_failed(s.now, ("c", link_addr(30)), false);
+    s.plane.read_soon();
+    let out = s.read(&[("c", 40, 0)]);
+    assert!(dials(&out).is_empty(), "the new dial is under way");
+    assert!(s.plane.link_up(s.now, "c", true) != Admit::Duplicate);
 }
