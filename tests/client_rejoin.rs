@@ -11,7 +11,7 @@
 mod rejoin_common;
 mod support;
 
-use gsrelay::client::{Client, JoinOptions, REJOIN_LEAVE_TIMEOUT, RoomState};
+use gsrelay::client::{Client, JoinOptions, REJOIN_LEAVE_TIMEOUT, RESUME_HEDGE, RoomState};
 use gsrelay::serve::Server;
 use gsrelay::token::Rights;
 use rejoin_common::front::{Front, Leaves, Seen};
@@ -335,4 +335,42 @@ async fn a_rejoin_requiring_its_ssrc_waits_for_a_leave_the_live_relay_gets_late(
 #[tokio::test]
 async fn a_rejoin_takes_another_ssrc_when_the_live_relay_gets_the_leave_late() {
     rejoin_before_the_leave_lands(false).await;
+}
+
+/// A resume that reached a node that accepts connections and answers nothing (frozen)
+/// gets a second request beside it, which the live relay answers: the client is back
+/// while the first request is still held.
+#[tokio::test]
+async fn a_resume_a_frozen_node_never_answers_is_repeated_beside_it() {
+    let x = relay(any_port()).await;
+    let front = Front::start(x.http_addr, Leaves::Hold).await;
+    let opts = JoinOptions {
+        silence: Some(Duration::from_secs(600)),
+        ..JoinOptions::default()
+    };
+    let mut c = join_at(&front, SUBSCRIBE, opts).await;
+    let ssrc = c.ssrc();
+    x.shutdown().await.unwrap();
+    let y = relay(any_port()).await;
+    front.point_to(y.http_addr);
+    front.hold_next_joins(1);
+    let joined = front.seen().joins;
+
+    let started = Instant::now();
+    c.resume().await.unwrap();
+    let took = started.elapsed();
+    let seen = front.seen();
+    eprintln!("resumed in {took:?} beside a held request");
+    assert_eq!(
+        (seen.joins_held, seen.joins_given_up, seen.joins - joined),
+        (1, 0, 1),
+        "back through the second request while the first is still held: {seen:?}"
+    );
+    assert!(
+        took >= RESUME_HEDGE,
+        "the second went out after the hedge, {took:?}"
+    );
+    assert_eq!(c.ssrc(), ssrc, "the resumed SSRC");
+    let sessions = session_ssrcs(&y).await;
+    assert!(sessions.contains(&u64::from(ssrc)), "{sessions:?}");
 }

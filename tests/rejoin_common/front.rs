@@ -2,7 +2,8 @@
 //! every request on to the relay it points at, except leaves (`DELETE`), which it holds
 //! without answering (as a node that died with its connections open does) or passes on
 //! only once a given number of joins have been answered (a leave that reaches a live relay
-//! after the rejoin's join). It counts what it saw.
+//! after the rejoin's join). It can also hold the next joins without an answer, as a
+//! frozen node does (its kernel accepts the connection). It counts what it saw.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,10 @@ pub struct Seen {
     pub leaves_answered: u64,
     /// Held leaves whose client closed the connection before an answer.
     pub leaves_given_up: u64,
+    /// Joins held without an answer ([`Front::hold_next_joins`]).
+    pub joins_held: u64,
+    /// Held joins whose client closed the connection.
+    pub joins_given_up: u64,
 }
 
 #[derive(Debug)]
@@ -39,6 +44,8 @@ struct Shared {
     seen: Mutex<Seen>,
     /// Joins answered, for the leaves that wait for them.
     joins: watch::Sender<u64>,
+    /// How many of the next joins to hold.
+    hold_joins: Mutex<u64>,
 }
 
 /// A running front; it stops with the test's runtime.
@@ -57,6 +64,7 @@ impl Front {
             leaves,
             seen: Mutex::default(),
             joins: watch::channel(0).0,
+            hold_joins: Mutex::new(0),
         });
         let front = Self {
             addr: listener.local_addr().unwrap(),
@@ -80,6 +88,12 @@ impl Front {
         *self.shared.target.lock().unwrap() = target;
     }
 
+    /// Holds the next `n` joins (`POST`s) without an answer until their client closes
+    /// the connection.
+    pub fn hold_next_joins(&self, n: u64) {
+        *self.shared.hold_joins.lock().unwrap() = n;
+    }
+
     /// What it saw so far.
     pub fn seen(&self) -> Seen {
         *self.shared.seen.lock().unwrap()
@@ -91,13 +105,17 @@ async fn serve(mut conn: TcpStream, shared: Arc<Shared>) {
     let Some((method, path, headers, body)) = read_request(&mut conn).await else {
         return;
     };
+    if method == "POST" && take_one(&shared.hold_joins) {
+        shared.seen.lock().unwrap().joins_held += 1;
+        hold(&mut conn).await;
+        shared.seen.lock().unwrap().joins_given_up += 1;
+        return;
+    }
     if method == "DELETE" {
         shared.seen.lock().unwrap().leaves += 1;
         match shared.leaves {
             Leaves::Hold => {
-                // Until the client closes the connection: no answer ever comes.
-                let mut buf = [0u8; 512];
-                while matches!(conn.read(&mut buf).await, Ok(n) if n > 0) {}
+                hold(&mut conn).await;
                 shared.seen.lock().unwrap().leaves_given_up += 1;
                 return;
             }
@@ -140,6 +158,20 @@ async fn serve(mut conn: TcpStream, shared: Arc<Shared>) {
         "DELETE" => shared.seen.lock().unwrap().leaves_answered += 1,
         _ => {}
     }
+}
+
+/// Takes one from a count of requests to hold; false when none is left.
+fn take_one(count: &Mutex<u64>) -> bool {
+    let mut n = count.lock().unwrap();
+    let held = *n > 0;
+    *n = n.saturating_sub(1);
+    held
+}
+
+/// Waits until the client closes `conn`: no answer ever comes.
+async fn hold(conn: &mut TcpStream) {
+    let mut buf = [0u8; 512];
+    while matches!(conn.read(&mut buf).await, Ok(n) if n > 0) {}
 }
 
 /// The method, path, headers and body of the request on `conn`.

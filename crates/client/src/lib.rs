@@ -135,6 +135,13 @@ pub const RESUME_HEDGE: Duration = Duration::from_millis(400);
 /// The most resume requests in flight at once ([`RESUME_HEDGE`]).
 pub const RESUME_ATTEMPTS: usize = 4;
 
+/// A join the relay answered, not yet connected to.
+struct Posted {
+    answer: JoinAnswerBody,
+    /// The peer whose offer the join carried (WebRTC).
+    webrtc: Option<WebRtcPeer>,
+}
+
 /// What a join asks for, beyond the room and the token.
 #[derive(Debug, Clone, Default)]
 pub struct JoinOptions {
@@ -376,24 +383,27 @@ impl Client {
 
     /// Posts a resume, and another beside those under way each time none has been
     /// answered for [`RESUME_HEDGE`] or one could not reach a relay, up to
-    /// [`RESUME_ATTEMPTS`] in all: the first resumed session wins, and a session another
-    /// one opened after all is left in the background. A relay's refusal (an HTTP error
-    /// status) is the answer; otherwise it fails when every attempt failed.
+    /// [`RESUME_ATTEMPTS`] in all; connects to the first answered, and leaves in the
+    /// background a session another one opened after all. Only the request is hedged:
+    /// setting up the transport (a WebRTC connection's ICE and DTLS) is not a sign of a
+    /// dead node. A relay's refusal (an HTTP error status) is the answer; otherwise it
+    /// fails when every attempt failed.
     async fn open_hedged(http: Http, ssrc: u32, credential: String) -> Result<Self, ClientError> {
         let mut attempts = tokio::task::JoinSet::new();
         let mut started = 0;
         let mut another = true;
         let mut last_error = None;
-        let client = loop {
+        let posted = loop {
             if another && started < RESUME_ATTEMPTS {
                 let (http, credential) = (http.clone(), credential.clone());
-                attempts
-                    .spawn(async move { Self::open(http, Some(ssrc), Some(&credential)).await });
+                attempts.spawn(async move {
+                    Self::post_join(&http, Some(ssrc), Some(&credential)).await
+                });
                 started += 1;
             }
             tokio::select! {
                 done = attempts.join_next() => match done {
-                    Some(Ok(Ok(client))) => break client,
+                    Some(Ok(Ok(posted))) => break posted,
                     Some(Ok(Err(e @ ClientError::Status { .. }))) => return Err(e),
                     Some(Ok(Err(e))) => {
                         last_error = Some(e);
@@ -415,18 +425,22 @@ impl Client {
                 }
             }
         };
-        let kept = client.joined.session;
+        let kept = posted.answer.session_id.clone();
+        let leave = http.clone();
         tokio::spawn(async move {
             while let Some(done) = attempts.join_next().await {
-                if let Ok(Ok(extra)) = done
-                    && extra.joined.session != kept
+                let Ok(Ok(extra)) = done else {
+                    continue;
+                };
+                // Another node took the same resume: its session would hold the SSRC.
+                if extra.answer.session_id != kept
+                    && let Some(session) = parse_session_id(&extra.answer.session_id)
                 {
-                    // Another node took the same resume: its session would hold the SSRC.
-                    let _ = tokio::time::timeout(REJOIN_LEAVE_TIMEOUT, extra.leave()).await;
+                    let _ = delete_session(&leave, session, REJOIN_LEAVE_TIMEOUT).await;
                 }
             }
         });
-        Ok(client)
+        Self::connect(http, posted).await
     }
 
     /// The resume credential of the last join's answer, if the relay gave one.
@@ -524,12 +538,24 @@ impl Client {
         Ok(true)
     }
 
-    /// Posts the join for `http`'s room and options, wanting `ssrc`.
+    /// Posts the join for `http`'s room and options, wanting `ssrc`, and connects to the
+    /// session it answers.
     async fn open(
         http: Http,
         ssrc: Option<u32>,
         resume: Option<&str>,
     ) -> Result<Self, ClientError> {
+        let posted = Self::post_join(&http, ssrc, resume).await?;
+        Self::connect(http, posted).await
+    }
+
+    /// Posts the join for `http`'s room and options, wanting `ssrc`: the relay's answer,
+    /// and the WebRTC peer whose offer it carried.
+    async fn post_join(
+        http: &Http,
+        ssrc: Option<u32>,
+        resume: Option<&str>,
+    ) -> Result<Posted, ClientError> {
         let opts = &http.opts;
         let over_quic = opts.quic || opts.webtransport;
         let webrtc = match opts.webrtc && !over_quic {
@@ -564,6 +590,12 @@ impl Client {
             .send(Method::POST, &url, &http.token, Some(&body), HTTP_TIMEOUT)
             .await?;
         let answer: JoinAnswerBody = http::json(http::checked(resp).await?, HTTP_TIMEOUT).await?;
+        Ok(Posted { answer, webrtc })
+    }
+
+    /// Connects to the session of a join's answer.
+    async fn connect(http: Http, posted: Posted) -> Result<Self, ClientError> {
+        let Posted { answer, webrtc } = posted;
         let credential = answer.resume.clone();
         let session = parse_session_id(&answer.session_id)
             .ok_or_else(|| ClientError::BadAnswer(format!("session_id {}", answer.session_id)))?;
