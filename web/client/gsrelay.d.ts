@@ -838,6 +838,15 @@ export declare const SILENCE_MS: number;
 /** Without the app's silence, it must also last this many of the last report gaps. */
 export declare const SILENCE_REPORT_GAPS: number;
 
+/**
+ * How long a rejoin's resume request may go unanswered before another is sent beside it
+ * through the same base URL (ms, 400).
+ */
+export declare const RESUME_HEDGE_MS: number;
+
+/** The most resume requests in flight at once (4). */
+export declare const RESUME_ATTEMPTS: number;
+
 /** What a session heard of the relay, to tell when it is gone. */
 export declare class Liveness {
   constructor(options?: { silenceMs?: number | null; now?: () => number });

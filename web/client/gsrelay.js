@@ -1770,6 +1770,87 @@ const REJOIN_RETRY_MAX_MS = 8000;
  */
 const LEAVE_TIMEOUT_MS = 2000;
 
+/**
+ * How long a resume's join request may go unanswered before another is sent beside it,
+ * through the same base URL (the Rust client's `RESUME_HEDGE`). A relay answers a join in
+ * milliseconds, and in a cluster within its link's idle timeout (0.6 s) when the
+ * session's old node died; a request that takes longer most likely reached a node that
+ * accepts connections and answers nothing (a frozen process), and behind a Service the
+ * next one reaches another node.
+ */
+export const RESUME_HEDGE_MS = 400;
+
+/** The most resume requests in flight at once (`RESUME_HEDGE_MS`). */
+export const RESUME_ATTEMPTS = 4;
+
+/** How long one resume request may take before it is given up (the Rust client's `HTTP_TIMEOUT`). */
+const RESUME_REQUEST_TIMEOUT_MS = 10000;
+
+/**
+ * Joins with a resume credential (`request.resume`), hedged: another request goes beside
+ * those under way each time none has been answered for RESUME_HEDGE_MS, and at once when
+ * one could not reach a relay, up to RESUME_ATTEMPTS in all, each given up after
+ * RESUME_REQUEST_TIMEOUT_MS. Resolves to the first answer. A relay's refusal (ApiError)
+ * is the answer: it rejects with it and aborts the others. It rejects with the last error
+ * when every attempt failed. The requests still under way once one answered go on (to
+ * their timeout): a session one of them opened after all, other than the answer's, is
+ * left in the background, since it would hold the SSRC. Only the request is hedged, never
+ * the transport set-up.
+ */
+function joinHedged({ baseUrl, room, token, request }) {
+  const body = { transport: "webtransport", ...request };
+  const path = `/v1/rooms/${encodeURIComponent(room)}/sessions`;
+  return new Promise((resolve, reject) => {
+    const pending = new Set();
+    let started = 0;
+    /** The answer that won, once one did. */
+    let won = null;
+    let over = false;
+    let hedge = null;
+    let lastError = null;
+    const fail = (e) => {
+      over = true;
+      clearTimeout(hedge);
+      for (const c of pending) c.abort(e);
+      reject(e);
+    };
+    const start = () => {
+      clearTimeout(hedge);
+      if (over || started >= RESUME_ATTEMPTS) return;
+      started++;
+      const controller = new AbortController();
+      pending.add(controller);
+      const timeout = setTimeout(() => controller.abort(new DOMException("resume request timed out", "TimeoutError")),
+        RESUME_REQUEST_TIMEOUT_MS);
+      api(baseUrl, "POST", path, token, body, controller.signal).then((a) => {
+        if (!over) {
+          over = true;
+          won = a;
+          clearTimeout(hedge);
+          resolve(a);
+        } else if (a?.session_id && a.session_id !== won?.session_id) {
+          // Another node took the same resume: its session would hold the SSRC.
+          leaveInBackground({ baseUrl, sessionId: a.session_id, token });
+        }
+      }, (e) => {
+        if (over) return;
+        if (e instanceof ApiError) fail(e);
+        else {
+          // It reached no relay (refused, reset, timed out): another at once.
+          lastError = e;
+          start();
+        }
+      }).finally(() => {
+        clearTimeout(timeout);
+        pending.delete(controller);
+        if (!over && pending.size === 0) fail(lastError);
+      });
+      if (started < RESUME_ATTEMPTS) hedge = setTimeout(start, RESUME_HEDGE_MS);
+    };
+    start();
+  });
+}
+
 /** Whether a packet is one of the relay's periodic reports (a compound starting with SR or RR). */
 /** Whether an RTCP packet holds a BYE naming `ssrc`. */
 function byeFrom(packet, ssrc) {
@@ -1926,11 +2007,14 @@ export class Session {
     let answer = null;
     let conn;
     try {
+      // A resume's request is hedged (a frozen node may hold it unanswered); the transport
+      // set-up that follows is not.
+      const post = request.resume === undefined ? join : joinHedged;
       if (request.transport === "webrtc") {
-        const joinWith = (sdp) => join({ baseUrl, room, token, request: { ...request, sdp_offer: sdp } });
+        const joinWith = (sdp) => post({ baseUrl, room, token, request: { ...request, sdp_offer: sdp } });
         conn = await WebRtcConnection.open(joinWith, { onpacket, onanswer: (a) => { answer = a; onanswer(a); } });
       } else {
-        answer = await join({ baseUrl, room, token, request });
+        answer = await post({ baseUrl, room, token, request });
         onanswer(answer);
         conn = await WebTransportConnection.open(answer, { onpacket });
       }
@@ -1977,7 +2061,8 @@ export class Session {
    * Rejoins through the same base URL, with the same room, token, request and SSRC:
    * first by resuming the session with the last answer's `resume` credential (the same
    * session where the relay still holds it, its SSRC where it restarted; docs/api.md,
-   * "Resume"); when the relay refuses that (`resume_*`), by joining again at once while
+   * "Resume"; its request hedged, another beside it each RESUME_HEDGE_MS it goes
+   * unanswered, as a frozen node would leave it); when the relay refuses that (`resume_*`), by joining again at once while
    * the old session is left in the background (never waited for, given up after 2 s; a
    * relay that still holds it may give another SSRC, which the session takes). Connects (trying again after 0.25 s, doubling
    * to 8 s, until it succeeds or the session is closed), starts the room state afresh,

@@ -70,7 +70,8 @@ t.check(room.streams.size === 0 && changes === 2, `cleared: ${room.streams.size}
 // SSRC, the old session left, the room started afresh, a FIR for the relay's SSRC,
 // onrejoin told; a failed attempt is told and tried again; a lost connection rejoins
 // without waiting for the silence; a leave that never gets an answer does not hold a
-// rejoin up; a closed session rejoins no more.
+// rejoin up; a resume request that gets no answer is hedged; a closed session rejoins no
+// more.
 const FLOW = 5;
 const transports = [];
 class FakeWebTransport {
@@ -97,13 +98,20 @@ globalThis.WebTransport = FakeWebTransport;
 // `credentials`: answers carry a resume credential; `refuseResume`: a join with one is
 // refused as spent; `holdLeaves`: a leave is never answered (the relay that held the
 // session died with the connection open) until its signal aborts it, when it is counted in
-// `leavesGivenUp`.
+// `leavesGivenUp`; `resumes`: how the next joins with a resume credential go, one word
+// each: "hold" (a frozen node: taken, never answered until the test calls the request's
+// `release(sessionId)` or its signal aborts it, which sets its `aborted`), "refuse" (409
+// `resume_stale`), "unreachable" (a transport error). Each request records when it came
+// (`at`) and the answer it got (`answered`).
 const http = { requests: [], down: false, joins: 0, credentials: false, refuseResume: false, holdLeaves: false,
-  leavesGivenUp: 0 };
+  leavesGivenUp: 0, resumes: [] };
+const answerFor = (sessionId, resume) => ({ session_id: sessionId, ssrc: 0x1234, relay_ssrc: 0xfeed, resume,
+  webtransport: { url: "https://relay.test/webtransport", flow_id: FLOW, session_token: "t" } });
 globalThis.fetch = async (url, init) => {
   const path = new URL(url).pathname;
   const body = init.body && JSON.parse(init.body);
-  http.requests.push({ method: init.method, path, body, signal: init.signal });
+  const request = { method: init.method, path, body, signal: init.signal, at: performance.now() };
+  http.requests.push(request);
   if (init.method === "DELETE" && http.holdLeaves) {
     return new Promise((_, reject) => init.signal?.addEventListener("abort", () => {
       http.leavesGivenUp++;
@@ -112,14 +120,28 @@ globalThis.fetch = async (url, init) => {
   }
   if (init.method === "DELETE") return new Response("", { status: 404 });
   if (http.down) throw new TypeError("fetch failed");
-  if (body?.resume && http.refuseResume) {
+  const plan = body?.resume ? http.resumes.shift() : undefined;
+  if (plan === "unreachable") throw new TypeError("fetch failed");
+  if (plan === "hold") {
+    return new Promise((resolve, reject) => {
+      request.release = (sessionId) => {
+        request.answered = answerFor(sessionId, "cred-held");
+        resolve(new Response(JSON.stringify(request.answered), { status: 200 }));
+      };
+      init.signal?.addEventListener("abort", () => {
+        request.aborted = true;
+        reject(init.signal.reason);
+      });
+    });
+  }
+  if (body?.resume && (http.refuseResume || plan === "refuse")) {
+    request.answered = { status: 409 };
     return new Response(JSON.stringify({ error: { code: "resume_stale", message: "spent" } }), { status: 409 });
   }
   http.joins++;
   const resume = http.credentials ? `cred${http.joins}` : undefined;
-  return new Response(JSON.stringify({ session_id: body?.resume ? "s1-resumed" : `s${http.joins}`, ssrc: 0x1234,
-    relay_ssrc: 0xfeed, resume,
-    webtransport: { url: "https://relay.test/webtransport", flow_id: FLOW, session_token: "t" } }), { status: 200 });
+  request.answered = answerFor(body?.resume ? "s1-resumed" : `s${http.joins}`, resume);
+  return new Response(JSON.stringify(request.answered), { status: 200 });
 };
 const until = async (what, f, ms = 5000) => {
   const deadline = performance.now() + ms;
@@ -217,10 +239,94 @@ t.check(givenUpMs >= 1900 && s.rejoins === 6, `given up after ${givenUpMs} ms, $
 http.holdLeaves = false;
 http.refuseResume = false;
 
+// A frozen node behind the Service takes the resume's connection and never answers. The
+// resume goes again beside it after RESUME_HEDGE_MS, through the same base URL, and the
+// session is back on the second request's answer while the first is still held, neither
+// answered nor given up; when the held one answers after all with a session of its own,
+// that session is left (it would hold the SSRC).
+t.check(gs.RESUME_HEDGE_MS === 400 && gs.RESUME_ATTEMPTS === 4, `hedge ${gs.RESUME_HEDGE_MS} ms, ${gs.RESUME_ATTEMPTS}`);
+const resumePosts = (from) => http.requests.slice(from).filter((r) => r.method === "POST" && r.body.resume);
+const keepReporting = () => setInterval(() => transports.at(-1).deliver(rr), 100);
+// A rejoin that is not back within 5 s is false (a client that waited on the held request
+// would wait for ever).
+const rejoinWithin = (reason) => Promise.race([s.rejoin(reason), new Promise((r) => setTimeout(() => r(false), 5000))]);
+let from = http.requests.length;
+let credentialNow = s.answer.resume;
+http.resumes = ["hold"];
+t.check(await rejoinWithin("asked"), "resumed past a request held unanswered");
+let seen = resumePosts(from);
+t.check(seen.length === 2 && seen.every((r) => r.body.resume === credentialNow && r.body.ssrc === 0x1234),
+  `the resume sent again alike: ${JSON.stringify(seen.map((r) => r.body))}`);
+t.check(seen.length === 2 && seen[0].answered === undefined && !seen[0].aborted && seen[0].signal?.aborted === false,
+  "back while the first request is still held");
+t.check(seen.length === 2 && s.answer.resume === seen[1].answered?.resume && told.rejoin.at(-1).resumed === true,
+  `on the second request's answer: ${JSON.stringify(s.answer)}`);
+const hedgedAfter = seen[1]?.at - seen[0].at;
+t.check(hedgedAfter >= 380 && hedgedAfter < 1000, `the second sent ${hedgedAfter} ms after the first`);
+let reporting2 = keepReporting();
+seen[0].release?.("s-frozen");
+await until("the held request's session left", () =>
+  http.requests.some((r) => r.method === "DELETE" && r.path === "/v1/sessions/s-frozen"));
+t.check(s.answer.session_id === "s1-resumed" && resumePosts(from).length === 2,
+  `the session kept, nothing more sent: ${s.answer.session_id}`);
+clearInterval(reporting2);
+
+// Every node frozen: at most RESUME_ATTEMPTS requests in flight, RESUME_HEDGE_MS apart;
+// the first to answer wins (here the third), and one answering later with the same
+// session leaves nothing.
+from = http.requests.length;
+http.resumes = ["hold", "hold", "hold", "hold"];
+let back = null;
+const frozen = rejoinWithin("asked").then((ok) => { back = ok; });
+await until("four requests in flight", () => resumePosts(from).length === 4);
+await new Promise((r) => setTimeout(r, 2 * gs.RESUME_HEDGE_MS));
+seen = resumePosts(from);
+const spacing = seen.slice(1).map((r, i) => Math.round(r.at - seen[i].at));
+t.check(seen.length === 4 && back === null && spacing.every((ms) => ms >= 380 && ms < 1000),
+  `${seen.length} in flight, ${JSON.stringify(spacing)} ms apart, back: ${back}`);
+seen[2]?.release("s1-resumed");
+await frozen;
+t.check(back === true && s.answer.resume === "cred-held" && seen.every((r, i) => i === 2 || !r.aborted),
+  `back on the third's answer, the others still under way: ${back}`);
+reporting2 = keepReporting();
+seen[0]?.release("s1-resumed");
+await new Promise((r) => setTimeout(r, 100));
+clearInterval(reporting2);
+t.check(!http.requests.slice(from).some((r) => r.method === "DELETE") && resumePosts(from).length === 4,
+  "the same session answered late: nothing left, nothing more sent");
+
+// A resume that reaches no relay (connection refused) goes again at once, not after the hedge.
+from = http.requests.length;
+http.resumes = ["unreachable"];
+t.check(await rejoinWithin("asked"), "resumed past an unreachable node");
+seen = resumePosts(from);
+t.check(seen.length === 2 && seen[0].answered === undefined && seen[1]?.at - seen[0].at < 200,
+  `sent again ${seen[1]?.at - seen[0]?.at} ms after the transport error`);
+
+// A relay's refusal (an HTTP error status) is the answer: told as the error, the held
+// request given up (aborted), no further request; the session then joins afresh.
+from = http.requests.length;
+credentialNow = s.answer.resume;
+const errorsBefore = told.errors.length;
+http.resumes = ["hold", "refuse"];
+t.check(await rejoinWithin("asked"), "rejoined after a refused resume");
+reporting2 = keepReporting();
+await new Promise((r) => setTimeout(r, 2 * gs.RESUME_HEDGE_MS));
+clearInterval(reporting2);
+seen = resumePosts(from);
+const refusal = told.errors.slice(errorsBefore);
+t.check(seen.length === 2 && seen[1]?.answered?.status === 409 && seen[0].aborted && seen[0].answered === undefined,
+  `the refusal ended the resume: ${JSON.stringify(seen.map((r) => ({ answered: r.answered, aborted: r.aborted })))}`);
+t.check(refusal.length === 1 && refusal[0].startsWith("409 resume_stale"), `told the refusal: ${refusal}`);
+const afresh = http.requests.slice(from).filter((r) => r.method === "POST" && !r.body.resume);
+t.check(afresh.length === 1 && afresh[0].at > seen[1]?.at && told.rejoin.at(-1).resumed === false,
+  `then joined afresh once: ${afresh.length}`);
+http.resumes = [];
+
 // Closed: no more rejoins.
 await s.close();
 const joins = http.joins;
 await new Promise((r) => setTimeout(r, 700));
-t.check(http.joins === joins && s.rejoins === 6, `no rejoin once closed: ${http.joins - joins} joins, ${s.rejoins} rejoins`);
+t.check(http.joins === joins && s.rejoins === 10, `no rejoin once closed: ${http.joins - joins} joins, ${s.rejoins} rejoins`);
 
 t.finish();
