@@ -586,6 +586,9 @@ impl Metrics {
                 family.with_label_values(&[value]);
             }
         }
+        for state in NODE_HEALTH {
+            self.cluster_node_health.with_label_values(&[state]).set(0);
+        }
     }
 
     /// Counts one dropped packet.

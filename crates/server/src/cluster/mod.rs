@@ -28,6 +28,7 @@ pub mod shards;
 pub mod wire;
 
 use crate::metrics::Metrics;
+use crate::metrics::labels::NODE_HEALTH;
 use crate::transport::command::RelayHandle;
 use crate::transport::link::{Frame, LinkNet, Peer, RemoteNode, RemoteNodes};
 use directory::DirectoryError;
@@ -316,11 +317,10 @@ impl Cluster {
         }
         let now = Instant::now();
         let counts = self.with(|s| s.plane.counts(now));
-        for (state, n) in [
-            ("alive", counts.alive),
-            ("suspect", counts.suspect),
-            ("dead", counts.dead),
-        ] {
+        for (state, n) in NODE_HEALTH
+            .iter()
+            .zip([counts.alive, counts.suspect, counts.dead])
+        {
             self.metrics
                 .cluster_node_health
                 .with_label_values(&[state])

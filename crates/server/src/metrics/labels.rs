@@ -147,6 +147,9 @@ pub const WEBRTC_OUTCOMES: &[&str] = &["connected", "failed", "closed", "never_c
 /// `gsrelay_cluster_link_losses_total{reason}`: how a link to another node was lost.
 pub const LINK_LOSSES: &[&str] = &["silent", "closed", "expired"];
 
+/// `gsrelay_cluster_node_health{state}`: the states another node can be in.
+pub const NODE_HEALTH: &[&str] = &["alive", "suspect", "dead"];
+
 /// `gsrelay_cluster_links_refused_total{reason}`: why a link to or from another node was
 /// refused.
 pub const LINK_REFUSALS: &[&str] = &["auth", "protocol"];
