@@ -1808,11 +1808,20 @@ function joinHedged({ baseUrl, room, token, request }) {
     let over = false;
     let hedge = null;
     let lastError = null;
+    let refusal = null;
     const fail = (e) => {
       over = true;
       clearTimeout(hedge);
       for (const c of pending) c.abort(e);
       reject(e);
+    };
+    // A refusal with requests still under way: one of them may yet succeed (the refusal
+    // may be of the SSRC it just took back), for a hedge's length; then the refusal is the
+    // answer, and a request that succeeds after all is left in the background.
+    const giveUp = () => {
+      if (over) return;
+      over = true;
+      reject(refusal);
     };
     const start = () => {
       clearTimeout(hedge);
@@ -1834,8 +1843,13 @@ function joinHedged({ baseUrl, room, token, request }) {
         }
       }, (e) => {
         if (over) return;
-        if (e instanceof ApiError) fail(e);
-        else {
+        if (e instanceof ApiError) {
+          refusal = e;
+          started = RESUME_ATTEMPTS;
+          clearTimeout(hedge);
+          if (pending.size <= 1) fail(e);
+          else setTimeout(giveUp, RESUME_HEDGE_MS);
+        } else {
           // It reached no relay (refused, reset, timed out): another at once.
           lastError = e;
           start();
@@ -1843,7 +1857,7 @@ function joinHedged({ baseUrl, room, token, request }) {
       }).finally(() => {
         clearTimeout(timeout);
         pending.delete(controller);
-        if (!over && pending.size === 0) fail(lastError);
+        if (!over && pending.size === 0) fail(refusal ?? lastError);
       });
       if (started < RESUME_ATTEMPTS) hedge = setTimeout(start, RESUME_HEDGE_MS);
     };

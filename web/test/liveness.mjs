@@ -303,8 +303,10 @@ seen = resumePosts(from);
 t.check(seen.length === 2 && seen[0].answered === undefined && seen[1]?.at - seen[0].at < 200,
   `sent again ${seen[1]?.at - seen[0]?.at} ms after the transport error`);
 
-// A relay's refusal (an HTTP error status) is the answer: told as the error, the held
-// request given up (aborted), no further request; the session then joins afresh.
+// A relay's refusal (an HTTP error status) is the answer once the requests still under
+// way have had a hedge's length to succeed: told as the error, no further request, the
+// held request left to run (a session it opens after all is left); the session then
+// joins afresh.
 from = http.requests.length;
 credentialNow = s.answer.resume;
 const errorsBefore = told.errors.length;
@@ -315,8 +317,11 @@ await new Promise((r) => setTimeout(r, 2 * gs.RESUME_HEDGE_MS));
 clearInterval(reporting2);
 seen = resumePosts(from);
 const refusal = told.errors.slice(errorsBefore);
-t.check(seen.length === 2 && seen[1]?.answered?.status === 409 && seen[0].aborted && seen[0].answered === undefined,
+t.check(seen.length === 2 && seen[1]?.answered?.status === 409 && !seen[0].aborted && seen[0].answered === undefined,
   `the refusal ended the resume: ${JSON.stringify(seen.map((r) => ({ answered: r.answered, aborted: r.aborted })))}`);
+const gaveUp = http.requests.slice(from).find((r) => r.method === "POST" && !r.body.resume);
+t.check(gaveUp && gaveUp.at - seen[1].at >= gs.RESUME_HEDGE_MS - 50,
+  `the refusal waited a hedge for the held request: ${gaveUp && gaveUp.at - seen[1].at} ms`);
 t.check(refusal.length === 1 && refusal[0].startsWith("409 resume_stale"), `told the refusal: ${refusal}`);
 const afresh = http.requests.slice(from).filter((r) => r.method === "POST" && !r.body.resume);
 t.check(afresh.length === 1 && afresh[0].at > seen[1]?.at && told.rejoin.at(-1).resumed === false,

@@ -8,7 +8,10 @@
 //!
 //! - **kill**: a node killed (SIGKILL), then started again under the same name;
 //! - **freeze**: a node stopped (SIGSTOP) for a few seconds, then continued;
-//! - **redis**: Redis killed and started again, empty, on its port.
+//! - **redis**: Redis killed and started again, empty, on its port;
+//! - with `--network-faults` (root and nftables): **partition**, a node's link port
+//!   cut off for a few seconds (its clients still reach it), and **loss**, 5% of the
+//!   datagrams to and from a node's RTP port dropped for a few seconds.
 //!
 //! What the clients see is checked all along: every pair of players of a room receiving
 //! each other with no gap over 1 s unless one of them rejoined in it (else a split);
@@ -77,6 +80,8 @@ pub struct Chaos {
     pub spill: usize,
     /// SRTP or plain RTP.
     pub security: Security,
+    /// Partitions and loss too (root and nftables).
+    pub network: bool,
 }
 
 impl Default for Chaos {
@@ -95,6 +100,7 @@ impl Default for Chaos {
             silence_ms: 300,
             spill: 30,
             security: Security::Srtp,
+            network: false,
         }
     }
 }
@@ -147,6 +153,22 @@ pub enum Fault {
     },
     /// Kill Redis and start it again, empty.
     Redis,
+    /// Drop every datagram to and from node `node`'s link port for `ms`.
+    Partition {
+        /// The node's slot.
+        node: usize,
+        /// How long, ms.
+        ms: u64,
+    },
+    /// Drop `percent` of the datagrams to and from node `node`'s RTP port for `ms`.
+    Loss {
+        /// The node's slot.
+        node: usize,
+        /// How long, ms.
+        ms: u64,
+        /// The share dropped, percent.
+        percent: u8,
+    },
 }
 
 impl Fault {
@@ -155,9 +177,25 @@ impl Fault {
             Self::Kill { .. } => "kill",
             Self::Freeze { .. } => "freeze",
             Self::Redis => "redis",
+            Self::Partition { .. } => "partition",
+            Self::Loss { .. } => "loss",
+        }
+    }
+
+    /// The node it strikes, if one.
+    fn node(self) -> Option<usize> {
+        match self {
+            Self::Kill { node }
+            | Self::Freeze { node, .. }
+            | Self::Partition { node, .. }
+            | Self::Loss { node, .. } => Some(node),
+            Self::Redis => None,
         }
     }
 }
+
+/// The kinds of fault, as the report lists them.
+const KINDS: [&str; 5] = ["kill", "freeze", "redis", "partition", "loss"];
 
 /// A fault at its time from the start of the faults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -183,15 +221,20 @@ pub fn schedule(c: &Chaos) -> Vec<Scheduled> {
         }
         let pick = uniform(0.0, 1.0);
         let node = (uniform(0.0, c.nodes as f64) as usize).min(c.nodes - 1);
-        let fault = if pick < 0.4 {
-            Fault::Kill { node }
-        } else if pick < 0.8 {
-            Fault::Freeze {
+        let ms = uniform(2_000.0, 5_000.0) as u64;
+        // Without network faults: 40% kills, 40% freezes, 20% Redis; with them, 30, 30,
+        // 15, and 15% partitions, 10% loss.
+        let pick = if c.network { pick } else { pick * 0.75 };
+        let fault = match pick {
+            p if p < 0.3 => Fault::Kill { node },
+            p if p < 0.6 => Fault::Freeze { node, ms },
+            p if p < 0.75 => Fault::Redis,
+            p if p < 0.9 => Fault::Partition { node, ms },
+            _ => Fault::Loss {
                 node,
-                ms: uniform(2_000.0, 5_000.0) as u64,
-            }
-        } else {
-            Fault::Redis
+                ms,
+                percent: 5,
+            },
         };
         out.push(Scheduled {
             at_ms: (at * 1e3) as u64,
@@ -369,6 +412,9 @@ impl ChaosReport {
 /// Runs `c` against nodes started from `exe`.
 pub fn run(c: &Chaos, exe: PathBuf) -> anyhow::Result<ChaosReport> {
     c.validate()?;
+    if c.network {
+        crate::nft::available()?;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .thread_name("gsr-chaos")
         .enable_all()
@@ -692,6 +738,21 @@ impl Nodes {
         Ok(())
     }
 
+    /// The port of the node's QUIC endpoint for links, from its record in the directory.
+    async fn link_port(&self, slot: usize) -> anyhow::Result<u16> {
+        let redis = self.redis.as_ref().context("Redis is not running")?;
+        let mut c = redis.connection().await?;
+        let key = format!("{PREFIX}:node:{}", self.names[slot]);
+        let record: Option<String> = redis::cmd("GET").arg(&key).query_async(&mut c).await?;
+        let record: serde_json::Value =
+            serde_json::from_str(&record.context("the node's record is missing")?)?;
+        let link: SocketAddr = record["link"]
+            .as_str()
+            .context("the node's record has no link address")?
+            .parse()?;
+        Ok(link.port())
+    }
+
     fn sample_memory(&mut self) {
         for (slot, node) in self.slots.iter().enumerate() {
             if let Some(rss) = node.as_ref().and_then(ClusterNode::rss_bytes) {
@@ -782,10 +843,7 @@ async fn drive(c: &Chaos, exe: PathBuf) -> anyhow::Result<ChaosReport> {
             tokio::time::sleep(MEMORY_EVERY.min(at.saturating_duration_since(Instant::now())))
                 .await;
         }
-        let rtp = match s.fault {
-            Fault::Kill { node } | Fault::Freeze { node, .. } => nodes.rtp_of(node),
-            Fault::Redis => None,
-        };
+        let rtp = s.fault.node().and_then(|node| nodes.rtp_of(node));
         let touched = Arc::new(touched(&board, rtp));
         let at_ms = board.ms();
         board
@@ -802,6 +860,18 @@ async fn drive(c: &Chaos, exe: PathBuf) -> anyhow::Result<ChaosReport> {
                 nodes.node(node)?.signal(Signal::SIGCONT)?;
             }
             Fault::Redis => directory_whole_ms.push(redis_restart(&mut nodes, &board).await?),
+            Fault::Partition { node, ms } => {
+                let port = nodes.link_port(node).await?;
+                let cut = crate::nft::PortFault::drop_udp(port, 100, "partition")?;
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                drop(cut);
+            }
+            Fault::Loss { node, ms, percent } => {
+                let port = nodes.rtp_of(node).context("no node in that slot")?.port();
+                let lossy = crate::nft::PortFault::drop_udp(port, percent, "loss")?;
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                drop(lossy);
+            }
         }
     }
     let end = faults_start + Duration::from_secs_f64(c.duration_s);
@@ -896,8 +966,9 @@ fn report(
     let limit = RECOVERY_LIMIT.as_millis() as u64;
     let expected: usize = faults.iter().map(|(_, _, t)| t.len()).sum();
     let in_time = recoveries.iter().filter(|(_, _, ms)| *ms <= limit).count();
-    let kinds = ["kill", "freeze", "redis"]
+    let kinds = KINDS
         .into_iter()
+        .filter(|kind| c.network || !matches!(*kind, "partition" | "loss"))
         .map(|kind| {
             let of_kind = |i: &usize| faults.get(*i).is_some_and(|f| f.1.kind() == kind);
             KindReport {

@@ -91,6 +91,10 @@ struct ChaosArgs {
     /// A node's sessions from which a room's joins go to another node [default: 30].
     #[arg(long)]
     spill: Option<usize>,
+    /// Network faults too, by nftables on loopback (root): a node's link port cut off
+    /// (a partition), 5% of a node's RTP datagrams dropped.
+    #[arg(long)]
+    network_faults: bool,
     /// Print the fault schedule and exit.
     #[arg(long)]
     schedule_only: bool,
@@ -831,6 +835,7 @@ fn chaos(a: ChaosArgs) -> anyhow::Result<()> {
         silence_ms: a.silence.unwrap_or(d.silence_ms),
         spill: a.spill.unwrap_or(d.spill),
         security: security(a.plain_rtp, d.security),
+        network: a.network_faults,
     };
     if a.schedule_only {
         c.validate()?;

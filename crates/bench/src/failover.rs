@@ -459,8 +459,7 @@ async fn redis_outage(
 }
 
 /// Waits until Redis holds every key of `records` and, for each `(key, fields)` of
-/// `rooms`, every field of that room's hash; false if it does not within
-/// [`DIRECTORY_TIMEOUT`].
+/// `rooms`, every field of that room's hash; false if it does not within 30 s.
 pub async fn directory_whole(
     redis: &RedisProcess,
     records: &[String],

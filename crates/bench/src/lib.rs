@@ -20,6 +20,7 @@ pub mod cluster;
 pub mod failover;
 pub mod ffi;
 pub mod impair;
+pub mod nft;
 pub mod nodes;
 pub mod peers;
 pub mod process;

@@ -170,7 +170,7 @@ pub struct SoakReport {
     pub rss_end_bytes: Option<u64>,
     /// Relay RSS after every client left, bytes.
     pub rss_after_leave_bytes: Option<u64>,
-    /// Relay RSS [`AFTER_LEAVE_WAIT`] after every client left (past the relay's own
+    /// Relay RSS 5 s after every client left (past the relay's own
     /// clean-up of what sessions leave behind for a while), bytes.
     pub rss_after_leave_settled_bytes: Option<u64>,
     /// Relay RSS every 10 s: seconds since the start of the duration, bytes.

@@ -386,13 +386,17 @@ impl Client {
     /// [`RESUME_ATTEMPTS`] in all; connects to the first answered, and leaves in the
     /// background a session another one opened after all. Only the request is hedged:
     /// setting up the transport (a WebRTC connection's ICE and DTLS) is not a sign of a
-    /// dead node. A relay's refusal (an HTTP error status) is the answer; otherwise it
-    /// fails when every attempt failed.
+    /// dead node. A relay's refusal (an HTTP error status) ends the hedging, and is the
+    /// answer unless a request still under way succeeds within [`RESUME_HEDGE`] (the
+    /// refusal may be of the SSRC that request just took back); otherwise it fails when
+    /// every attempt failed.
     async fn open_hedged(http: Http, ssrc: u32, credential: String) -> Result<Self, ClientError> {
         let mut attempts = tokio::task::JoinSet::new();
         let mut started = 0;
         let mut another = true;
         let mut last_error = None;
+        let mut refused = None;
+        let mut give_up = None;
         let posted = loop {
             if another && started < RESUME_ATTEMPTS {
                 let (http, credential) = (http.clone(), credential.clone());
@@ -404,7 +408,13 @@ impl Client {
             tokio::select! {
                 done = attempts.join_next() => match done {
                     Some(Ok(Ok(posted))) => break posted,
-                    Some(Ok(Err(e @ ClientError::Status { .. }))) => return Err(e),
+                    // A refusal is an answer: no more attempts, but one under way may yet
+                    // succeed (the refusal may be of the SSRC it just took back).
+                    Some(Ok(Err(e @ ClientError::Status { .. }))) => {
+                        refused = Some(e);
+                        started = RESUME_ATTEMPTS;
+                        give_up = Some(tokio::time::Instant::now() + RESUME_HEDGE);
+                    }
                     Some(Ok(Err(e))) => {
                         last_error = Some(e);
                         another = true;
@@ -414,7 +424,7 @@ impl Client {
                         another = true;
                     }
                     None => {
-                        return Err(last_error.unwrap_or_else(|| {
+                        return Err(refused.or(last_error).unwrap_or_else(|| {
                             ClientError::BadAnswer("no resume attempt".into())
                         }));
                     }
@@ -423,23 +433,18 @@ impl Client {
                     tracing::debug!(started, "resume unanswered; another request beside it");
                     another = true;
                 }
+                () = tokio::time::sleep_until(give_up.unwrap_or_else(tokio::time::Instant::now)),
+                    if give_up.is_some() =>
+                {
+                    leave_extras(attempts, http, None);
+                    return Err(refused.unwrap_or_else(|| {
+                        ClientError::BadAnswer("resume refused".into())
+                    }));
+                }
             }
         };
         let kept = posted.answer.session_id.clone();
-        let leave = http.clone();
-        tokio::spawn(async move {
-            while let Some(done) = attempts.join_next().await {
-                let Ok(Ok(extra)) = done else {
-                    continue;
-                };
-                // Another node took the same resume: its session would hold the SSRC.
-                if extra.answer.session_id != kept
-                    && let Some(session) = parse_session_id(&extra.answer.session_id)
-                {
-                    let _ = delete_session(&leave, session, REJOIN_LEAVE_TIMEOUT).await;
-                }
-            }
-        });
+        leave_extras(attempts, http.clone(), Some(kept));
         Self::connect(http, posted).await
     }
 
@@ -1191,6 +1196,28 @@ async fn put_interest(
         .await?;
     http::checked(resp).await?;
     Ok(())
+}
+
+/// Leaves in the background every session the resume requests still under way in
+/// `attempts` open, but `kept` (the one the client took): another node took the same
+/// resume, and its session would hold the SSRC.
+fn leave_extras(
+    mut attempts: tokio::task::JoinSet<Result<Posted, ClientError>>,
+    http: Http,
+    kept: Option<String>,
+) {
+    tokio::spawn(async move {
+        while let Some(done) = attempts.join_next().await {
+            let Ok(Ok(extra)) = done else {
+                continue;
+            };
+            if Some(&extra.answer.session_id) != kept.as_ref()
+                && let Some(session) = parse_session_id(&extra.answer.session_id)
+            {
+                let _ = delete_session(&http, session, REJOIN_LEAVE_TIMEOUT).await;
+            }
+        }
+    });
 }
 
 /// Leaves `session` on a task of its own, given at most [`REJOIN_LEAVE_TIMEOUT`] in all:

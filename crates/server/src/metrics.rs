@@ -115,6 +115,9 @@ pub struct Metrics {
     /// `gsrelay_cluster_sessions_superseded_total`: sessions this node ended because
     /// another node resumed them while this one was frozen or cut off.
     pub cluster_sessions_superseded: IntCounter,
+    /// `gsrelay_cluster_isolations_total`: times this node found itself cut off from the
+    /// cluster's majority and shed its sessions.
+    pub cluster_isolations: IntCounter,
     /// `gsrelay_cluster_node_health{state}`: the other nodes this one knows, by health
     /// (`alive`, `suspect`, `dead`).
     pub cluster_node_health: IntGaugeVec,
@@ -467,6 +470,11 @@ impl Metrics {
                 "Sessions this node ended because another node resumed them while this one \
                  was frozen or cut off from the cluster.",
             ),
+            cluster_isolations: counter(
+                "gsrelay_cluster_isolations_total",
+                "Times this node was cut off from the cluster's majority (linked to fewer than \
+                 half of the nodes the directory lists) for a second and shed its sessions.",
+            ),
             cluster_node_health: gauge_vec(
                 "gsrelay_cluster_node_health",
                 "The other nodes this one knows, by health: alive (linked), suspect (a \
@@ -539,6 +547,7 @@ impl Metrics {
             Box::new(m.cluster_forwarded.clone()),
             Box::new(m.cluster_forward_failures.clone()),
             Box::new(m.cluster_sessions_superseded.clone()),
+            Box::new(m.cluster_isolations.clone()),
             Box::new(m.cluster_node_health.clone()),
             Box::new(m.webhook_deliveries.clone()),
             Box::new(m.webhook_queued.clone()),

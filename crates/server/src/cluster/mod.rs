@@ -101,6 +101,8 @@ pub struct Cluster {
     shards: Vec<RelayHandle>,
     /// The other nodes' replicas each room was last linked to.
     relinked: tokio::sync::Mutex<HashMap<Arc<str>, Vec<Peer>>>,
+    /// Whether this node is cut off from the cluster's majority.
+    isolated: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Cluster {
@@ -153,6 +155,7 @@ impl Cluster {
             metrics: metrics.clone(),
             shards,
             relinked: tokio::sync::Mutex::default(),
+            isolated: std::sync::atomic::AtomicBool::new(false),
         });
         tokio::spawn(accept_loop(Arc::downgrade(&cluster)));
         tokio::spawn(drive_loop(Arc::downgrade(&cluster)));
@@ -361,6 +364,7 @@ impl Cluster {
             }
             Output::Relink => self.relink().await,
             Output::Fence => self.fence().await,
+            Output::Isolated(isolated) => self.isolate(isolated).await,
             Output::Register => {
                 if let Err(e) = self.directory.refresh_now().await {
                     tracing::warn!(error = %e, "could not register this node again");
@@ -389,6 +393,35 @@ impl Cluster {
                 self.metrics.cluster_sessions_superseded.inc();
             }
         }
+    }
+
+    /// Cut off from the cluster's majority: this node is no longer ready, and sheds its
+    /// sessions (without a word to their clients, which go silent and resume through the
+    /// Service on the majority); linked to it again: ready.
+    async fn isolate(&self, isolated: bool) {
+        self.isolated
+            .store(isolated, std::sync::atomic::Ordering::Relaxed);
+        if !isolated {
+            tracing::warn!("linked to the cluster's majority again");
+            return;
+        }
+        let sessions = self.directory.local_sessions();
+        tracing::warn!(
+            sessions = sessions.len(),
+            "cut off from the cluster's majority: shedding sessions"
+        );
+        for session in sessions {
+            let shard = self.directory.local_session_shard(session);
+            if let Some(handle) = shard.and_then(|k| self.shards.get(k)) {
+                let _ = handle.leave(session).await;
+            }
+        }
+        self.metrics.cluster_isolations.inc();
+    }
+
+    /// Whether this node is cut off from the cluster's majority (`Plane::isolated`).
+    pub fn isolated(&self) -> bool {
+        self.isolated.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Marks `session`, another node's, as resumed here: that node ends its copy if it

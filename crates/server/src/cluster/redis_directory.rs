@@ -238,6 +238,11 @@ impl RedisDirectory {
         self.query(&pipe).await
     }
 
+    /// Every session this node serves.
+    pub fn local_sessions(&self) -> Vec<SessionId> {
+        self.local.sessions()
+    }
+
     /// The shard of this node serving `session`, if any.
     pub fn local_session_shard(&self, session: SessionId) -> Option<usize> {
         self.local.session_shard_now(session)

@@ -175,6 +175,11 @@ impl Shards {
         self.cluster.as_deref().is_none_or(Cluster::settled)
     }
 
+    /// Whether this node is cut off from its cluster's majority; never without one.
+    pub fn cluster_isolated(&self) -> bool {
+        self.cluster.as_deref().is_some_and(Cluster::isolated)
+    }
+
     /// Whether every shard has stopped: the relay serves nothing.
     pub fn all_stopped(&self) -> bool {
         self.handles.iter().all(RelayHandle::is_stopped)

@@ -1042,6 +1042,13 @@ fn readiness(state: &ApiState) -> Result<(), ApiError> {
     if !state.0.relay.cluster_settled() {
         return Err(cluster_linking());
     }
+    if state.0.relay.cluster_isolated() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "cluster_isolated",
+            "the node is cut off from the cluster's majority: joins reaching it go there",
+        ));
+    }
     if !state.0.relay.directory_available() {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -59,6 +59,11 @@ pub const RELINK_EVERY: u32 = 4;
 /// thaws, or whose network comes back, loses its links as it does.
 pub const FENCE_AFTER_LOSS: Duration = Duration::from_secs(10);
 
+/// How long a node must stay cut off from at least half of the nodes it sees before it
+/// sheds its sessions ([`Output::Isolated`]): past a directory read (0.5 s), so that a
+/// dead node this one has just taken out of the directory never counts.
+pub const ISOLATED_AFTER: Duration = Duration::from_secs(1);
+
 /// The longest a starting node waits to be linked to the nodes it found before it calls
 /// itself linked (one that cannot be reached must not keep it out of service).
 pub const SETTLE_LIMIT: Duration = Duration::from_secs(3);
@@ -93,6 +98,10 @@ pub enum Output {
     /// Write this node's record, rooms and sessions again now: the directory answered
     /// without them (Redis restarted empty).
     Register,
+    /// This node is cut off from the cluster's majority (`true`: not ready, its sessions
+    /// to be shed so that their clients resume on a node of the majority), or linked to
+    /// it again (`false`).
+    Isolated(bool),
     /// End this node's sessions that another node has resumed since (this node was
     /// frozen or cut off, and their clients went elsewhere).
     Fence,
@@ -223,6 +232,9 @@ pub struct Plane {
     settled: bool,
     /// When a link was last lost.
     last_loss: Option<Instant>,
+    /// Since when this node has been cut off, and whether it counts as isolated.
+    cut_off_since: Option<Instant>,
+    isolated: bool,
 }
 
 impl Plane {
@@ -240,6 +252,57 @@ impl Plane {
             started: now,
             settled: false,
             last_loss: None,
+            cut_off_since: None,
+            isolated: false,
+        }
+    }
+
+    /// Whether this node is isolated: linked to fewer than half of the other nodes the
+    /// directory lists (at exactly half, the side without the name that sorts first)
+    /// for [`ISOLATED_AFTER`]. Its links are partitioned from the others while its
+    /// clients still reach it: it takes no joins (they are placed on the majority) and
+    /// sheds its sessions, whose clients resume on the majority.
+    pub fn isolated(&self) -> bool {
+        self.isolated
+    }
+
+    /// Whether this node, with the links it has now, is on the minority side.
+    fn cut_off(&self) -> bool {
+        let listed: Vec<(&Arc<str>, bool)> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.record.is_some() && m.absent_since.is_none())
+            .map(|(n, m)| (n, m.link_id().is_some()))
+            .collect();
+        let Some(first_away) = listed.iter().filter(|l| !l.1).map(|l| l.0).min() else {
+            return false;
+        };
+        let first_here = listed
+            .iter()
+            .filter(|l| l.1)
+            .map(|l| l.0)
+            .chain(std::iter::once(&self.me))
+            .min()
+            .unwrap_or(&self.me);
+        let here = listed.iter().filter(|l| l.1).count() + 1;
+        let all = listed.len() + 1;
+        // At a tie, the side with the name that sorts first keeps serving.
+        2 * here < all || (2 * here == all && first_away < first_here)
+    }
+
+    fn weigh_isolation(&mut self, now: Instant) {
+        if !self.settled || !self.cut_off() {
+            self.cut_off_since = None;
+            if self.isolated {
+                self.isolated = false;
+                self.out.push_back(Output::Isolated(false));
+            }
+            return;
+        }
+        let since = *self.cut_off_since.get_or_insert(now);
+        if !self.isolated && now.duration_since(since) >= ISOLATED_AFTER {
+            self.isolated = true;
+            self.out.push_back(Output::Isolated(true));
         }
     }
 
@@ -367,6 +430,7 @@ impl Plane {
         }
         self.dial_due(now);
         self.reads += 1;
+        self.weigh_isolation(now);
         let relink = self.reads.is_multiple_of(RELINK_EVERY);
         let lost_lately = self
             .last_loss
@@ -451,6 +515,7 @@ impl Plane {
             self.read_soon();
         }
         self.settle(now);
+        self.weigh_isolation(now);
         Admit::Keep { id, replaced }
     }
 
@@ -477,6 +542,7 @@ impl Plane {
                 });
             }
         }
+        self.weigh_isolation(now);
         true
     }
 
@@ -567,6 +633,9 @@ impl Plane {
         loads: &HashMap<String, usize>,
         (own_load, own_draining): (usize, bool),
     ) -> Placement {
+        if self.isolated {
+            return self.place_away(loads);
+        }
         let in_room = |n: &str| replicas.iter().any(|r| r.node == n && r.sessions > 0);
         let candidates: Vec<Candidate> = self
             .eligible(now)
@@ -586,6 +655,30 @@ impl Plane {
             }))
             .collect();
         choose(&candidates, self.spill)
+    }
+
+    /// An isolated node's placement: the least loaded of the listed nodes it has no link
+    /// to (the majority, whose HTTP API it may still reach), not draining.
+    fn place_away(&self, loads: &HashMap<String, usize>) -> Placement {
+        let away = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.absent_since.is_none() && m.link_id().is_none())
+            .filter_map(|(n, m)| Some((n, m.record.as_ref()?)))
+            .filter(|(_, r)| !r.draining)
+            .min_by_key(|(n, r)| {
+                (
+                    loads.get(&***n).copied().unwrap_or_else(|| r.sessions()),
+                    (*n).clone(),
+                )
+            });
+        match away {
+            Some((name, r)) => Placement::Node {
+                name: name.clone(),
+                http: r.http,
+            },
+            None => Placement::Here,
+        }
     }
 
     /// The peers a room's replicas on other nodes are reached as, over links that are up.

@@ -494,3 +494,92 @@ fn a_node_restarted_on_new_ports_is_dialled_at_once() {
     assert!(dials(&out).is_empty(), "the new dial is under way");
     assert!(s.plane.link_up(s.now, "c", true) != Admit::Duplicate);
 }
+
+/// Node `b` of five (`a`, `b`, `c`, `d`, `e`), settled and linked to all.
+fn five_nodes() -> Sim {
+    let mut s = Sim::new(10);
+    let all = [("a", 10, 0), ("c", 30, 0), ("d", 40, 0), ("e", 50, 0)];
+    s.read(&all);
+    for n in ["a", "c", "d", "e"] {
+        s.link(n);
+    }
+    s.outputs();
+    s
+}
+
+const FIVE: [(&str, u16, usize); 4] = [("a", 10, 0), ("c", 30, 0), ("d", 40, 0), ("e", 50, 0)];
+
+#[test]
+fn a_node_cut_off_from_the_majority_for_a_second_is_isolated_and_places_away() {
+    let mut s = five_nodes();
+    for n in ["a", "c", "d", "e"] {
+        let id = s.plane.link_of(n).unwrap();
+        s.plane.link_lost(s.now, n, id, LinkEnd::Silent);
+    }
+    s.outputs();
+    // They are alive and write their records again: listed, not linked.
+    let mut waited = Duration::ZERO;
+    while waited < ISOLATED_AFTER {
+        assert!(!s.plane.isolated(), "{waited:?}");
+        s.advance(READ_EVERY);
+        waited += READ_EVERY;
+        s.read(&FIVE);
+    }
+    assert!(s.plane.isolated());
+    let room = [replica("b", 3)];
+    assert_eq!(
+        s.place(&room, &[("c", 1)], 3),
+        "a",
+        "the least loaded of the others"
+    );
+    // The partition heals: one link back is not yet the majority, two are.
+    s.link("a");
+    assert!(s.plane.isolated());
+    s.link("c");
+    assert!(!s.plane.isolated());
+    assert!(s.outputs().contains(&Output::Isolated(false)));
+    assert_eq!(s.place(&room, &[], 3), "here");
+}
+
+#[test]
+fn a_dead_node_taken_out_of_the_directory_isolates_no_one() {
+    let mut s = five_nodes();
+    for n in ["a", "c", "d"] {
+        let id = s.plane.link_of(n).unwrap();
+        s.plane.link_lost(s.now, n, id, LinkEnd::Silent);
+    }
+    // Three of four dead, and taken out at the next read: b and e are what is left.
+    s.advance(READ_EVERY);
+    s.read(&[("e", 50, 0)]);
+    for _ in 0..4 {
+        s.advance(READ_EVERY);
+        s.read(&[("e", 50, 0)]);
+        assert!(!s.plane.isolated());
+    }
+}
+
+#[test]
+fn at_a_tie_the_side_with_the_first_name_keeps_serving() {
+    // b and c, partitioned from each other: b keeps (it sorts first), c sheds.
+    for (me, other, isolated) in [("b", "c", false), ("c", "b", true)] {
+        let now = Instant::now();
+        let mut plane = Plane::new(me, 10, now);
+        let listed = || {
+            Some(vec![
+                (me.to_owned(), record(20, 0)),
+                (other.to_owned(), record(30, 0)),
+            ])
+        };
+        plane.directory_read(now, listed());
+        plane.link_up(now, other, false);
+        let id = plane.link_of(other).unwrap();
+        plane.link_lost(now, other, id, LinkEnd::Silent);
+        let mut t = now;
+        for _ in 0..4 {
+            t += READ_EVERY;
+            plane.handle_timeout(t);
+            plane.directory_read(t, listed());
+        }
+        assert_eq!(plane.isolated(), isolated, "{me}");
+    }
+}
