@@ -221,18 +221,25 @@ pub fn schedule(c: &Chaos) -> Vec<Scheduled> {
         }
         let pick = uniform(0.0, 1.0);
         let node = (uniform(0.0, c.nodes as f64) as usize).min(c.nodes - 1);
-        let ms = uniform(2_000.0, 5_000.0) as u64;
         // Without network faults: 40% kills, 40% freezes, 20% Redis; with them, 30, 30,
-        // 15, and 15% partitions, 10% loss.
+        // 15, and 15% partitions, 10% loss. A length is drawn only for the faults that
+        // last, so that a schedule without network faults stays what it was.
         let pick = if c.network { pick } else { pick * 0.75 };
+        let mut lasting = || uniform(2_000.0, 5_000.0) as u64;
         let fault = match pick {
             p if p < 0.3 => Fault::Kill { node },
-            p if p < 0.6 => Fault::Freeze { node, ms },
+            p if p < 0.6 => Fault::Freeze {
+                node,
+                ms: lasting(),
+            },
             p if p < 0.75 => Fault::Redis,
-            p if p < 0.9 => Fault::Partition { node, ms },
+            p if p < 0.9 => Fault::Partition {
+                node,
+                ms: lasting(),
+            },
             _ => Fault::Loss {
                 node,
-                ms,
+                ms: lasting(),
                 percent: 5,
             },
         };

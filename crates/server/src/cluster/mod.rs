@@ -99,8 +99,8 @@ pub struct Cluster {
     metrics: Metrics,
     /// This node's shards, told to link their rooms to replicas that appeared.
     shards: Vec<RelayHandle>,
-    /// The other nodes' replicas each room was last linked to.
-    relinked: tokio::sync::Mutex<HashMap<Arc<str>, Vec<Peer>>>,
+    /// Held while the rooms are linked again, so that two relinks never overlap.
+    relinking: tokio::sync::Mutex<()>,
     /// Whether this node is cut off from the cluster's majority.
     isolated: std::sync::atomic::AtomicBool,
 }
@@ -154,7 +154,7 @@ impl Cluster {
             wake: Arc::default(),
             metrics: metrics.clone(),
             shards,
-            relinked: tokio::sync::Mutex::default(),
+            relinking: tokio::sync::Mutex::default(),
             isolated: std::sync::atomic::AtomicBool::new(false),
         });
         tokio::spawn(accept_loop(Arc::downgrade(&cluster)));
@@ -433,20 +433,20 @@ impl Cluster {
     }
 
     /// Links each room this node holds to the replicas the directory shows on linked
-    /// nodes, where the set changed since last time: a room split by a link that was
-    /// lost and came back, or by a join that could not wait for a link, is whole again
-    /// within a few seconds. The shards skip the links they already have.
+    /// nodes: a room split by a link that was lost and came back, by a join that could
+    /// not wait for a link, or by a link its core removed, is whole again within a
+    /// relink (2 s). The shards skip the links they already have, so asking again costs
+    /// one command per room.
     async fn relink(&self) {
-        let mut relinked = self.relinked.lock().await;
+        let _one_at_a_time = self.relinking.lock().await;
         let rooms = self.directory.local_rooms();
         let names: Vec<Arc<str>> = rooms.iter().map(|(r, _)| r.clone()).collect();
         let Ok(replicas) = self.directory.replicas_of(&names).await else {
             return;
         };
-        relinked.retain(|room, _| names.contains(room));
         for ((room, placed), replicas) in rooms.iter().zip(replicas) {
             let peers = self.with(|s| s.plane.peers_of(&replicas));
-            if peers.is_empty() || relinked.get(room) == Some(&peers) {
+            if peers.is_empty() {
                 continue;
             }
             for p in placed {
@@ -455,7 +455,6 @@ impl Cluster {
                     let _ = shard.link(room.to_string(), peers.clone()).await;
                 }
             }
-            relinked.insert(room.clone(), peers);
         }
     }
 
