@@ -183,10 +183,16 @@ async fn closing_receiver() -> (String, mpsc::UnboundedReceiver<()>) {
     (format!("http://{addr}/hooks"), rx)
 }
 
-/// A loopback address nothing listens on: bound, then let go.
-fn nobody() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap()
+/// A loopback address nothing listens on, held while the socket lives: bound and never
+/// listening, so a connection to it is refused and no other test's listener can take
+/// the port (one let go at once could be another test's receiver a moment later).
+fn nobody() -> (SocketAddr, socket2::Socket) {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket
+        .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    let addr = socket.local_addr().unwrap().as_socket().unwrap();
+    (addr, socket)
 }
 
 /// A relay of one shard (one room's events then come in one order) sending webhooks
@@ -380,7 +386,8 @@ async fn a_receiver_failing_twice_gets_the_same_event_a_third_time() {
 
 #[tokio::test]
 async fn a_receiver_that_is_down_costs_counted_failures_and_nothing_else() {
-    let url = format!("http://{}/hooks", nobody());
+    let (down, _held) = nobody();
+    let url = format!("http://{down}/hooks");
     let relay = server::start(ServeConfig {
         webhook_attempts: 2,
         ..hooked(&[&url])
