@@ -958,6 +958,15 @@ async fn redis_restart(nodes: &mut Nodes, board: &Board) -> anyhow::Result<Optio
     Ok(whole.then(|| back.elapsed().as_secs_f64() * 1e3))
 }
 
+/// The last fault at or before `at_ms`, and when it came.
+fn fault_before(faults: &[Happened], at_ms: u64) -> Option<(u64, Fault)> {
+    faults
+        .iter()
+        .rev()
+        .find(|f| f.0 <= at_ms)
+        .map(|f| (f.0, f.1))
+}
+
 fn report(
     c: &Chaos,
     plan: Vec<Scheduled>,
@@ -1012,11 +1021,7 @@ fn report(
             sender,
             from_ms,
             to_ms,
-            after: faults
-                .iter()
-                .rev()
-                .find(|f| f.0 <= to_ms)
-                .map(|f| (f.0, f.1)),
+            after: fault_before(&faults, to_ms),
             nodes: (node_of(receiver), node_of(sender)),
         })
         .collect();
@@ -1061,11 +1066,7 @@ fn report(
                 receiver,
                 sender,
                 older_ms,
-                after: faults
-                    .iter()
-                    .rev()
-                    .find(|f| f.0 <= at_ms)
-                    .map(|f| (f.0, f.1)),
+                after: fault_before(&faults, at_ms),
             })
             .collect(),
         rejoins,

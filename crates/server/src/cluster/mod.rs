@@ -381,17 +381,22 @@ impl Cluster {
             return;
         };
         for session in moved {
-            let shard = self.directory.local_session_shard(session);
-            let Some(handle) = shard.and_then(|k| self.shards.get(k)) else {
-                continue;
-            };
             tracing::warn!(
                 session = %gsrelay_core::relay::format_session_id(session),
                 "session resumed on another node; ending it here"
             );
-            if handle.leave(session).await.is_ok() {
+            if self.leave_here(session).await {
                 self.metrics.cluster_sessions_superseded.inc();
             }
+        }
+    }
+
+    /// Ends `session` on the shard of this node that serves it; whether it did.
+    async fn leave_here(&self, session: SessionId) -> bool {
+        let shard = self.directory.local_session_shard(session);
+        match shard.and_then(|k| self.shards.get(k)) {
+            Some(handle) => handle.leave(session).await.is_ok(),
+            None => false,
         }
     }
 
@@ -411,10 +416,7 @@ impl Cluster {
             "cut off from the cluster's majority: shedding sessions"
         );
         for session in sessions {
-            let shard = self.directory.local_session_shard(session);
-            if let Some(handle) = shard.and_then(|k| self.shards.get(k)) {
-                let _ = handle.leave(session).await;
-            }
+            self.leave_here(session).await;
         }
         self.metrics.cluster_isolations.inc();
     }

@@ -205,12 +205,16 @@ impl Member {
         }
     }
 
-    fn healthy(&self, now: Instant) -> bool {
+    /// Its health at `now`: a suspicion that has run out is alive again.
+    fn health_at(&self, now: Instant) -> Health {
         match self.health {
-            Health::Alive => true,
-            Health::Suspect(until) => now >= until,
-            Health::Dead => false,
+            Health::Suspect(until) if now >= until => Health::Alive,
+            h => h,
         }
+    }
+
+    fn healthy(&self, now: Instant) -> bool {
+        self.health_at(now) == Health::Alive
     }
 }
 
@@ -557,22 +561,18 @@ impl Plane {
 
     /// `node`'s health at `now`; `None` for a node this one does not know.
     pub fn health(&self, now: Instant, node: &str) -> Option<Health> {
-        let m = self.members.get(node)?;
-        Some(match m.health {
-            Health::Suspect(until) if now >= until => Health::Alive,
-            h => h,
-        })
+        Some(self.members.get(node)?.health_at(now))
     }
 
     /// Other nodes by health, for the metrics: alive counts only linked ones.
     pub fn counts(&self, now: Instant) -> HealthCounts {
         let mut c = HealthCounts::default();
         for m in self.members.values() {
-            match m.health {
+            match m.health_at(now) {
                 Health::Dead => c.dead += 1,
-                Health::Suspect(until) if now < until => c.suspect += 1,
-                _ if m.link_id().is_some() => c.alive += 1,
-                _ => {}
+                Health::Suspect(_) => c.suspect += 1,
+                Health::Alive if m.link_id().is_some() => c.alive += 1,
+                Health::Alive => {}
             }
         }
         c
