@@ -410,7 +410,7 @@ def _scale_out(v: Any) -> JsonValue:
 
 def _scale_in(v: JsonValue) -> Union[float, Vec3]:
     if isinstance(v, dict):
-        return _from(Vec3, v)
+        return typing.cast(Vec3, _from(Vec3, v))
     return _float_in(v)
 
 
