@@ -18,8 +18,23 @@ const DEADLINE: Duration = Duration::from_secs(30);
 /// A relay on loopback port 0, on a runtime of its own that lives as long as it does.
 struct Relay {
     base: String,
-    _server: Server,
-    _runtime: tokio::runtime::Runtime,
+    server: Option<Server>,
+    runtime: tokio::runtime::Runtime,
+}
+
+fn config(http_addr: std::net::SocketAddr) -> ServeConfig {
+    let local = "127.0.0.1:0".parse().expect("an address");
+    ServeConfig {
+        http_addr,
+        rtp_addr: local,
+        quic_addr: local,
+        webrtc_addr: local,
+        token_secret: Some(SECRET.into()),
+        drain_grace_secs: 0,
+        // A shard descheduled on a busy test machine must not shed the test's packets.
+        udp_max_queue_delay_ms: 250,
+        ..ServeConfig::default()
+    }
 }
 
 fn relay() -> Relay {
@@ -29,23 +44,30 @@ fn relay() -> Relay {
         .build()
         .expect("a runtime for the relay");
     let local = "127.0.0.1:0".parse().expect("an address");
-    let config = ServeConfig {
-        http_addr: local,
-        rtp_addr: local,
-        quic_addr: local,
-        webrtc_addr: local,
-        token_secret: Some(SECRET.into()),
-        // A shard descheduled on a busy test machine must not shed the test's packets.
-        udp_max_queue_delay_ms: 250,
-        ..ServeConfig::default()
-    };
     let server = runtime
-        .block_on(serve::start(config))
+        .block_on(serve::start(config(local)))
         .expect("the relay starts");
     Relay {
         base: format!("http://{}", server.http_addr),
-        _server: server,
-        _runtime: runtime,
+        server: Some(server),
+        runtime,
+    }
+}
+
+impl Relay {
+    /// Stops the relay (it forgets every session and object) and starts a new one on the
+    /// same HTTP address, as a restarted process or another node behind a Service.
+    fn restart(&mut self) {
+        let old = self.server.take().expect("running");
+        let http = old.http_addr;
+        self.runtime
+            .block_on(old.shutdown())
+            .expect("the relay stops");
+        let new = self
+            .runtime
+            .block_on(serve::start(config(http)))
+            .expect("the relay starts again");
+        self.server = Some(new);
     }
 }
 
@@ -86,6 +108,8 @@ struct Seen {
     joined: Vec<Joined>,
     removed: Vec<ObjectRemoved>,
     streams_ended: Vec<u32>,
+    ownership: Vec<Ownership>,
+    reconnected: Vec<(Reconnected, Instant)>,
     ended: Vec<SessionEnded>,
 }
 
@@ -93,23 +117,39 @@ fn record(
     mut joined: MessageReader<Joined>,
     mut removed: MessageReader<ObjectRemoved>,
     mut streams: MessageReader<StreamEnded>,
+    mut ownership: MessageReader<Ownership>,
+    mut reconnected: MessageReader<Reconnected>,
     mut ended: MessageReader<SessionEnded>,
     mut seen: ResMut<Seen>,
 ) {
     seen.joined.extend(joined.read().cloned());
     seen.removed.extend(removed.read().copied());
     seen.streams_ended.extend(streams.read().map(|s| s.ssrc));
+    seen.ownership.extend(ownership.read().copied());
+    let now = Instant::now();
+    seen.reconnected
+        .extend(reconnected.read().map(|r| (*r, now)));
     seen.ended.extend(ended.read().cloned());
+}
+
+/// A join of `room` at `base` as `identity`, allowed to publish or not.
+fn connect(base: &str, room: &str, identity: &str, publish: bool) -> Connect {
+    Connect::new(base, token(room, identity, publish), room)
 }
 
 /// A headless app joined to `room` at `base`, publishing an orbiting object `publish`
 /// (objectID, phase) if given.
 fn app(base: &str, room: &str, identity: &str, publish: Option<(u64, f32)>) -> App {
+    app_with(connect(base, room, identity, publish.is_some()), publish)
+}
+
+/// A headless app joined with `connect`, publishing an orbiting object `publish`
+/// (objectID, phase) if given.
+fn app_with(connect: Connect, publish: Option<(u64, f32)>) -> App {
     let settings = SyncSettings {
         publish_hz: 30.0,
         ..SyncSettings::default()
     };
-    let connect = Connect::new(base, token(room, identity, publish.is_some()), room);
     let mut app = App::new();
     app.add_plugins((
         MinimalPlugins,
@@ -315,4 +355,75 @@ fn garbage_settings_and_a_refused_join_are_told_not_panicked_on() {
         app.world().resource::<RelayClient>().state(),
         ConnectionState::Ended { .. }
     ));
+}
+
+#[test]
+fn an_object_handed_over_is_told_to_both_sides() {
+    let relay = relay();
+    let room = "bevy-handover";
+    let mut a = app(&relay.base, room, "alice", Some((1, 0.0)));
+    let mut b = app_with(connect(&relay.base, room, "bob", true), None);
+    let mut sa = 0;
+    run_until(&mut [&mut a, &mut b], "bob sees alice's object", |apps| {
+        sa = ssrc(apps[0]).unwrap_or(0);
+        sa != 0 && ssrc(apps[1]).is_some() && remote(apps[1], sa, 1).is_some()
+    });
+    b.world()
+        .resource::<RelayClient>()
+        .request_objects(&[(sa, 1)])
+        .expect("joined");
+    let told = |app: &App, kind: OwnershipKind| {
+        app.world()
+            .resource::<Seen>()
+            .ownership
+            .iter()
+            .any(|o| (o.ssrc, o.object_id, o.kind) == (sa, 1, kind))
+    };
+    run_until(&mut [&mut a, &mut b], "the handover told", |apps| {
+        told(apps[1], OwnershipKind::Granted) && told(apps[0], OwnershipKind::Lost)
+    });
+    let lost = a.world().resource::<Seen>().ownership[0];
+    assert_eq!(lost.reason, OwnershipReason::Contended, "{lost:?}");
+}
+
+#[test]
+fn apps_come_back_by_themselves_when_their_relay_restarts() {
+    let mut relay = relay();
+    let room = "bevy-restart";
+    // A short silence: the relay's reports come every few seconds, and both publish.
+    let quick = |identity, publish| {
+        connect(&relay.base, room, identity, publish).with_options(JoinOptions {
+            silence: Some(Duration::from_secs(1)),
+            ..JoinOptions::default()
+        })
+    };
+    let mut a = app_with(quick("alice", true), Some((1, 0.0)));
+    let mut b = app_with(quick("bob", true), Some((2, 1.0)));
+    let mut sa = 0;
+    run_until(&mut [&mut a, &mut b], "bob sees alice's object", |apps| {
+        sa = ssrc(apps[0]).unwrap_or(0);
+        sa != 0 && remote(apps[1], sa, 1).is_some()
+    });
+    let sb = ssrc(&b).unwrap_or(0);
+
+    relay.restart();
+    let restarted = Instant::now();
+    // Both resume on the new relay with their SSRCs, and Bob's entity of Alice's object
+    // is updated again from there: only Alice's coming back can have sent it.
+    run_until(
+        &mut [&mut a, &mut b],
+        "both back, alice's object live",
+        |apps| {
+            let back = |app: &App| !app.world().resource::<Seen>().reconnected.is_empty();
+            back(apps[0])
+                && back(apps[1])
+                && remote(apps[1], sa, 1).is_some_and(|(r, _)| r.updated_at > restarted)
+        },
+    );
+    for (app, ssrc) in [(&a, sa), (&b, sb)] {
+        let (back, _) = app.world().resource::<Seen>().reconnected[0];
+        assert_eq!(back.how, Reconnect::Resumed, "{back:?}");
+        assert_eq!(back.ssrc, ssrc);
+        assert!(app.world().resource::<RelayClient>().is_joined());
+    }
 }
