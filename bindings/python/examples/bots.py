@@ -32,8 +32,9 @@ class Bot:
     z: float
     heading: float
     speed: float
+    props: int = 0
 
-    def step(self, dt: float, size: float, rng: random.Random) -> gsrelay.Head1:
+    def step(self, dt: float, size: float, rng: random.Random) -> List[gsrelay.Object]:
         """Moves on (turning a little, bouncing off the map's edges) and says where."""
         self.heading += rng.uniform(-0.5, 0.5) * dt
         vx, vz = math.cos(self.heading) * self.speed, math.sin(self.heading) * self.speed
@@ -46,12 +47,19 @@ class Bot:
             self.heading = -self.heading
             self.z = max(-size, min(size, self.z))
         half = self.heading / 2
-        return gsrelay.Head1(
+        now = int(time.time() * 1000) & 0xFFFF
+        head = gsrelay.Head1(
             id=1,
-            time=int(time.time() * 1000) & 0xFFFF,
+            time=now,
             location=gsrelay.Loc2(x=self.x, y=1.7, z=self.z, vx=vx, vz=vz),
             rotation=gsrelay.Rot2(sj=math.sin(half), ej=math.sin(half)),
         )
+        # What the bot carries, trailing behind it (--props).
+        props: List[gsrelay.Object] = [
+            gsrelay.Object1(id=2 + i, time=now, position=gsrelay.Vec3(self.x - vx * 0.1 * (i + 1), 1.0, self.z))
+            for i in range(self.props)
+        ]
+        return [head, *props]
 
 
 def token_for(args: argparse.Namespace, i: int) -> str:
@@ -80,9 +88,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--map", type=float, default=50.0, help="half the map's side, in metres")
     p.add_argument("--transport", default="srtp", choices=["srtp", "quic", "webtransport", "webrtc"])
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--props", type=int, default=0, help="Object1s each bot carries, in the same packet")
     args = p.parse_args(argv)
-    if args.bots < 1 or args.rate <= 0 or args.seconds <= 0:
-        p.error("--bots, --rate and --seconds must be positive")
+    if args.bots < 1 or args.rate <= 0 or args.seconds <= 0 or args.props < 0:
+        p.error("--bots, --rate and --seconds must be positive, --props not negative")
 
     rng = random.Random(args.seed)
     bots = [
@@ -94,6 +103,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             rng.uniform(-args.map, args.map),
             rng.uniform(0, 2 * math.pi),
             rng.uniform(0.5, 3.0),
+            args.props,
         )
         for i in range(args.bots)
     ]
@@ -104,7 +114,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         while time.monotonic() - start < args.seconds:
             for b in bots:
-                b.client.publish(b.step(period, args.map, rng))
+                b.client.publish(*b.step(period, args.map, rng))
                 sent += 1
                 # Events are only errors here (a publish-only token receives nothing).
                 errors += sum(1 for e in b.client.poll() if isinstance(e, gsrelay.ErrorEvent))
