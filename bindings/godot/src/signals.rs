@@ -481,3 +481,63 @@ unsafe fn texture(u: &mut ObjectUpdate, kind: u32, url: *const c_char, pt: u8) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Events no loopback test makes happen on demand (a full queue, an error mid-session,
+    //! bytes that do not decode), built by hand as the library writes them. The rest is
+    //! tested against a relay (`tests/`).
+    use super::*;
+
+    fn event(kind: u32, data: &[u8]) -> gsr_event {
+        // SAFETY: gsr_event is plain data; all zeroes is a valid value of it.
+        let mut e: gsr_event = unsafe { std::mem::zeroed() };
+        e.kind = kind;
+        e.data = data.as_ptr();
+        e.data_length = data.len();
+        e
+    }
+
+    fn mapped(e: &gsr_event) -> Vec<Signal> {
+        let mut out = Vec::new();
+        EventMapper::new(Axes::Draft).map(e, &mut out);
+        out
+    }
+
+    #[test]
+    fn drops_errors_and_undecoded_bytes_have_their_signals() {
+        let mut dropped = event(GSR_EVENT_DROPPED, &[]);
+        dropped.flags = 12;
+        assert_eq!(mapped(&dropped), [Signal::EventsDropped { count: 12 }]);
+        let mut error = event(GSR_EVENT_ERROR, b"interest refused");
+        error.code = -12;
+        assert_eq!(
+            mapped(&error),
+            [Signal::SessionError {
+                status: -12,
+                message: "interest refused".into()
+            }]
+        );
+        let mut object = event(GSR_EVENT_OBJECT, &[0xff, 0x01]);
+        object.ssrc = 3;
+        object.object_id = u64::MAX;
+        let signals = mapped(&object);
+        let [Signal::ObjectUpdated(u)] = signals.as_slice() else {
+            panic!("one update: {signals:?}")
+        };
+        assert_eq!((u.kind, u.position), ("undecoded", Vector3::ZERO));
+        assert_eq!(u.detail("bytes"), Some(&Detail::Bytes(vec![0xff, 0x01])));
+        assert_eq!(id_to_int(u.object_id), -1);
+        assert!(
+            mapped(&event(999, &[])).is_empty(),
+            "a kind of a newer library"
+        );
+    }
+
+    #[test]
+    fn ids_round_trip_through_gdscript_ints() {
+        for id in [0, 1, i64::MAX as u64, 1 << 63, u64::MAX] {
+            assert_eq!(int_to_id(id_to_int(id)), id);
+        }
+    }
+}

@@ -8,6 +8,7 @@ use gsrelay_godot::session::{JoinSettings, Session};
 use gsrelay_godot::signals::{EventMapper, ObjectUpdate, Signal};
 use gsrelay_server::serve::{self, ServeConfig, Server};
 use gsrelay_server::token::{Rights, Tokens};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::runtime::Runtime;
 
@@ -16,6 +17,24 @@ const SECRET: &str = "gsrelay-godot-test-secret-0123456789";
 
 /// How long any one condition is waited for.
 pub const DEADLINE: Duration = Duration::from_secs(10);
+
+/// A relay's configuration: HTTP and RTP on `http` and `rtp`, the rest on free loopback
+/// ports, tokens signed with [`SECRET`].
+fn config(http: SocketAddr, rtp: SocketAddr) -> ServeConfig {
+    let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    ServeConfig {
+        http_addr: http,
+        rtp_addr: rtp,
+        quic_addr: local,
+        webrtc_addr: local,
+        token_secret: Some(SECRET.into()),
+        drain_grace_secs: 1,
+        // A loaded machine may keep a shard from its CPU longer than the default 5 ms;
+        // an update shed for that would fail a test for the machine's sake.
+        udp_max_queue_delay_ms: 250,
+        ..ServeConfig::default()
+    }
+}
 
 /// A relay and the runtime it runs on (the players' network runs on the C ABI's thread).
 pub struct Relay {
@@ -27,24 +46,35 @@ impl Relay {
     pub fn start() -> Self {
         let runtime = Runtime::new().expect("a runtime for the relay");
         let local = "127.0.0.1:0".parse().unwrap();
-        let config = ServeConfig {
-            http_addr: local,
-            rtp_addr: local,
-            quic_addr: local,
-            webrtc_addr: local,
-            token_secret: Some(SECRET.into()),
-            drain_grace_secs: 1,
-            // A loaded machine may keep a shard from its CPU longer than the default
-            // 5 ms; an update shed for that would fail a test for the machine's sake.
-            udp_max_queue_delay_ms: 250,
-            ..ServeConfig::default()
-        };
         let server = runtime
-            .block_on(serve::start(config))
+            .block_on(serve::start(config(local, local)))
             .expect("start the relay");
         Self {
             server: Some(server),
             runtime,
+        }
+    }
+
+    /// Stops the relay (its sessions are forgotten) and starts another on the same HTTP
+    /// and RTP ports, as a relay that crashed and came back; retried while the ports are
+    /// still held, for at most [`DEADLINE`].
+    pub fn restart(&mut self) {
+        let old = self.server.take().expect("running");
+        let (http, rtp) = (old.http_addr, old.rtp_addr);
+        {
+            let _guard = self.runtime.enter();
+            drop(old);
+        }
+        let start = Instant::now();
+        loop {
+            match self.runtime.block_on(serve::start(config(http, rtp))) {
+                Ok(server) => {
+                    self.server = Some(server);
+                    return;
+                }
+                Err(e) if start.elapsed() > DEADLINE => panic!("no relay again on {http}: {e}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
         }
     }
 
