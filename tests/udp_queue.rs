@@ -40,6 +40,15 @@ async fn relay(cfg: UdpConfig) -> Harness {
     Harness { t, metrics }
 }
 
+/// A shard on loopback that sheds past [`BUDGET`].
+async fn budgeted() -> Harness {
+    relay(UdpConfig {
+        max_queue_delay: Some(BUDGET),
+        ..loopback()
+    })
+    .await
+}
+
 fn loopback() -> UdpConfig {
     UdpConfig::new("127.0.0.1:0".parse().unwrap())
 }
@@ -135,21 +144,20 @@ async fn fresh_arrives(publisher: &mut Client, sub: &mut Client, x: f32) -> (Vec
 }
 
 /// RTP that waited in the socket past the budget is dropped as `stale` before anything is
-/// done with it: the subscriber never sees it and the store never takes it (a snapshot
-/// still holds the update before it). A FIR that waited as long is still answered: RTCP
-/// is never shed. A fresh packet after the stall goes through.
+/// done with it when a newer packet of its stream was read with it: the subscriber never
+/// sees it and the store never takes it. The stream's newest packet is handled however
+/// long it waited (it may hold the only copy of a state), so the store and the
+/// subscriber get it. A FIR that waited as long is still answered: RTCP is never shed. A
+/// fresh packet after the stall goes through.
 #[tokio::test]
-async fn rtp_that_waited_past_the_budget_is_shed_and_counted_but_rtcp_is_not() {
-    let h = relay(UdpConfig {
-        max_queue_delay: Some(BUDGET),
-        ..loopback()
-    })
-    .await;
+async fn rtp_past_the_budget_is_shed_but_each_streams_newest_and_rtcp_are_not() {
+    let h = budgeted().await;
     let (mut publisher, mut sub) = pair(&h).await;
     assert_eq!(h.dropped("stale"), 0);
 
     // Both clients have sent already, so these sends find their sockets writable and
     // complete without yielding: the shard does not run between them and the sleep.
+    // Fewer than a receive batch, so that one read takes them all.
     const QUEUED: u64 = 10;
     for i in 0..QUEUED {
         publisher
@@ -160,11 +168,21 @@ async fn rtp_that_waited_past_the_budget_is_shed_and_counted_but_rtcp_is_not() {
     sub.send_fir(publisher.ssrc()).await.unwrap();
     std::thread::sleep(STALL);
 
-    h.await_dropped("stale", QUEUED).await;
-    assert_eq!(h.dropped("stale"), QUEUED, "exactly what waited was shed");
-    // The FIR's snapshot holds the update before the stall, the last the store took.
-    let (ssrc, snapshot) = sub.recv_objects(WAIT).await.unwrap().expect("snapshot");
-    assert_eq!((ssrc, x_of(&snapshot)), (publisher.ssrc(), 1.0));
+    h.await_dropped("stale", QUEUED - 1).await;
+    let newest = 10.0 + (QUEUED - 1) as f32;
+    // The newest was forwarded, then the FIR's snapshot holds it: the store took it.
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        let (ssrc, objects) = sub.recv_objects(WAIT).await.unwrap().expect("an update");
+        assert_eq!(ssrc, publisher.ssrc());
+        got.push(x_of(&objects));
+    }
+    assert_eq!(got, [newest, newest], "the newest, then the snapshot");
+    assert_eq!(
+        h.dropped("stale"),
+        QUEUED - 1,
+        "exactly what the newest replaced"
+    );
     let (before, sent) = fresh_arrives(&mut publisher, &mut sub, 99.0).await;
     assert!(before.is_empty(), "shed updates were forwarded: {before:?}");
     // Nothing else was shed but, at most, fresh updates the subscriber did not get in
@@ -173,6 +191,36 @@ async fn rtp_that_waited_past_the_budget_is_shed_and_counted_but_rtcp_is_not() {
     for reason in ["auth_failed", "replay", "unknown_ssrc"] {
         assert_eq!(h.dropped(reason), 0, "{reason}: shed before SRTP");
     }
+}
+
+/// Two streams queued past the budget, interleaved: each keeps its own newest, whatever
+/// the other sent after it.
+#[tokio::test]
+async fn past_the_budget_every_stream_keeps_its_newest() {
+    let h = budgeted().await;
+    let (mut a, mut sub) = pair(&h).await;
+    let mut b = h.client(true, false).await;
+    b.send_objects(&[head(2.0)]).await.unwrap();
+    let (ssrc, objects) = sub.recv_objects(WAIT).await.unwrap().expect("b's first");
+    assert_eq!((ssrc, x_of(&objects)), (b.ssrc(), 2.0));
+
+    for i in 0..5 {
+        a.send_objects(&[head(10.0 + i as f32)]).await.unwrap();
+        b.send_objects(&[head(20.0 + i as f32)]).await.unwrap();
+    }
+    // a's last, after b's last but one: b's newest stays the newest of its stream.
+    a.send_objects(&[head(30.0)]).await.unwrap();
+    std::thread::sleep(STALL);
+
+    h.await_dropped("stale", 9).await;
+    let mut newest = std::collections::HashMap::new();
+    while newest.len() < 2 {
+        let (ssrc, objects) = sub.recv_objects(WAIT).await.unwrap().expect("an update");
+        assert!(newest.insert(ssrc, x_of(&objects)).is_none(), "one each");
+    }
+    assert_eq!(newest[&a.ssrc()], 30.0);
+    assert_eq!(newest[&b.ssrc()], 24.0);
+    assert_eq!(h.dropped("stale"), 9, "a's five and b's four older ones");
 }
 
 /// Without a budget the same wait sheds nothing: every queued update is forwarded, late.

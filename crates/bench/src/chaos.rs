@@ -13,14 +13,17 @@
 //!   cut off for a few seconds (its clients still reach it), and **loss**, 5% of the
 //!   datagrams to and from a node's RTP port dropped for a few seconds.
 //!
-//! What the clients see is checked all along: every pair of players of a room receiving
-//! each other with no gap over 1 s unless one of them rejoined in it (else a split);
+//! What the clients see is checked all along: no player missing over 1 s of a room-mate's
+//! updates (in the sender's send times: every update carries its number and send time)
+//! unless one of them rejoined meanwhile (else a split);
 //! after each fault, each client of a room the fault touched whole again (an update sent
 //! after the fault from every other player of its room); no join refused while a node
 //! could take it (a 503 other than the directory's while Redis is away); no object of
 //! another room; each node's memory. The same seed gives the same schedule.
 
-use super::cluster::{ClusterNode, ClusterSpec, RedisProcess, Service, wait_linked};
+use super::cluster::{
+    ClusterNode, ClusterSpec, RedisProcess, Service, by_label, scrape, wait_linked,
+};
 use super::failover::{Recovery, directory_whole};
 use super::scenario::Security;
 use anyhow::{Context, bail};
@@ -31,15 +34,17 @@ use nix::sys::signal::Signal;
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use serde::Serialize;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// A gap in one player's reception of another longer than this, neither having
-/// rejoined in it, is a split room.
+/// Updates one player sent over longer than this that a room-mate never received,
+/// neither having rejoined meanwhile, are a split room. Counted in the sender's send
+/// times, so that a bench process short of CPU (its players late to send or to read,
+/// all alike) is not taken for a split, while a relay that drops or never forwards is.
 const SPLIT: Duration = Duration::from_secs(1);
 
 /// How often the Service probes each node's readiness, and how long a probe may take.
@@ -271,16 +276,21 @@ pub struct NodeMemory {
     pub max_rss_mb: f64,
     /// Its resident set at the end, MB.
     pub end_rss_mb: f64,
+    /// What its last incarnation dropped by the end, by reason (none where it was not
+    /// up at the end).
+    pub dropped: BTreeMap<String, u64>,
 }
 
-/// A gap over 1 s in one player's reception of another, neither having rejoined in it.
+/// Over 1 s of one player's updates that a room-mate never received, neither having
+/// rejoined meanwhile.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Split {
     /// The receiving player.
     pub receiver: usize,
     /// The player not received.
     pub sender: usize,
-    /// When the gap began and ended, ms since the start.
+    /// The send time of the first update missed, and of the next one received (or of
+    /// the sender's last), ms since the start.
     pub from_ms: u64,
     /// See `from_ms`.
     pub to_ms: u64,
@@ -314,7 +324,7 @@ pub struct ChaosReport {
     pub schedule: Vec<Scheduled>,
     /// Per kind of fault.
     pub kinds: Vec<KindReport>,
-    /// Gaps over 1 s between two players of a room, neither having rejoined.
+    /// Runs of over 1 s of a player's updates a room-mate missed, neither having rejoined.
     pub splits: u64,
     /// The longest of them, ms.
     pub longest_split_ms: f64,
@@ -406,9 +416,17 @@ impl ChaosReport {
             whole.join(", ")
         );
         for m in &self.memory {
+            let dropped: Vec<String> = m.dropped.iter().map(|(r, n)| format!("{r} {n}")).collect();
             t += &format!(
-                "{}: RSS max {:.1} MB, end {:.1} MB\n",
-                m.node, m.max_rss_mb, m.end_rss_mb
+                "{}: RSS max {:.1} MB, end {:.1} MB; dropped: {}\n",
+                m.node,
+                m.max_rss_mb,
+                m.end_rss_mb,
+                if dropped.is_empty() {
+                    "none".to_owned()
+                } else {
+                    dropped.join(", ")
+                }
             );
         }
         t += &format!("invariant violations: {}\n", self.violations());
@@ -448,8 +466,10 @@ struct Board {
     faults: Mutex<Vec<Happened>>,
     /// (fault index, player, ms to whole again) as the players saw them.
     recoveries: Mutex<Vec<(usize, usize, u64)>>,
-    /// (receiver, sender, gap start ms, gap end ms) for gaps over [`SPLIT`].
-    gaps: Mutex<Vec<(usize, usize, u64, u64)>>,
+    /// The send time (ms) of each player's updates, by number.
+    sent: Vec<Mutex<Vec<u64>>>,
+    /// Runs of updates a receiver missed.
+    misses: Mutex<Vec<Miss>>,
     /// Players still waiting to be whole at the end: who, the room-mates they missed,
     /// and whether the relay had ended their session.
     unrecovered: Mutex<Vec<(usize, Vec<usize>, bool)>>,
@@ -465,6 +485,13 @@ struct Board {
 impl Board {
     fn ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
+    }
+
+    fn missed(&self, miss: Miss) {
+        self.misses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(miss);
     }
 
     fn room_of(&self, player: usize) -> usize {
@@ -490,6 +517,19 @@ impl Board {
     }
 }
 
+/// A run of updates a receiver missed from a room-mate.
+#[derive(Debug, Clone, Copy)]
+struct Miss {
+    receiver: usize,
+    sender: usize,
+    /// The number of the first update missed.
+    first: usize,
+    /// The send time of the next update received, or of the sender's last, ms.
+    to_ms: u64,
+    /// When that update was received, or the run ended, ms.
+    seen_ms: u64,
+}
+
 /// A fault that happened: when (ms since the start), what, and which players it touched.
 type Happened = (u64, Fault, Arc<HashSet<usize>>);
 
@@ -500,8 +540,8 @@ fn object_id(per_room: usize, player: usize) -> u64 {
 
 /// What one player knows of its room-mates.
 struct Seen {
-    /// When each was last received, ms (0: never).
-    last_rx: Vec<u64>,
+    /// The number of the newest update received from each.
+    last_n: Vec<Option<usize>>,
     /// The newest send time received from each, ms.
     newest: Vec<u64>,
     /// Faults this player waits to be whole again after: (index, at ms).
@@ -540,7 +580,7 @@ async fn player(
     let _ = client.send_rr().await;
     let per_room = board.per_room;
     let mut seen = Seen {
-        last_rx: vec![0; per_room],
+        last_n: vec![None; per_room],
         newest: vec![0; per_room],
         pending: Vec::new(),
         faults_seen: 0,
@@ -551,12 +591,20 @@ async fn player(
         let now = tokio::time::Instant::now();
         if now >= next_send {
             let sent = board.ms();
+            let n = {
+                let mut mine = board.sent[me]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                mine.push(sent);
+                mine.len() - 1
+            };
             let head = Object::Head1(Head1 {
                 id,
                 time: 1,
                 location: Loc2 {
                     x: sent as f32,
                     y: room as f32,
+                    z: n as f32,
                     ..Loc2::default()
                 },
                 ..Head1::default()
@@ -587,7 +635,6 @@ async fn player(
             Err(e) => board.join_failed(&e),
         }
     }
-    let end = board.ms();
     if !seen.pending.is_empty() {
         let behind: Vec<usize> = (0..per_room)
             .filter(|&k| k != me % per_room)
@@ -600,11 +647,24 @@ async fn player(
             .unwrap_or_else(PoisonError::into_inner)
             .push((me, behind, client.ended_by_relay()));
     }
-    let mut gaps = board.gaps.lock().unwrap_or_else(PoisonError::into_inner);
-    for (k, &last) in seen.last_rx.iter().enumerate() {
+    // What each room-mate sent after the last update received from it.
+    for (k, last) in seen.last_n.iter().enumerate() {
         let from = room * per_room + k;
-        if from != me && last > 0 && end - last > SPLIT.as_millis() as u64 {
-            gaps.push((me, from, last, end));
+        let Some(last) = last.filter(|_| from != me) else {
+            continue;
+        };
+        let sent = board.sent[from]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(&final_ms) = sent.last().filter(|_| sent.len() > last + 1) {
+            drop(sent);
+            board.missed(Miss {
+                receiver: me,
+                sender: from,
+                first: last + 1,
+                to_ms: final_ms,
+                seen_ms: board.ms(),
+            });
         }
     }
 }
@@ -630,15 +690,21 @@ fn note(board: &Board, me: usize, seen: &mut Seen, objects: &[Object]) {
             continue;
         }
         let sent = h.location.x as u64;
-        let last = seen.last_rx[k];
-        if last > 0 && now - last > SPLIT.as_millis() as u64 {
-            board
-                .gaps
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((me, room * per_room + k, last, now));
+        let n = h.location.z as usize;
+        if let Some(last) = seen.last_n[k]
+            && n > last + 1
+        {
+            board.missed(Miss {
+                receiver: me,
+                sender: room * per_room + k,
+                first: last + 1,
+                to_ms: sent,
+                seen_ms: now,
+            });
         }
-        seen.last_rx[k] = now;
+        if seen.last_n[k].is_none_or(|last| n > last) {
+            seen.last_n[k] = Some(n);
+        }
         if sent < seen.newest[k] {
             board.regressions.fetch_add(1, Ordering::Relaxed);
             board
@@ -760,6 +826,27 @@ impl Nodes {
         Ok(link.port())
     }
 
+    /// Each node's dropped packets by reason, as it counts them now.
+    async fn dropped(&self) -> Vec<BTreeMap<String, u64>> {
+        let client = reqwest::Client::new();
+        let mut all = Vec::new();
+        for node in &self.slots {
+            let text = match node {
+                Some(n) => scrape(&client, n.http()).await.unwrap_or_default(),
+                None => String::new(),
+            };
+            let by_reason = by_label(&text, "gsrelay_dropped_packets_total", "reason");
+            all.push(
+                by_reason
+                    .into_iter()
+                    .filter(|(_, n)| *n > 0.0)
+                    .map(|(r, n)| (r, n as u64))
+                    .collect(),
+            );
+        }
+        all
+    }
+
     fn sample_memory(&mut self) {
         for (slot, node) in self.slots.iter().enumerate() {
             if let Some(rss) = node.as_ref().and_then(ClusterNode::rss_bytes) {
@@ -805,7 +892,8 @@ async fn drive(c: &Chaos, exe: PathBuf) -> anyhow::Result<ChaosReport> {
         rejoined: (0..players).map(|_| Mutex::new(Vec::new())).collect(),
         faults: Mutex::new(Vec::new()),
         recoveries: Mutex::new(Vec::new()),
-        gaps: Mutex::new(Vec::new()),
+        sent: (0..players).map(|_| Mutex::new(Vec::new())).collect(),
+        misses: Mutex::new(Vec::new()),
         unrecovered: Mutex::new(Vec::new()),
         refused: AtomicU64::new(0),
         refused_no_directory: AtomicU64::new(0),
@@ -887,11 +975,18 @@ async fn drive(c: &Chaos, exe: PathBuf) -> anyhow::Result<ChaosReport> {
         tokio::time::sleep(MEMORY_EVERY).await;
     }
     nodes.sample_memory();
+    let dropped = nodes.dropped().await;
     board.stop.store(true, Ordering::Relaxed);
     for t in tasks {
         t.await.context("a player's task failed")?;
     }
-    Ok(report(c, plan, &board, &nodes, directory_whole_ms))
+    Ok(report(
+        c,
+        plan,
+        &board,
+        &nodes,
+        (directory_whole_ms, dropped),
+    ))
 }
 
 /// Waits until every player has received every other player of its room.
@@ -907,7 +1002,7 @@ async fn warm_up(board: &Board, players: usize) -> anyhow::Result<()> {
             // One more round of updates reaches everyone well within a second.
             tokio::time::sleep(Duration::from_secs(2)).await;
             board
-                .gaps
+                .misses
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .clear();
@@ -972,7 +1067,7 @@ fn report(
     plan: Vec<Scheduled>,
     board: &Board,
     nodes: &Nodes,
-    directory_whole_ms: Vec<Option<f64>>,
+    (directory_whole_ms, mut dropped): (Vec<Option<f64>>, Vec<BTreeMap<String, u64>>),
 ) -> ChaosReport {
     let faults = board.faults.lock().unwrap_or_else(PoisonError::into_inner);
     let recoveries = board
@@ -1007,16 +1102,26 @@ fn report(
             .iter()
             .any(|&r| r >= from && r <= to)
     };
-    let gaps = board.gaps.lock().unwrap_or_else(PoisonError::into_inner);
+    let misses = board.misses.lock().unwrap_or_else(PoisonError::into_inner);
+    // Each run of missed updates from its first one's send time.
+    let gaps = misses.iter().filter_map(|m| {
+        let sent = board.sent[m.sender]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let from_ms = *sent.get(m.first)?;
+        (m.to_ms.saturating_sub(from_ms) > SPLIT.as_millis() as u64)
+            .then_some((m.receiver, m.sender, from_ms, m.to_ms, m.seen_ms))
+    });
     let node_of = |p: usize| {
         *board.nodes[p]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     };
     let split_list: Vec<Split> = gaps
-        .iter()
-        .filter(|&&(rx, from, a, b)| !rejoined(rx, a, b) && !rejoined(from, a, b))
-        .map(|&(receiver, sender, from_ms, to_ms)| Split {
+        // A rejoin up to the receipt that ended the run excuses it: a rejoiner's
+        // snapshot carries updates sent before it rejoined.
+        .filter(|&(rx, from, a, _, seen)| !rejoined(rx, a, seen) && !rejoined(from, a, seen))
+        .map(|(receiver, sender, from_ms, to_ms, _)| Split {
             receiver,
             sender,
             from_ms,
@@ -1075,10 +1180,15 @@ fn report(
             .names
             .iter()
             .zip(&nodes.memory)
-            .map(|(n, (max, end))| NodeMemory {
+            .enumerate()
+            .map(|(slot, (n, (max, end)))| NodeMemory {
                 node: n.clone(),
                 max_rss_mb: *max,
                 end_rss_mb: *end,
+                dropped: dropped
+                    .get_mut(slot)
+                    .map(std::mem::take)
+                    .unwrap_or_default(),
             })
             .collect(),
     }

@@ -8,6 +8,7 @@
 use super::process::{RelayProcess, RelaySpec, free_loopback_addrs};
 use super::scenario::Security;
 use anyhow::{Context, bail};
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -281,6 +282,32 @@ pub fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
             .all(|(k, v)| series.split(',').any(|pair| pair == format!("{k}=\"{v}\"")));
         if let (true, Ok(v)) = (wanted, value.trim().parse::<f64>()) {
             found = Some(found.unwrap_or(0.0) + v);
+        }
+    }
+    found
+}
+
+/// The series of metric `name` by the value of its label `label`, summed over its other
+/// labels (e.g. a node's dropped packets by reason).
+pub fn by_label(text: &str, name: &str, label: &str) -> BTreeMap<String, f64> {
+    let mut found = BTreeMap::new();
+    let key = format!("{label}=\"");
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some(rest) = line.strip_prefix(name).and_then(|r| r.strip_prefix('{')) else {
+            continue;
+        };
+        let Some((series, value)) = rest.split_once("} ") else {
+            continue;
+        };
+        let Some(v) = series
+            .split(',')
+            .find_map(|pair| pair.strip_prefix(key.as_str()))
+            .and_then(|v| v.strip_suffix('"'))
+        else {
+            continue;
+        };
+        if let Ok(n) = value.trim().parse::<f64>() {
+            *found.entry(v.to_owned()).or_insert(0.0) += n;
         }
     }
     found

@@ -97,6 +97,18 @@ impl RecvBatch {
         }
     }
 
+    /// Datagram `i` of the last batch to read only, as [`RecvBatch::datagram`] gives it
+    /// (`None` where that gives [`Datagram::Unusable`]): a look at the whole batch before
+    /// any of it is handled.
+    pub fn peek(&self, i: usize) -> Option<(&[u8], SocketAddr)> {
+        let g = self.got.get(i)?;
+        let start = i * self.slot;
+        match (g.truncated, g.from) {
+            (false, Some(from)) => Some((self.buf.get(start..start + g.len)?, from)),
+            _ => None,
+        }
+    }
+
     /// The size of the datagrams the kernel coalesced into read `i` (UDP GRO): each of
     /// them is that long but the last, which may be shorter. `None` for a single one.
     pub fn segment(&self, i: usize) -> Option<usize> {

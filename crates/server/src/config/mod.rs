@@ -151,7 +151,8 @@ settings! {
         // a full 4 MiB buffer queues.
         /// Longest an RTP packet may wait in a shard's UDP receive queue, from the kernel's
         /// receive time to the relay's read, in milliseconds; an older one is dropped as
-        /// `stale` before decryption (0: never; `docs/relay.md`, "Drop, don't queue").
+        /// `stale` before decryption when a newer packet of its stream was read with it
+        /// (0: never; `docs/relay.md`, "Drop, don't queue").
         udp_max_queue_delay_ms: u64 = 5, arg(value_name = "MS");
     }
     section "Security" {

@@ -42,10 +42,12 @@
 //! is bounded in time. The socket stamps each datagram with the kernel's receive time
 //! (`SO_TIMESTAMPNS`), and an RTP packet that waited longer than
 //! [`UdpConfig::max_queue_delay`] by the time its batch is read is dropped as `stale`
-//! before anything else is done with it (no session look-up, no SRTP): past saturation
-//! the shard sheds the oldest of its queue for the price of reading it, and what it
-//! forwards stays within the budget of its arrival instead of hundreds of milliseconds
-//! behind (a 4 MiB buffer holds that much of a saturated shard's input). RTCP is never
+//! before anything else is done with it (no session look-up, no SRTP) when a later
+//! packet of the same stream is in the same batch: past saturation the shard sheds what
+//! newer state replaces for the price of reading it, and the newest packet of every
+//! stream is handled however long it waited, since it may hold the only copy of a state
+//! (a stall of the shard's thread sheds everything but each stream's newest, instead of
+//! every stream's state for the stall's length). RTCP is never
 //! shed: it is a small share of the input and carries what a late copy still serves
 //! (a BYE, a joiner's FIR, NACKs, reports). SRTP does not mind the gaps: the replay
 //! window takes packets out of order and after losses, and the rollover counter is
@@ -247,6 +249,9 @@ pub(super) struct UdpPort {
     max_queue_delay: Option<Duration>,
     /// The socket's drop count last seen (`SO_RXQ_OVFL`).
     socket_drops: u32,
+    /// The streams (SSRC and source) met so far in a backward look at a batch (scratch,
+    /// [`UdpPort::supersede`]).
+    later: Vec<(u32, SocketAddr)>,
 }
 
 impl UdpPort {
@@ -275,6 +280,7 @@ impl UdpPort {
             waited: [0.0; RECV_BATCH],
             max_queue_delay: cfg.max_queue_delay,
             socket_drops: 0,
+            later: Vec::with_capacity(RECV_BATCH),
         })
     }
 
@@ -283,20 +289,50 @@ impl UdpPort {
         self.socket.local_addr()
     }
 
-    /// Authenticates one datagram, which waited `waited` in the socket, latches its
-    /// session's address and hands the plaintext to the core; or says why it was
-    /// dropped.
+    /// Marks in `shed` the RTP datagrams of the batch that waited past the budget and
+    /// that a later datagram of the same stream (its SSRC, from the same address) in the
+    /// same batch supersedes: past the budget only those are shed, so that the newest
+    /// state of every stream is always handled. Looks nothing up when nothing waited
+    /// past the budget.
+    fn supersede(&mut self, recv: &RecvBatch, waits: &[Duration], shed: &mut [bool]) {
+        let Some(max) = self.max_queue_delay else {
+            return;
+        };
+        if waits.iter().all(|w| *w <= max) {
+            return;
+        }
+        self.later.clear();
+        for (i, (wait, shed)) in waits.iter().zip(shed.iter_mut()).enumerate().rev() {
+            let Some((datagram, from)) = recv.peek(i) else {
+                continue;
+            };
+            if classify(datagram) != PacketClass::Rtp {
+                continue;
+            }
+            let Some(ssrc) = be32(datagram, 8) else {
+                continue;
+            };
+            let stream = (ssrc, from);
+            if self.later.contains(&stream) {
+                *shed = *wait > max;
+            } else {
+                self.later.push(stream);
+            }
+        }
+    }
+
+    /// Authenticates one datagram, which `shed` says to drop as superseded past the
+    /// budget, latches its session's address and hands the plaintext to the core; or
+    /// says why it was dropped.
     fn ingest(
         &mut self,
         now: Instant,
-        (datagram, from, waited): (&mut [u8], SocketAddr, Duration),
+        (datagram, from, shed): (&mut [u8], SocketAddr, bool),
         core: &mut impl Core,
     ) -> Result<(), &'static str> {
         let class = classify(datagram);
         let ssrc_at = match class {
-            PacketClass::Rtp if self.max_queue_delay.is_some_and(|max| waited > max) => {
-                return Err("stale");
-            }
+            PacketClass::Rtp if shed => return Err("stale"),
             PacketClass::Rtp => 8,
             PacketClass::Rtcp => 4,
             PacketClass::Other => return Err("not_rtp"),
@@ -393,20 +429,27 @@ impl Port for UdpPort {
                 0
             }
         };
-        for i in 0..n {
-            self.counters.packets_in.inc();
+        let mut waits = [Duration::ZERO; RECV_BATCH];
+        let mut shed = [false; RECV_BATCH];
+        let n = n.min(RECV_BATCH);
+        for (i, w) in waits.iter_mut().enumerate().take(n) {
             // A wait no receive buffer could hold is a clock step (or a stamp in another
             // time base), not queueing: taken as unknown, so it neither sheds nor skews
             // the latency.
-            let waited = recv
+            *w = recv
                 .arrived(i)
                 .map(|t| wall.saturating_sub(t))
                 .filter(|w| *w < IMPLAUSIBLE_WAIT)
                 .unwrap_or_default();
+        }
+        self.supersede(&recv, &waits[..n], &mut shed[..n]);
+        for i in 0..n {
+            self.counters.packets_in.inc();
+            let waited = waits[i];
             let verdict = match recv.datagram(i) {
                 Datagram::Whole(datagram, from) => {
                     self.counters.bytes_in.inc_by(datagram.len() as u64);
-                    self.ingest(now, (datagram, from, waited), core)
+                    self.ingest(now, (datagram, from, shed[i]), core)
                 }
                 Datagram::Unusable => Err("oversized"),
             };
