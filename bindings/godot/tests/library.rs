@@ -159,8 +159,25 @@ fn node_names() -> BTreeSet<String> {
     names
 }
 
+/// The names a script uses after `room.` (its variable for the node).
+fn room_uses(script: &str) -> BTreeSet<String> {
+    let mut used = BTreeSet::new();
+    for (at, _) in script.match_indices("room.") {
+        let before = script[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue; // another variable, `chatroom.` say
+        }
+        let name: String = script[at + "room.".len()..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        used.insert(name);
+    }
+    used
+}
+
 #[test]
-fn the_demo_uses_only_what_the_node_has_and_files_it_has() {
+fn the_demo_and_the_guide_use_only_what_the_node_has_and_files_they_have() {
     let names = node_names();
     for expected in [
         "join",
@@ -175,28 +192,27 @@ fn the_demo_uses_only_what_the_node_has_and_files_it_has() {
             "{expected} read from node.rs: {names:?}"
         );
     }
-    let script = read(&demo().join("main.gd"));
-    let mut used = BTreeSet::new();
-    for (at, _) in script.match_indices("room.") {
-        let before = script[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue; // `room_name.` and the like
-        }
-        let name: String = script[at + 5..]
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
-        used.insert(name);
-    }
-    assert!(
-        used.len() >= 8,
-        "the script's uses of the node are read: {used:?}"
-    );
-    let unknown: Vec<&String> = used.difference(&names).collect();
-    assert!(
-        unknown.is_empty(),
-        "main.gd uses what GsRelayRoom lacks: {unknown:?}"
-    );
+    let uses = |what: &str, script: &str| {
+        let used = room_uses(script);
+        assert!(
+            used.len() >= 6,
+            "{what}'s uses of the node are read: {used:?}"
+        );
+        let unknown: Vec<&String> = used.difference(&names).collect();
+        assert!(
+            unknown.is_empty(),
+            "{what} uses what GsRelayRoom lacks: {unknown:?}"
+        );
+    };
+    uses("main.gd", &read(&demo().join("main.gd")));
+    let guide = read(&crate_dir().join("../../docs/godot-client.md"));
+    let block = guide
+        .split("<!-- quick start")
+        .nth(1)
+        .and_then(|rest| rest.split("```gdscript\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("the guide's quick-start script");
+    uses("the guide's quick start", block);
 
     let project = read(&demo().join("project.godot"));
     assert!(project.contains("run/main_scene=\"res://main.tscn\""));
