@@ -45,13 +45,20 @@ pub struct GsRelayRoom {
     /// Plain RTP, no SRTP (only relays run with `--insecure-plain-rtp` accept).
     #[export]
     plain_rtp: bool,
-    /// Mirror Z between Godot's right-handed axes and the draft's left-handed ones.
+    /// Mirror Z between Godot's right-handed axes and the draft's left-handed ones; read
+    /// at `join()`.
     #[export]
     draft_axes: bool,
     /// Poll in `_process`; off, the script calls `poll()` itself.
     #[export]
     auto_poll: bool,
+    /// The session; dropped with the node (freed, or its scene closed), which frees it in
+    /// the library, which leaves the room in the background: a closed game does not hold
+    /// its place until the relay times it out. (Not on leaving the tree: a node moved to
+    /// another parent keeps its session.)
     session: Option<Session>,
+    /// `draft_axes` as it was at `join()`, for both directions of the session.
+    axes: Axes,
     mapper: EventMapper,
     pending: Vec<Signal>,
     last_error: String,
@@ -72,6 +79,7 @@ impl INode for GsRelayRoom {
             draft_axes: true,
             auto_poll: true,
             session: None,
+            axes: Axes::Draft,
             mapper: EventMapper::new(Axes::Draft),
             pending: Vec::new(),
             last_error: String::new(),
@@ -83,12 +91,6 @@ impl INode for GsRelayRoom {
         if self.auto_poll && self.session.is_some() {
             self.poll();
         }
-    }
-
-    fn exit_tree(&mut self) {
-        // Leaving the scene tree frees the session: the library leaves the room in the
-        // background, so a closed game does not hold its place until the relay times out.
-        self.session = None;
     }
 }
 
@@ -155,12 +157,12 @@ impl GsRelayRoom {
         });
         match result {
             Ok(session) => {
-                let axes = if self.draft_axes {
+                self.axes = if self.draft_axes {
                     Axes::Draft
                 } else {
                     Axes::AsIs
                 };
-                self.mapper = EventMapper::new(axes);
+                self.mapper = EventMapper::new(self.axes);
                 self.session = Some(session);
                 Error::OK
             }
@@ -215,7 +217,7 @@ impl GsRelayRoom {
             velocity,
             angular_velocity,
         };
-        let object = publish::head(self.axes(), id, &pose);
+        let object = publish::head(self.axes, id, &pose);
         self.publish(object)
     }
 
@@ -236,7 +238,7 @@ impl GsRelayRoom {
             velocity,
             angular_velocity,
         };
-        let object = publish::hand(self.axes(), id, left, &pose);
+        let object = publish::hand(self.axes, id, left, &pose);
         self.publish(object)
     }
 
@@ -266,7 +268,7 @@ impl GsRelayRoom {
             active,
             parent,
         };
-        let object = publish::object2(self.axes(), id, &pose, &body);
+        let object = publish::object2(self.axes, id, &pose, &body);
         self.publish(object)
     }
 
@@ -367,14 +369,6 @@ fn godot_error(e: &BindingError) -> Error {
 }
 
 impl GsRelayRoom {
-    fn axes(&self) -> Axes {
-        if self.draft_axes {
-            Axes::Draft
-        } else {
-            Axes::AsIs
-        }
-    }
-
     fn settings(
         &self,
         http_base: &str,
