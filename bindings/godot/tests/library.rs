@@ -104,6 +104,8 @@ fn the_gdextension_file_names_the_entry_symbol_the_libraries_and_the_api_version
     assert_eq!(configuration["entry_symbol"], ENTRY);
     // The crate is built against Godot 4.3's API (api-4-3), which loads in 4.3 and later.
     assert_eq!(configuration["compatibility_minimum"], "4.3");
+    // The C ABI's network thread lives for the process: the library must stay loaded.
+    assert_eq!(configuration["reloadable"], "false");
     let manifest = read(&crate_dir().join("Cargo.toml"));
     assert!(
         manifest.contains("features = [\"api-4-3\"]"),
