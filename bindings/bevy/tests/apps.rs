@@ -384,6 +384,20 @@ fn an_object_handed_over_is_told_to_both_sides() {
     });
     let lost = a.world().resource::<Seen>().ownership[0];
     assert_eq!(lost.reason, OwnershipReason::Contended, "{lost:?}");
+
+    // Bob, its holder now, moves it by publishing its objectID; Alice's updates of it are
+    // dropped by the relay. Everyone else sees Bob's: the object stays Alice's stream's.
+    let spot = Vec3::new(10.0, 0.0, 0.0);
+    b.world_mut()
+        .spawn((Publish::object(1), Transform::from_translation(spot)));
+    let mut c = app(&relay.base, room, "carol", None);
+    run_until(
+        &mut [&mut a, &mut b, &mut c],
+        "carol sees bob's move",
+        |apps| {
+            remote(apps[2], sa, 1).is_some_and(|(r, _)| position(&r.object).distance(spot) < 1e-3)
+        },
+    );
 }
 
 #[test]
