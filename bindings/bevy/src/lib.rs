@@ -91,7 +91,7 @@ impl Plugin for GsRelayPlugin {
     fn build(&self, app: &mut App) {
         app.insert_resource(RelaySync(self.settings))
             .init_resource::<RemoteObjects>()
-            .init_resource::<remote::Drained>()
+            .init_resource::<remote::Receiver>()
             .add_message::<Joined>()
             .add_message::<ObjectUpdated>()
             .add_message::<ObjectRemoved>()

@@ -5,13 +5,13 @@
 
 use crate::client::RelayClient;
 use crate::messages::*;
-use crate::net::NetEvent;
+use crate::net::{EndReason, NetEvent};
 use crate::{RelaySync, time1_now};
 use bevy::prelude::*;
 use gsrelay_core::wire::Object;
 use gsrelay_core::wire::predict::{self, Prediction};
 use std::collections::HashMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A remote object's entity marker and state: which object it is, and its last update.
 #[derive(Component, Debug, Clone, PartialEq)]
@@ -56,52 +56,40 @@ impl RemoteObjects {
     }
 }
 
-/// The events drained this frame (kept to reuse its allocation).
+/// How often objects are looked at for the timeout: a timeout is seconds long, and a scan
+/// of every object each frame would cost a game with many of them for nothing.
+const EXPIRY_SCAN: Duration = Duration::from_millis(250);
+
+/// What `receive` keeps between frames.
 #[derive(Resource, Default)]
-pub(crate) struct Drained(Vec<NetEvent>);
+pub(crate) struct Receiver {
+    /// The events drained this frame (kept to reuse its allocation).
+    drained: Vec<NetEvent>,
+    /// A `RelayClient` was there last frame.
+    connected: bool,
+    /// When objects were last looked at for the timeout.
+    scanned: Option<Instant>,
+}
 
 /// `PreUpdate`: drains the network thread's events without waiting, and turns them into
 /// entities and messages. Exclusive, so that an object spawned by one packet is updated
 /// in place by the next packet of the same frame.
 pub(crate) fn receive(world: &mut World) {
-    if !world.contains_resource::<RelayClient>() {
-        return;
-    }
-    let mut drained = std::mem::take(&mut world.resource_mut::<Drained>().0);
-    let end = world.resource_mut::<RelayClient>().drain(&mut drained);
     let now = Instant::now();
+    let mut state = std::mem::take(&mut *world.resource_mut::<Receiver>());
+    let end = match world.get_resource_mut::<RelayClient>() {
+        Some(mut client) => client.drain(&mut state.drained),
+        // The game removed the connection (which leaves the room): its objects go with it.
+        None if state.connected => Some((
+            EndReason::Left,
+            "the RelayClient resource was removed".to_owned(),
+        )),
+        None => None,
+    };
+    state.connected = world.contains_resource::<RelayClient>();
     world.resource_scope(|world, mut index: Mut<RemoteObjects>| {
-        for event in drained.drain(..) {
-            match event {
-                NetEvent::Joined { ssrc, session } => {
-                    world.write_message(Joined { ssrc, session });
-                }
-                NetEvent::Objects { ssrc, objects } => {
-                    for object in objects {
-                        update(world, &mut index, ssrc, object, now);
-                    }
-                }
-                NetEvent::StreamEnded(ssrc) => {
-                    for (object_id, entity) in index.streams.remove(&ssrc).unwrap_or_default() {
-                        despawn(world, entity, ssrc, object_id, Removal::StreamEnded);
-                    }
-                    world.write_message(StreamEnded { ssrc });
-                }
-                NetEvent::Ownership(n) => {
-                    world.write_message(Ownership {
-                        ssrc: n.entry.ssrc,
-                        object_id: n.entry.object,
-                        kind: n.kind,
-                        reason: n.entry.reason,
-                    });
-                }
-                NetEvent::Reconnected { ssrc, how } => {
-                    world.write_message(Reconnected { ssrc, how });
-                }
-                NetEvent::Error(message) => {
-                    world.write_message(RelayError { message });
-                }
-            }
+        for event in state.drained.drain(..) {
+            apply_event(world, &mut index, event, now);
         }
         if let Some((reason, message)) = end {
             for (ssrc, objects) in std::mem::take(&mut index.streams) {
@@ -111,11 +99,50 @@ pub(crate) fn receive(world: &mut World) {
             }
             world.write_message(SessionEnded { reason, message });
         }
-        if let Some(timeout) = world.resource::<RelaySync>().0.object_timeout {
+        let timeout = world.resource::<RelaySync>().0.object_timeout;
+        let due = state
+            .scanned
+            .is_none_or(|at| now.saturating_duration_since(at) >= EXPIRY_SCAN);
+        if let (Some(timeout), true) = (timeout, due) {
+            state.scanned = Some(now);
             expire(world, &mut index, now, timeout);
         }
     });
-    world.resource_mut::<Drained>().0 = drained;
+    *world.resource_mut::<Receiver>() = state;
+}
+
+/// One event from the network thread: entities changed, and its message written.
+fn apply_event(world: &mut World, index: &mut RemoteObjects, event: NetEvent, now: Instant) {
+    match event {
+        NetEvent::Joined { ssrc, session } => {
+            world.write_message(Joined { ssrc, session });
+        }
+        NetEvent::Objects { ssrc, objects } => {
+            for object in objects {
+                update(world, index, ssrc, object, now);
+            }
+        }
+        NetEvent::StreamEnded(ssrc) => {
+            for (object_id, entity) in index.streams.remove(&ssrc).unwrap_or_default() {
+                despawn(world, entity, ssrc, object_id, Removal::StreamEnded);
+            }
+            world.write_message(StreamEnded { ssrc });
+        }
+        NetEvent::Ownership(n) => {
+            world.write_message(Ownership {
+                ssrc: n.entry.ssrc,
+                object_id: n.entry.object,
+                kind: n.kind,
+                reason: n.entry.reason,
+            });
+        }
+        NetEvent::Reconnected { ssrc, how } => {
+            world.write_message(Reconnected { ssrc, how });
+        }
+        NetEvent::Error(message) => {
+            world.write_message(RelayError { message });
+        }
+    }
 }
 
 /// Applies one object's update to its entity, spawning it on the first.

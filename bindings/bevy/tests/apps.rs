@@ -441,3 +441,47 @@ fn apps_come_back_by_themselves_when_their_relay_restarts() {
         assert!(app.world().resource::<RelayClient>().is_joined());
     }
 }
+
+#[test]
+fn an_object_nobody_updates_times_out_and_a_removed_connection_takes_its_entities() {
+    let relay = relay();
+    let room = "bevy-timeout";
+    let mut a = app(&relay.base, room, "alice", Some((1, 0.0)));
+    let mut b = app(&relay.base, room, "bob", None);
+    b.insert_resource(RelaySync(SyncSettings {
+        object_timeout: Some(Duration::from_secs(1)),
+        ..SyncSettings::default()
+    }));
+    let mut c = app(&relay.base, room, "carol", None);
+    let mut sa = 0;
+    run_until(&mut [&mut a, &mut b, &mut c], "both see alice's", |apps| {
+        sa = ssrc(apps[0]).unwrap_or(0);
+        sa != 0 && remote(apps[1], sa, 1).is_some() && remote(apps[2], sa, 1).is_some()
+    });
+
+    // Alice's app stops (her session stays): Bob's timeout despawns her object, Carol's
+    // 30 s one keeps it.
+    let stopped = Instant::now();
+    run_until(&mut [&mut b, &mut c], "bob's timeout", |apps| {
+        apps[0]
+            .world()
+            .resource::<Seen>()
+            .removed
+            .iter()
+            .any(|r| (r.ssrc, r.object_id, r.why) == (sa, 1, Removal::TimedOut))
+    });
+    // Its last update came at most a frame before the stop (a loaded machine's frame).
+    assert!(stopped.elapsed() >= Duration::from_millis(500));
+    assert!(remote(&mut b, sa, 1).is_none() && remote(&mut c, sa, 1).is_some());
+
+    // Carol's game drops its connection: it leaves, and its entities go with it.
+    c.world_mut().remove_resource::<RelayClient>();
+    c.update();
+    let seen = c.world().resource::<Seen>();
+    assert_eq!(seen.ended.len(), 1);
+    assert_eq!(seen.ended[0].reason, EndReason::Left);
+    let gone = seen.removed.last().copied().expect("removed");
+    assert_eq!((gone.ssrc, gone.why), (sa, Removal::SessionEnded));
+    assert!(c.world().resource::<RemoteObjects>().is_empty());
+    assert!(c.world().get_entity(gone.entity).is_err());
+}
