@@ -301,3 +301,62 @@ fn a_stream_that_starts_again_under_its_ssrc_is_numbered_on_for_each_subscriber(
         "{before:?} then {after:?}"
     );
 }
+
+/// A sender that moved to another node comes in through that node's link while the link
+/// from its old node, not yet found lost, still holds its SSRC: once the old link has
+/// carried nothing of it for `LINK_TAKEOVER_QUIET`, the new link takes the stream over
+/// (its objects kept), and the old one may no longer update it. Within that time the
+/// stream stays with the link that carried it last.
+#[test]
+fn a_stream_quiet_on_one_link_is_taken_over_by_the_link_that_carries_it_now() {
+    let mut w = World::new();
+    let sub = w.join("r", false, true);
+    let old = link(&mut w, "r", Sends::Containers);
+    let new = link(&mut w, "r", Sends::Containers);
+    w.publish_raw(&old, &containers(&[(0xaaaa, vec![head(1, 1.0)])]));
+    assert_eq!(received(&mut w, sub.session).len(), 1);
+
+    // Too soon: the old link carried it just now.
+    w.publish_raw(&new, &containers(&[(0xaaaa, vec![head(1, 2.0)])]));
+    assert_eq!(w.dropped("ssrc_mismatch"), 1);
+    assert!(received(&mut w, sub.session).is_empty());
+    assert_eq!(w.relay.session_by_ssrc(0xaaaa), Some(old.session));
+
+    w.advance(gsrelay::relay::LINK_TAKEOVER_QUIET);
+    w.publish_raw(&new, &containers(&[(0xaaaa, vec![head(1, 3.0)])]));
+    let got = received(&mut w, sub.session);
+    assert_eq!(got.len(), 1, "taken over: {got:?}");
+    assert_eq!((got[0].0, x_of(&got[0].1[0])), (0xaaaa, 3.0));
+    assert_eq!(w.relay.session_by_ssrc(0xaaaa), Some(new.session));
+
+    // The old link's stale copy is refused now, and the stream keeps its state.
+    w.publish_raw(&old, &containers(&[(0xaaaa, vec![head(1, 0.5)])]));
+    assert_eq!(w.dropped("ssrc_mismatch"), 2);
+    assert!(received(&mut w, sub.session).is_empty());
+    let info = w.relay.room_info("r").expect("room");
+    assert_eq!(info.streams.len(), 1);
+    assert_eq!(info.streams[0].objects, 1);
+}
+
+/// A link's claim is only ever taken from another link of the same room: a client's own
+/// stream, or a link's of another room, is never handed over however long it was quiet.
+#[test]
+fn only_a_quiet_links_stream_of_the_same_room_is_taken_over() {
+    let mut w = World::new();
+    let owner = w.join("r", true, false);
+    let elsewhere = link(&mut w, "other", Sends::Containers);
+    let peer = link(&mut w, "r", Sends::Containers);
+    w.publish(&owner, &[head(1, 1.0)]);
+    w.publish_raw(&elsewhere, &containers(&[(0xcccc, vec![head(2, 1.0)])]));
+    w.advance(gsrelay::relay::LINK_TAKEOVER_QUIET * 4);
+    w.publish_raw(
+        &peer,
+        &containers(&[
+            (owner.ssrc, vec![head(1, 9.0)]),
+            (0xcccc, vec![head(2, 9.0)]),
+        ]),
+    );
+    assert_eq!(w.dropped("ssrc_mismatch"), 2);
+    assert_eq!(w.relay.session_by_ssrc(owner.ssrc), Some(owner.session));
+    assert_eq!(w.relay.session_by_ssrc(0xcccc), Some(elsewhere.session));
+}

@@ -16,7 +16,18 @@ use crate::rtp::RtpPacket;
 use crate::rtp::packet::HeaderExtension;
 use crate::wire::{self, Dialect, ObjectKind, ObjectRef, container};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long a stream one link carries must have been quiet before another link of its
+/// room may take it over. Its sender moved to another node (it resumed there after its
+/// node froze, was cut off or died), whose link now carries it, while the old node's link
+/// session, still up or not yet found lost, holds its SSRC: without a handover the room's
+/// members on this node would not see that sender until the old link's session ends. A
+/// stream two links carry at once (a thawed node's last queued packets of a sender that
+/// left it) stays with the link that carried it within this time. A sender at the lowest
+/// rate the relay serves well (10 Hz) leaves gaps shorter than this; and a client resumes
+/// only after its own silence (300 ms at least), so the old link is quiet by then.
+pub const LINK_TAKEOVER_QUIET: Duration = Duration::from_millis(250);
 
 /// The reused scratch of the RTP path (no allocation per packet).
 #[derive(Debug, Default)]
@@ -150,7 +161,7 @@ impl Ingest {
         from: SessionId,
         p: Carried<'_>,
     ) -> Result<(), &'static str> {
-        claim(st, from, p.ssrc)?;
+        claim(st, now, from, p.ssrc)?;
         self.inner.clear();
         for r in wire::objects(p.payload, p.dialect) {
             self.inner.push(r.map_err(|e| e.reason())?);
@@ -174,11 +185,17 @@ fn link_order(st: &mut State, from: SessionId, seq: u16) -> Result<(), &'static 
     Ok(())
 }
 
-/// Makes `ssrc` a stream of `from` when no one owns it: a link learns its senders from
-/// its containers. A session owns at most as many streams as a room holds sessions.
-fn claim(st: &mut State, from: SessionId, ssrc: u32) -> Result<(), &'static str> {
+/// Makes `ssrc` a stream of `from` when no one owns it, or when another link of the same
+/// room carried it last longer ago than [`LINK_TAKEOVER_QUIET`]: a link learns its
+/// senders from its containers. A session owns at most as many streams as a room holds
+/// sessions.
+fn claim(st: &mut State, now: Instant, from: SessionId, ssrc: u32) -> Result<(), &'static str> {
     match st.owner_of(ssrc) {
         Some(owner) if owner == from => return Ok(()),
+        Some(owner) if moved_between_links(st, now, (owner, from), ssrc) => {
+            hand_over(st, owner, from, ssrc)?;
+            return Ok(());
+        }
         Some(_) => return Err("ssrc_mismatch"),
         None if !st.ssrc_free(ssrc) => return Err("ssrc_mismatch"),
         None => {}
@@ -190,6 +207,57 @@ fn claim(st: &mut State, from: SessionId, ssrc: u32) -> Result<(), &'static str>
     }
     s.streams.push(ssrc);
     st.by_ssrc.insert(ssrc, from);
+    Ok(())
+}
+
+/// Whether stream `ssrc`, which link session `old` carries, has been quiet for
+/// [`LINK_TAKEOVER_QUIET`] while link session `new`, of the same room, carries it now.
+fn moved_between_links(
+    st: &State,
+    now: Instant,
+    (old, new): (SessionId, SessionId),
+    ssrc: u32,
+) -> bool {
+    let (Some(o), Some(n)) = (st.sessions.get(&old), st.sessions.get(&new)) else {
+        return false;
+    };
+    if !o.sends.containers() || o.room != n.room {
+        return false;
+    }
+    st.rooms
+        .get(&o.room)
+        .and_then(|r| r.streams.get(&ssrc))
+        .is_some_and(|s| {
+            s.carried && now.saturating_duration_since(s.last_packet) >= LINK_TAKEOVER_QUIET
+        })
+}
+
+/// Moves carried stream `ssrc` from link session `old` to link session `new`: its
+/// objects stay, later packets come from `new`.
+fn hand_over(
+    st: &mut State,
+    old: SessionId,
+    new: SessionId,
+    ssrc: u32,
+) -> Result<(), &'static str> {
+    let cap = st.cfg.max_sessions_per_room;
+    let n = st.sessions.get_mut(&new).ok_or("unknown_session")?;
+    if n.streams.len() >= cap {
+        return Err("too_many_streams");
+    }
+    n.streams.push(ssrc);
+    let room = n.room.clone();
+    if let Some(o) = st.sessions.get_mut(&old) {
+        o.streams.retain(|s| *s != ssrc);
+    }
+    st.by_ssrc.insert(ssrc, new);
+    if let Some(stream) = st
+        .rooms
+        .get_mut(&room)
+        .and_then(|r| r.streams.get_mut(&ssrc))
+    {
+        stream.owner = new;
+    }
     Ok(())
 }
 

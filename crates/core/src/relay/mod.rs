@@ -50,6 +50,7 @@ pub use config::RelayConfig;
 pub use config::secs as serde_secs;
 pub use core::Relay;
 pub use delivery::{Delivery, DeliveryMode};
+pub use ingest::LINK_TAKEOVER_QUIET;
 pub use interest::Interest;
 pub use outbox::{OutboxMark, Transmit};
 pub use ownership::message as handover;
