@@ -3,7 +3,7 @@
 //! no Godot 4 binary exists here to load them. `scripts/test.sh` installs gdtoolkit into
 //! the tools venv (`.venv`, or `GSRELAY_TOOLS_VENV`).
 
-mod common;
+mod guide;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -52,6 +52,6 @@ fn the_demo_script_is_gdscript_that_lints_clean() {
 #[test]
 fn the_guide_quick_start_is_gdscript_that_lints_clean() {
     let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("godot-quick-start.gd");
-    std::fs::write(&path, common::docs::quick_start_script()).expect("write the script");
+    std::fs::write(&path, guide::quick_start_script()).expect("write the script");
     judge(&path);
 }

@@ -4,7 +4,7 @@
 //! crate is built against, and the demo project refers only to files it has and to
 //! methods, signals and properties the node has.
 
-mod common;
+mod guide;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -209,10 +209,7 @@ fn the_demo_and_the_guide_use_only_what_the_node_has_and_files_they_have() {
         );
     };
     uses("main.gd", &read(&demo().join("main.gd")));
-    uses(
-        "the guide's quick start",
-        &common::docs::quick_start_script(),
-    );
+    uses("the guide's quick start", &guide::quick_start_script());
 
     let project = read(&demo().join("project.godot"));
     assert!(project.contains("run/main_scene=\"res://main.tscn\""));

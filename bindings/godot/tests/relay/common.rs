@@ -1,8 +1,5 @@
 //! A real relay on loopback (every port 0, so tests run in parallel) and players that
 //! join it through the binding's session and mapper, as the node does, without Godot.
-#![allow(dead_code)] // each test file uses a different part of it
-
-pub mod docs;
 
 use godot::builtin::Vector3;
 use gsrelay_godot::convert::Axes;

@@ -2,9 +2,7 @@
 //! the session coming back after the relay restarted, and garbage refused with a clear
 //! message at every entry a script reaches.
 
-mod common;
-
-use common::{Player, Relay, update_of};
+use crate::common::{Player, Relay, update_of};
 use godot::builtin::{Quaternion, Vector3};
 use gsrelay_ffi::{GSR_ERR_ARGUMENT, GSR_ERR_STATE};
 use gsrelay_godot::convert::Axes;

@@ -2,9 +2,7 @@
 //! C ABI joined as `GsRelayRoom.join()` joins, their events mapped to the node's signals
 //! as `_process` maps them, and objects built as `publish_head()` builds them.
 
-mod common;
-
-use common::{Player, Relay, near, update_of};
+use crate::common::{Player, Relay, near, update_of};
 use godot::builtin::{Quaternion, Vector3};
 use gsrelay_godot::convert::Axes;
 use gsrelay_godot::publish::{self, Body, Pose};
