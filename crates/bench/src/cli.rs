@@ -56,6 +56,67 @@ enum BenchCmd {
     /// clients: splits, time to whole again, joins refused, deliveries across rooms,
     /// memory. Exits with an error when an invariant broke.
     Chaos(ChaosArgs),
+    /// Coordinate a run whose clients are split over `gsrelay bench agent`s on other
+    /// machines or pods: hand them the scenario, start them together, merge their results
+    /// into one report.
+    Coordinator(Box<CoordinatorArgs>),
+    /// Run one share of a coordinated run's clients against a relay or a cluster.
+    Agent(AgentArgs),
+    /// Merge the part files agents wrote (`agent --out`) into one report.
+    Merge(MergeArgs),
+}
+
+/// Arguments of `gsrelay bench coordinator`.
+#[derive(Debug, Args)]
+struct CoordinatorArgs {
+    #[command(flatten)]
+    scenario: ScenarioArgs,
+    /// Agents that share the run's clients.
+    #[arg(long)]
+    agents: usize,
+    /// Where the agents reach the coordinator.
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:9100")]
+    listen: std::net::SocketAddr,
+    /// How long to wait for every agent to have joined its clients, seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    wait: f64,
+    /// Also write the merged report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Arguments of `gsrelay bench agent`.
+#[derive(Debug, Args)]
+struct AgentArgs {
+    /// The coordinator's base URL, e.g. `http://bench-coordinator:9100`.
+    #[arg(long, value_name = "URL")]
+    coordinator: String,
+    /// This agent's index, from 0 (a Kubernetes Indexed Job gives each pod its own).
+    #[arg(long, env = "JOB_COMPLETION_INDEX")]
+    index: usize,
+    /// The relay, or the cluster's Service, the clients join through.
+    #[arg(long, value_name = "URL")]
+    relay: String,
+    /// The relay's token secret (the agent issues its clients' tokens).
+    #[arg(long, env = "GSRELAY_TOKEN_SECRET", hide_env_values = true)]
+    token_secret: String,
+    /// How long to wait for the coordinator to answer at all, seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    wait: f64,
+    /// Also write this agent's part (what `gsrelay bench merge` reads) to FILE.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// Arguments of `gsrelay bench merge`.
+#[derive(Debug, Args)]
+struct MergeArgs {
+    /// The agents' part files, one per agent.
+    #[arg(required = true, value_name = "PART")]
+    parts: Vec<PathBuf>,
+    /// Also write the merged report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 /// Arguments of `gsrelay bench chaos`; defaults are `Chaos::default()`.
@@ -577,6 +638,9 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         Some(BenchCmd::Failover(f)) => return failover(f),
         Some(BenchCmd::Ffi(f)) => return ffi(f),
         Some(BenchCmd::Chaos(c)) => return chaos(c),
+        Some(BenchCmd::Coordinator(c)) => return coordinator(*c),
+        Some(BenchCmd::Agent(a)) => return agent(a),
+        Some(BenchCmd::Merge(m)) => return merge(m),
         None => {}
     }
     let a = a.run;
@@ -853,6 +917,58 @@ fn chaos(a: ChaosArgs) -> anyhow::Result<()> {
     }
     if report.violations() > 0 {
         anyhow::bail!("{} invariant violations", report.violations());
+    }
+    Ok(())
+}
+
+/// A count of seconds as a duration, refused when negative or not a number.
+fn seconds(what: &str, secs: f64) -> anyhow::Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(secs).with_context(|| format!("--{what} {secs}"))
+}
+
+/// `gsrelay bench coordinator`.
+fn coordinator(a: CoordinatorArgs) -> anyhow::Result<()> {
+    if a.scenario.impair.is_some() || a.scenario.shards.is_some() {
+        bail!("--impair and --shards are for a relay in process, not a distributed run");
+    }
+    let c = crate::dist::coordinator::Coordinator {
+        scenario: a.scenario.resolve(Scenario::default())?,
+        agents: a.agents,
+        listen: a.listen,
+        wait: seconds("wait", a.wait)?,
+    };
+    let report = crate::dist::coordinator::run(&c)?;
+    print!("{}", report.table());
+    if let Some(path) = &a.json {
+        write_json(path, &report)?;
+    }
+    Ok(())
+}
+
+/// `gsrelay bench agent`.
+fn agent(a: AgentArgs) -> anyhow::Result<()> {
+    let agent = crate::dist::agent::Agent {
+        coordinator: a.coordinator,
+        index: a.index,
+        relay: a.relay,
+        token_secret: a.token_secret,
+        wait: seconds("wait", a.wait)?,
+        out: a.out,
+    };
+    let part = crate::dist::agent::run(&agent)?;
+    eprintln!(
+        "agent {}: done, {} publishers and {} subscribers",
+        part.share.index, part.agent.publishers, part.agent.subscribers
+    );
+    Ok(())
+}
+
+/// `gsrelay bench merge`.
+fn merge(a: MergeArgs) -> anyhow::Result<()> {
+    let report = crate::dist::merge::merge_files(&a.parts)?;
+    print!("{}", report.table());
+    if let Some(path) = &a.json {
+        write_json(path, &report)?;
     }
     Ok(())
 }

@@ -17,6 +17,7 @@ pub mod baseline;
 pub mod chaos;
 pub mod cli;
 pub mod cluster;
+pub mod dist;
 pub mod failover;
 pub mod ffi;
 pub mod impair;

@@ -3,8 +3,12 @@
 //! timeline (warm-up, window, late joiners, drain) and gathers a [`Report`].
 
 use super::baseline::{self, Reflector, Role};
+use super::dist::tally::{
+    PublisherCount, SubscriberCount, Tally, TargetFigures, latency_histogram,
+};
+use super::dist::{Barrier, Share, ShareOut};
 use super::impair::{Impairment, Proxy, ProxyListener};
-use super::report::{Latency, Report, SnapshotTimes, TargetKind};
+use super::report::{Report, TargetKind};
 use super::scenario::{BENCH_NO_ID, BENCH_STATE_ID, Scenario, Security};
 use super::sys;
 use anyhow::{Context, bail};
@@ -71,9 +75,6 @@ enum SubKind {
     Slow,
 }
 
-/// Highest latency the histograms hold, ns.
-const MAX_LATENCY_NS: u64 = 60_000_000_000;
-
 /// What to measure.
 #[derive(Debug, Clone)]
 pub enum Target {
@@ -109,17 +110,7 @@ const FEEDBACK_INTERVAL: Duration = Duration::from_millis(50);
 /// Runs `scenario` once against `opts.target`.
 pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
     scenario.validate()?;
-    let bench_rt = tokio::runtime::Builder::new_multi_thread()
-        .thread_name("gsr-bench")
-        .enable_all()
-        .build()
-        .context("starting the bench runtime")?;
-    let pub_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name(PUBLISHER_THREADS)
-        .enable_all()
-        .build()
-        .context("starting the publishers' runtime")?;
+    let (bench_rt, pub_rt) = runtimes()?;
     let rts = Runtimes {
         clients: &bench_rt,
         publishers: pub_rt.handle().clone(),
@@ -131,6 +122,22 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> anyhow::Result<Report> {
         }
         Target::Baseline => run_baseline(&rts, scenario, opts),
     }
+}
+
+/// Starts the clients' runtime (joins, subscribers) and the publishers' own.
+fn runtimes() -> anyhow::Result<(Runtime, Runtime)> {
+    let bench_rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("gsr-bench")
+        .enable_all()
+        .build()
+        .context("starting the bench runtime")?;
+    let pub_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(PUBLISHER_THREADS)
+        .enable_all()
+        .build()
+        .context("starting the publishers' runtime")?;
+    Ok((bench_rt, pub_rt))
 }
 
 /// The bench's runtimes: the clients' (joins, subscribers) and the publishers' own.
@@ -180,13 +187,14 @@ fn run_in_process(
             link_bytes: Some(server.metrics.bytes.with_label_values(&["link", "out"])),
         },
         rts.publishers.clone(),
+        None,
     ));
     let dropped = proxy.map(|p| stop_proxy(bench_rt, p));
     let rtt = &server.metrics.session_rtt;
     let rtt_ms = (rtt.get_sample_count() > 0)
         .then(|| rtt.get_sample_sum() * 1e3 / rtt.get_sample_count() as f64);
     relay_rt.block_on(server.shutdown())?;
-    let mut report = out?.report(scenario, opts, TargetKind::Inprocess);
+    let mut report = out?.report(scenario, opts, TargetKind::Inprocess)?;
     report.impair_dropped = dropped;
     report.relay_rtt_ms = rtt_ms;
     Ok(report)
@@ -213,11 +221,53 @@ fn run_remote(
         Arc::new(endpoint),
         Watched::default(),
         rts.publishers.clone(),
+        None,
     ))?;
-    let mut report = out.report(scenario, opts, TargetKind::Remote);
+    let mut report = out.report(scenario, opts, TargetKind::Remote)?;
     report.relay_cpu_s = None;
     report.relay_peak_rss_bytes = None;
     Ok(report)
+}
+
+/// Runs `share` of `scenario`'s clients against a relay elsewhere, as one agent of a
+/// distributed run: joins them, waits at `barrier` with the room's publishers it runs
+/// until every agent has joined its own, then starts at the instant the barrier gives.
+pub fn run_share(
+    scenario: &Scenario,
+    http: &str,
+    token_secret: &str,
+    share: Share,
+    barrier: Barrier,
+) -> anyhow::Result<ShareOut> {
+    scenario.validate()?;
+    let (bench_rt, pub_rt) = runtimes()?;
+    let endpoint = Endpoint::Relay {
+        http: http.trim_end_matches('/').to_owned(),
+        tokens: Box::new(Tokens::new(token_secret.as_bytes()).context("--token-secret")?),
+    };
+    let opts = RunOptions {
+        target: Target::Remote {
+            http: http.to_owned(),
+            token_secret: token_secret.to_owned(),
+        },
+        impair: None,
+        shards: 0,
+        progress: false,
+    };
+    let out = bench_rt.block_on(drive(
+        scenario,
+        &opts,
+        Arc::new(endpoint),
+        Watched::default(),
+        pub_rt.handle().clone(),
+        Some((share, barrier)),
+    ))?;
+    Ok(ShareOut {
+        publishers: out.pubs.len(),
+        subscribers: out.subs.len(),
+        peak_rss_bytes: out.peak_rss,
+        tally: out.tally(scenario)?,
+    })
 }
 
 /// Against the reflector, the baseline a relay is compared with.
@@ -255,10 +305,11 @@ fn run_baseline(
             link_bytes: None,
         },
         rts.publishers.clone(),
+        None,
     ));
     let dropped = proxy.map(|p| stop_proxy(bench_rt, p));
     reflector.stop()?;
-    let mut report = out?.report(scenario, opts, TargetKind::Baseline);
+    let mut report = out?.report(scenario, opts, TargetKind::Baseline)?;
     report.snapshot_ms = None;
     report.impair_dropped = dropped;
     Ok(report)
@@ -746,7 +797,7 @@ async fn subscriber(
         all_objects: 0,
         packets: 0,
         objects: 0,
-        latency: Histogram::new_with_max(MAX_LATENCY_NS, 3)?,
+        latency: latency_histogram()?,
         snapshot: None,
     };
     let mut pending: Option<Snapshot> = None;
@@ -899,8 +950,8 @@ struct Gathered {
 
 /// The clients joined before publishing starts.
 struct Clients {
-    /// (room, connection) of the regular subscribers.
-    subs: Vec<(usize, Conn)>,
+    /// (room, index in the room, connection) of the regular subscribers.
+    subs: Vec<(usize, usize, Conn)>,
     /// (room, connection) of the slow (capped) subscribers.
     slow: Vec<(usize, Conn)>,
     /// (room, index in the room, connection) of the publishers.
@@ -934,12 +985,24 @@ async fn drive(
     endpoint: Arc<Endpoint>,
     target: Watched<'_>,
     publishers: Handle,
+    part: Option<(Share, Barrier)>,
 ) -> anyhow::Result<Gathered> {
     let epoch = Instant::now();
-    let clients = join_clients(s, &endpoint).await?;
+    let share = part.as_ref().map_or(Share::WHOLE, |(share, _)| *share);
+    let mut clients = join_clients(s, &endpoint, share).await?;
     // Let the latching RRs and hellos land.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let t = timeline(s, opts, epoch);
+    let (epoch, start) = match part {
+        None => (epoch, Instant::now() + Duration::from_millis(50)),
+        // Every agent's clock counts from the start they were all given, so a send
+        // time stamped by one agent's publisher reads the same on another's subscriber.
+        Some((_, barrier)) => {
+            let go = barrier(clients.pub_ssrcs.clone()).await?;
+            clients.pub_ssrcs = go.pub_ssrcs;
+            (go.start, go.start)
+        }
+    };
+    let t = timeline(s, opts, epoch, start);
     let mut pub_tasks = JoinSet::new();
     for (room, n, conn) in clients.pubs {
         let live_chunks = pack(&s.live_objects(n), s.payload_budget)?;
@@ -956,13 +1019,12 @@ async fn drive(
         );
     }
     let mut sub_tasks = JoinSet::new();
-    for (i, (room, mut conn)) in clients.subs.into_iter().enumerate() {
+    for (room, n, mut conn) in clients.subs {
         if let (true, Conn::Relay(c)) = (s.congestion_feedback, &mut conn) {
             c.enable_congestion_feedback();
         }
         let t = t.clone();
-        // Subscribers join room by room, in order.
-        let observer = s.observes(i % s.subscribers.max(1));
+        let observer = s.observes(n);
         let role = (None, observer);
         sub_tasks.spawn(subscriber(conn, room, role, t.clock, t.stop_at, t.live));
     }
@@ -975,7 +1037,7 @@ async fn drive(
             Ok(out)
         });
     }
-    spawn_late_joiners(&mut sub_tasks, s, &endpoint, &clients.pub_ssrcs, &t);
+    spawn_late_joiners(&mut sub_tasks, s, &endpoint, &clients.pub_ssrcs, &t, share);
     let cpu = watch_window(s, opts, &t, &target).await;
     let mut out = Gathered {
         pubs: Vec::new(),
@@ -996,10 +1058,10 @@ async fn drive(
     Ok(out)
 }
 
-/// Joins every client that is there from the start: subscribers first, so none misses
-/// the first packets, then slow subscribers (a relay only: the reflector has no cap),
-/// then publishers.
-async fn join_clients(s: &Scenario, endpoint: &Endpoint) -> anyhow::Result<Clients> {
+/// Joins every client of `share` that is there from the start: subscribers first, so
+/// none misses the first packets, then slow subscribers (a relay only: the reflector has
+/// no cap), then publishers.
+async fn join_clients(s: &Scenario, endpoint: &Endpoint, share: Share) -> anyhow::Result<Clients> {
     let mut c = Clients {
         subs: Vec::new(),
         slow: Vec::new(),
@@ -1007,17 +1069,20 @@ async fn join_clients(s: &Scenario, endpoint: &Endpoint) -> anyhow::Result<Clien
         pub_ssrcs: vec![Vec::new(); s.rooms],
     };
     for room in 0..s.rooms {
-        for n in 0..s.subscribers {
+        for n in (0..s.subscribers).filter(|n| share.holds(room, *n)) {
             let conn = endpoint
                 .join(s, room, Role::Subscriber, n, SubKind::Regular)
                 .await?;
-            c.subs.push((room, conn));
+            c.subs.push((room, n, conn));
         }
     }
     if matches!(endpoint, Endpoint::Relay { .. }) {
         for room in 0..s.rooms {
             for n in 0..s.slow_subscribers {
                 let n = s.subscribers + s.late_joiners + n;
+                if !share.holds(room, n) {
+                    continue;
+                }
                 let conn = endpoint
                     .join(s, room, Role::Subscriber, n, SubKind::Slow)
                     .await?;
@@ -1026,7 +1091,7 @@ async fn join_clients(s: &Scenario, endpoint: &Endpoint) -> anyhow::Result<Clien
         }
     }
     for room in 0..s.rooms {
-        for n in 0..s.publishers {
+        for n in (0..s.publishers).filter(|n| share.holds(room, *n)) {
             let conn = endpoint
                 .join(s, room, Role::Publisher, n, SubKind::Regular)
                 .await?;
@@ -1039,10 +1104,9 @@ async fn join_clients(s: &Scenario, endpoint: &Endpoint) -> anyhow::Result<Clien
     Ok(c)
 }
 
-/// The run's time points: publishing starts shortly, the window follows the warm-up,
+/// The run's time points: publishing starts at `start`, the window follows the warm-up,
 /// and subscribers listen on past it for what is in flight (longer under impairment).
-fn timeline(s: &Scenario, opts: &RunOptions, epoch: Instant) -> Timeline {
-    let start = Instant::now() + Duration::from_millis(50);
+fn timeline(s: &Scenario, opts: &RunOptions, epoch: Instant, start: Instant) -> Timeline {
     let ns = |d: Duration| (start + d - epoch).as_nanos() as u64;
     let warmup = Duration::from_secs_f64(s.warmup_s);
     let window = Duration::from_secs_f64(s.duration_s);
@@ -1064,21 +1128,22 @@ fn timeline(s: &Scenario, opts: &RunOptions, epoch: Instant) -> Timeline {
     }
 }
 
-/// Late joiners join at their time, in their own tasks, each expecting every object of
-/// its room's publishers.
+/// The late joiners of `share` join at their time, in their own tasks, each expecting
+/// every object of its room's publishers.
 fn spawn_late_joiners(
     tasks: &mut JoinSet<anyhow::Result<SubOut>>,
     s: &Scenario,
     endpoint: &Arc<Endpoint>,
     pub_ssrcs: &[Vec<u32>],
     t: &Timeline,
+    share: Share,
 ) {
     let late_at = t.clock.start + Duration::from_secs_f64(s.late_join_at_s);
     let ids: Vec<u64> = (1..=s.objects as u64)
         .chain((0..s.static_objects as u64).map(|i| super::scenario::STATIC_ID_BASE + i))
         .collect();
     for room in 0..s.rooms {
-        for n in 0..s.late_joiners {
+        for n in (0..s.late_joiners).filter(|n| share.holds(room, s.subscribers + n)) {
             let expected: HashSet<(u32, u64)> = pub_ssrcs
                 .get(room)
                 .into_iter()
@@ -1190,133 +1255,44 @@ fn progress_bar(show: bool, s: &Scenario) -> Option<ProgressBar> {
 }
 
 impl Gathered {
-    fn report(mut self, s: &Scenario, opts: &RunOptions, target: TargetKind) -> Report {
-        let secs = s.duration_s;
-        let (slow, subs): (Vec<SubOut>, Vec<SubOut>) = self.subs.into_iter().partition(|r| r.slow);
-        self.subs = subs;
-        let slow_received_objects_per_s = (!slow.is_empty()).then(|| {
-            slow.iter().map(|r| r.all_objects).sum::<u64>() as f64 / secs / slow.len() as f64
-        });
-        let sent: u64 = self.pubs.iter().map(|p| p.packets).sum();
-        let sent_live: u64 = self.pubs.iter().map(|p| p.live).sum();
-        let nominal: f64 = self.pubs.iter().map(|p| p.nominal).sum();
-        let (seq_expected, seq_received) = self
-            .subs
-            .iter()
-            .filter(|r| !r.late)
-            .map(|r| r.seq.expected_received())
-            .fold((0, 0), |(e, r), (e1, r1)| (e + e1, r + r1));
-        let sent_objects: u64 = self.pubs.iter().map(|p| p.objects).sum();
-        let received: u64 = self.subs.iter().map(|r| r.packets).sum();
-        let received_objects: u64 = self.subs.iter().map(|r| r.objects).sum();
-        Report {
-            scenario: s.clone(),
-            target,
-            impairment: opts.impair.as_ref().map(|(t, _)| t.clone()),
-            duration_s: secs,
-            rooms: s.rooms,
-            publishers: s.rooms * s.publishers,
-            subscribers: s.rooms * s.subscribers,
-            sent_pps: sent as f64 / secs,
-            offered_share: if nominal > 0.0 {
-                sent_live as f64 / nominal
-            } else {
-                0.0
-            },
-            received_pps: received as f64 / secs,
-            sent_objects_per_s: sent_objects as f64 / secs,
-            received_objects_per_s: received_objects as f64 / secs,
-            loss_ratio: self.loss_ratio(s),
-            seq_loss_ratio: (seq_expected > 0)
-                .then(|| 1.0 - seq_received as f64 / seq_expected as f64),
-            latency_us: self.latency(),
-            snapshot_ms: self.snapshot_times(s),
+    fn report(self, s: &Scenario, opts: &RunOptions, target: TargetKind) -> anyhow::Result<Report> {
+        let seen = TargetFigures {
             relay_cpu_s: self.relay_cpu_s,
-            relay_shard_cpu_s: self.relay_shard_cpu_s,
-            link_bytes_per_s: self.link_bytes.map(|b| b as f64 / secs),
-            link_bytes_per_update: self
-                .link_bytes
-                .filter(|_| sent > 0)
-                .map(|b| b as f64 / sent as f64),
-            relay_cpu_us_per_update: self
-                .relay_cpu_s
-                .filter(|_| received_objects > 0)
-                .map(|cpu| cpu * 1e6 / received_objects as f64),
-            relay_cpu_us_per_packet: self
-                .relay_cpu_s
-                .filter(|_| sent + received > 0)
-                .map(|cpu| cpu * 1e6 / (sent + received) as f64),
-            process_cpu_s: self.process_cpu_s,
-            relay_peak_rss_bytes: self.peak_rss,
-            impair_dropped: None,
-            relay_rtt_ms: None,
-            slow_subscribers: slow.len(),
-            slow_received_objects_per_s,
-            baseline: None,
-            ratio_received_pps: None,
-            ratio_cpu_per_packet: None,
-        }
-    }
-
-    /// Over the subscribers present from the start: the share of the packets their room's
-    /// publishers sent in the window that they did not receive.
-    fn loss_ratio(&self, s: &Scenario) -> f64 {
-        let (mut expected, mut got) = (0u64, 0u64);
-        for room in 0..s.rooms {
-            let room_sent: u64 = self
-                .pubs
-                .iter()
-                .filter(|p| p.room == room)
-                .map(|p| p.packets)
-                .sum();
-            for sub in self.subs.iter().filter(|r| r.room == room && !r.late) {
-                expected += room_sent;
-                got += sub.packets;
-            }
-        }
-        if expected == 0 {
-            0.0
-        } else {
-            (1.0 - got as f64 / expected as f64).clamp(0.0, 1.0)
-        }
-    }
-
-    /// The observers' latencies together (counters record none).
-    fn latency(&self) -> Latency {
-        let mut all = Histogram::<u64>::new_with_max(MAX_LATENCY_NS, 3).ok();
-        if let Some(h) = &mut all {
-            for sub in &self.subs {
-                let _ = h.add(&sub.latency);
-            }
-        }
-        all.as_ref().map(Latency::from_ns).unwrap_or_default()
-    }
-
-    /// Late joiners' snapshot completion times, when any asked.
-    fn snapshot_times(&self, s: &Scenario) -> Option<SnapshotTimes> {
-        let snapshots: Vec<Option<Duration>> =
-            self.subs.iter().filter_map(|r| r.snapshot).collect();
-        if snapshots.is_empty() {
-            return None;
-        }
-        let mut done: Vec<f64> = snapshots
-            .iter()
-            .flatten()
-            .map(|d| d.as_secs_f64() * 1e3)
-            .collect();
-        done.sort_by(f64::total_cmp);
-        let q = |p: f64| {
-            let i = ((done.len() as f64 * p).ceil() as usize).saturating_sub(1);
-            done.get(i).copied().unwrap_or(0.0)
+            shard_cpu_s: self.relay_shard_cpu_s.clone(),
+            link_bytes: self.link_bytes,
+            peak_rss: self.peak_rss,
         };
-        Some(SnapshotTimes {
-            p50: q(0.5),
-            p99: q(0.99),
-            max: done.last().copied().unwrap_or(0.0),
-            completed: done.len() as u64,
-            incomplete: snapshots.iter().filter(|d| d.is_none()).count() as u64,
-            expected_objects: (s.publishers * (s.objects + s.static_objects)) as u64,
-        })
+        let impairment = opts.impair.as_ref().map(|(t, _)| t.clone());
+        Ok(self.tally(s)?.report(s, target, impairment, &seen))
+    }
+
+    /// What the clients counted, in the form that adds up across agents.
+    fn tally(&self, s: &Scenario) -> anyhow::Result<Tally> {
+        let mut tally = Tally::new(s.rooms)?;
+        for p in &self.pubs {
+            tally.add_publisher(PublisherCount {
+                room: p.room,
+                packets: p.packets,
+                objects: p.objects,
+                live: p.live,
+                nominal: p.nominal,
+            })?;
+        }
+        for r in &self.subs {
+            tally.add_subscriber(SubscriberCount {
+                room: r.room,
+                late: r.late,
+                slow: r.slow,
+                packets: r.packets,
+                objects: r.objects,
+                all_objects: r.all_objects,
+                seq: r.seq.expected_received(),
+                latency: &r.latency,
+                snapshot: r.snapshot,
+            })?;
+        }
+        tally.process_cpu_s = self.process_cpu_s;
+        Ok(tally)
     }
 }
 
