@@ -113,6 +113,12 @@ impl Plugin for GsRelayPlugin {
     }
 }
 
+/// A run condition: a [`RelayClient`] is there and joined (`.run_if(relay_joined)`, as
+/// bevy_renet's `client_connected`).
+pub fn relay_joined(client: Option<Res<RelayClient>>) -> bool {
+    client.is_some_and(|c| c.is_joined())
+}
+
 /// Now as a Time1: the low 16 bits of milliseconds since the Unix epoch (the draft's
 /// clock: prediction assumes the sender's clock and ours agree, as NTP keeps them).
 pub(crate) fn time1_now() -> u16 {

@@ -132,6 +132,10 @@ fn record(
     seen.ended.extend(ended.read().cloned());
 }
 
+/// Frames run while joined (a system under the `relay_joined` run condition).
+#[derive(Resource, Default)]
+struct JoinedFrames(u64);
+
 /// A join of `room` at `base` as `identity`, allowed to publish or not.
 fn connect(base: &str, room: &str, identity: &str, publish: bool) -> Connect {
     Connect::new(base, token(room, identity, publish), room)
@@ -157,7 +161,12 @@ fn app_with(connect: Connect, publish: Option<(u64, f32)>) -> App {
     ))
     .insert_resource(RelayClient::connect(connect).expect("valid settings"))
     .init_resource::<Seen>()
-    .add_systems(Update, (orbit, record));
+    .init_resource::<JoinedFrames>()
+    .add_systems(Update, (orbit, record))
+    .add_systems(
+        Update,
+        (|mut n: ResMut<JoinedFrames>| n.0 += 1).run_if(relay_joined),
+    );
     if let Some((object_id, phase)) = publish {
         app.world_mut().spawn((
             Publish::object(object_id),
@@ -293,6 +302,11 @@ fn two_apps_see_each_other_move_and_a_late_app_gets_the_room() {
                         .is_none()
             })
     });
+    // Bob's frames since he left do not count as joined.
+    let frames = b.world().resource::<JoinedFrames>().0;
+    b.update();
+    assert_eq!(b.world().resource::<JoinedFrames>().0, frames);
+    assert!(a.world().resource::<JoinedFrames>().0 > 0);
     let bob = &b.world().resource::<Seen>().ended[0];
     assert_eq!(bob.reason, EndReason::Left, "{bob:?}");
     for app in [&a, &c] {
