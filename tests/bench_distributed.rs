@@ -3,7 +3,9 @@
 //! (`gsrelay serve` processes sharing a real `redis-server`), and the same load from one
 //! `gsrelay bench` process against a cluster started the same way. The merged report must
 //! agree with the single process's, and `gsrelay bench merge` over the agents' part files
-//! must give the coordinator's report exactly.
+//! must give the coordinator's report exactly. Also the Kubernetes manifests of a
+//! distributed run (`deploy/kustomize/bench`): valid, wired to each other and to the
+//! relays' Secret and Service, and their arguments accepted by the binary.
 
 mod support;
 
@@ -15,6 +17,7 @@ use support::cluster::{Node, linked};
 use support::redis::Redis;
 use support::serve::{BIN, QUEUE_DELAY};
 use support::server::SECRET;
+use support::tools::{run, yaml_documents};
 
 /// The load of both runs: two rooms of three publishers (five objects at 30 Hz), six
 /// subscribers and a late joiner, 3 s measured after 1 s of warm-up.
@@ -268,4 +271,122 @@ async fn three_agents_against_three_nodes_agree_with_one_process() {
         String::from_utf8_lossy(&out.stderr)
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The Kubernetes version the manifests are validated against, as `tests/deploy.rs`'s.
+const KUBERNETES: &str = "1.32.0";
+
+/// The `--flag=value` arguments of a container, as a map.
+fn flags(container: &Value) -> std::collections::BTreeMap<String, String> {
+    container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str()?.strip_prefix("--")?.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// Runs `gsrelay` with a container's arguments and `more` (which override them), which
+/// must fail at run time for the reason `expected`, never on its arguments.
+fn runs_until(container: &Value, more: &[&str], expected: &str) {
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let out = std::process::Command::new(BIN)
+        .args(&args)
+        .args(more)
+        .env_remove("JOB_COMPLETION_INDEX")
+        .env("GSRELAY_TOKEN_SECRET", SECRET)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains(expected),
+        "{args:?}: {err}"
+    );
+}
+
+#[test]
+fn the_bench_manifests_validate_and_fit_the_relays_and_the_binary() {
+    let text =
+        String::from_utf8(run("kubectl", &["kustomize", "deploy/kustomize/bench"]).stdout).unwrap();
+    let path = std::env::temp_dir().join(format!("gsrelay-bench-{}.yaml", std::process::id()));
+    std::fs::write(&path, &text).unwrap();
+    let path_arg = path.to_str().unwrap();
+    let out = run(
+        "kubernetes-validate",
+        &["-k", KUBERNETES, "--strict", path_arg],
+    );
+    std::fs::remove_file(&path).unwrap();
+    let docs = yaml_documents(&text);
+    let report = String::from_utf8_lossy(&out.stdout);
+    let passed = report
+        .lines()
+        .filter(|l| l.contains(" passed for "))
+        .count();
+    assert_eq!(passed, docs.len(), "{report}");
+    let get = |kind: &str, name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    };
+    let coordinator_job = get("Job", "gsrelay-bench-coordinator");
+    let agents_job = get("Job", "gsrelay-bench-agents");
+    let service = get("Service", "gsrelay-bench-coordinator");
+    let container = |job: &Value| job["spec"]["template"]["spec"]["containers"][0].clone();
+    let (coordinator, agent) = (container(coordinator_job), container(agents_job));
+    let (cf, af) = (flags(&coordinator), flags(&agent));
+
+    // As many agents as the coordinator waits for, each pod its own index.
+    let spec = &agents_job["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    assert_eq!(spec["completions"].to_string(), cf["agents"]);
+    assert_eq!(spec["parallelism"].to_string(), cf["agents"]);
+    // The agents reach the coordinator through its Service, on the port it listens on.
+    let port = cf["listen"].rsplit_once(':').unwrap().1;
+    assert_eq!(coordinator["ports"][0]["containerPort"].to_string(), port);
+    assert_eq!(service["spec"]["ports"][0]["port"].to_string(), port);
+    let selector = service["spec"]["selector"].as_object().unwrap();
+    let labels = &coordinator_job["spec"]["template"]["metadata"]["labels"];
+    assert!(selector.iter().all(|(k, v)| &labels[k] == v), "{labels}");
+    assert_eq!(
+        af["coordinator"],
+        format!(
+            "http://{}:{port}",
+            service["metadata"]["name"].as_str().unwrap()
+        )
+    );
+    // The relays' Service and Secret, as the base names them; and the relays' Services
+    // (which select app.kubernetes.io/name: gsrelay) never select a bench pod.
+    assert_eq!(af["relay"], "http://gsrelay:8080");
+    let secret = &agent["env"][0];
+    assert_eq!(secret["name"], "GSRELAY_TOKEN_SECRET");
+    assert_eq!(secret["valueFrom"]["secretKeyRef"]["name"], "gsrelay-token");
+    assert_eq!(secret["valueFrom"]["secretKeyRef"]["key"], "token-secret");
+    for job in [coordinator_job, agents_job] {
+        let labels = &job["spec"]["template"]["metadata"]["labels"];
+        assert_eq!(
+            labels["app.kubernetes.io/name"], "gsrelay-bench",
+            "{labels}"
+        );
+    }
+
+    // The binary takes the arguments as they are: the coordinator resolves its scenario
+    // and listens (then finds no agent within the zero wait given here), the agent looks
+    // for its coordinator.
+    runs_until(
+        &coordinator,
+        &["--listen", "127.0.0.1:0", "--wait", "0"],
+        "were not ready",
+    );
+    let nobody = format!("http://127.0.0.1:{}", free_port());
+    runs_until(
+        &agent,
+        &["--index", "0", "--coordinator", &nobody, "--wait", "0"],
+        "no plan from",
+    );
 }

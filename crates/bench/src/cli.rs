@@ -66,8 +66,10 @@ enum BenchCmd {
     Merge(MergeArgs),
 }
 
-/// Arguments of `gsrelay bench coordinator`.
+/// Arguments of `gsrelay bench coordinator`; a flag given twice takes its last value (a
+/// manifest's arguments can be overridden by appending to them).
 #[derive(Debug, Args)]
+#[command(args_override_self = true)]
 struct CoordinatorArgs {
     #[command(flatten)]
     scenario: ScenarioArgs,
@@ -85,8 +87,9 @@ struct CoordinatorArgs {
     json: Option<PathBuf>,
 }
 
-/// Arguments of `gsrelay bench agent`.
+/// Arguments of `gsrelay bench agent`; a flag given twice takes its last value.
 #[derive(Debug, Args)]
+#[command(args_override_self = true)]
 struct AgentArgs {
     /// The coordinator's base URL, e.g. `http://bench-coordinator:9100`.
     #[arg(long, value_name = "URL")]
@@ -103,7 +106,8 @@ struct AgentArgs {
     /// How long to wait for the coordinator to answer at all, seconds.
     #[arg(long, value_name = "SECS", default_value_t = 600.0)]
     wait: f64,
-    /// Also write this agent's part (what `gsrelay bench merge` reads) to FILE.
+    /// Also write this agent's part (what `gsrelay bench merge` reads) to FILE (`-`:
+    /// to standard output, as one line).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
 }

@@ -113,9 +113,15 @@ pub fn run(a: &Agent) -> anyhow::Result<Part> {
         tally: out.tally,
     };
     if let Some(path) = &a.out {
-        let text = serde_json::to_string(&part)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+        let text = serde_json::to_string(&part)? + "\n";
+        if path.as_os_str() == "-" {
+            // One line, the log's last: `kubectl logs` keeps it for `bench merge`.
+            std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes())?;
+        } else {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
     }
+
     rt.block_on(send_part(&a.coordinator, nonce, &part))?;
     Ok(part)
 }

@@ -78,14 +78,17 @@ pub fn merge(parts: &[Part]) -> anyhow::Result<DistReport> {
         bail!("no part of agents {missing:?} (of {agents})");
     }
     let s = &first.scenario;
+    // In index order, whatever order the files came in: sums of floats depend on it.
+    let mut parts: Vec<&Part> = parts.iter().collect();
+    parts.sort_by_key(|p| p.share.index);
     let mut tally = super::tally::Tally::new(s.rooms)?;
-    for p in parts {
+    for p in &parts {
         tally
             .merge(&p.tally)
             .with_context(|| format!("agent {}", p.share.index))?;
     }
     let report = tally.report(s, TargetKind::Remote, None, &TargetFigures::default());
-    let mut rows: Vec<AgentRow> = parts
+    let rows: Vec<AgentRow> = parts
         .iter()
         .map(|p| {
             let sessions = p.agent.publishers + p.agent.subscribers;
@@ -103,7 +106,6 @@ pub fn merge(parts: &[Part]) -> anyhow::Result<DistReport> {
             }
         })
         .collect();
-    rows.sort_by_key(|r| r.index);
     Ok(DistReport {
         report,
         agents: rows,
