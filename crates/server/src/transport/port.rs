@@ -132,6 +132,10 @@ pub(super) trait Port {
 
     /// Runs the port's own timers that are due.
     fn handle_timeout(&mut self, _now: Instant, _core: &mut impl Core) {}
+
+    /// Gives back the capacity its buffers and tables grew to under load, once the
+    /// shard holds no session.
+    fn release_idle(&mut self) {}
 }
 
 /// A port's inbox, fed by its reader tasks; silent forever once they are all gone.

@@ -369,6 +369,7 @@ impl Shard {
         }
         if inner.relay.release_idle() {
             inner.went_idle = false;
+            self.ports.udp.release_idle();
             super::trim_heap();
             tracing::debug!("shard idle: buffers released");
         }

@@ -502,6 +502,14 @@ impl Port for UdpPort {
     /// Protects the queued packets in place in `transmitted` (the core's output buffer)
     /// and sends them (one `sendmmsg` per [`gsrelay_net::udp::batch::SEND_BATCH`] datagrams, or a GSO
     /// buffer per run to one destination).
+    /// The send plan and queue grow to the largest burst (a snapshot to many
+    /// subscribers: thousands of datagrams), the session table to the most sessions.
+    fn release_idle(&mut self) {
+        self.queued = Vec::new();
+        self.batch = SendBatch::default();
+        self.peers.shrink_to_fit();
+    }
+
     async fn send_queued(&mut self, transmitted: &mut [u8], stats: &mut StatsExporter) {
         for q in self.queued.drain(..) {
             let Some(peer) = self.peers.get_mut(&q.session) else {
