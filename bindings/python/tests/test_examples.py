@@ -18,7 +18,7 @@ def test_bots_are_recorded(relay: Relay, room: str, tmp_path: Path) -> None:
     out = tmp_path / "room.jsonl"
     record = subprocess.Popen(
         [sys.executable, str(EXAMPLES / "record.py"), "--http", relay.base, "--room", room,
-         "--token", relay.token(room, "recorder", publish=False), "--seconds", "6",
+         "--token", relay.token(room, "recorder", publish=False), "--seconds", "12",
          "--out", str(out)],
         stderr=subprocess.PIPE, text=True,
     )
