@@ -2,14 +2,14 @@
 //! (`docs/python-client.md`). It wraps the one Rust client (`gsrelay-client`: SRTP, RTCP,
 //! the codec, joins, resume and rejoin) as the C ABI does, for Python:
 //!
-//! - **Poll first** ([`net`], [`session`]): each session is a task on the extension's own
+//! - **Poll first** (`net`, `session`): each session is a task on the extension's own
 //!   tokio thread; Python pushes commands and drains events in batches, the GIL released
 //!   while it waits. An asyncio loop watches a socket that turns readable when events
-//!   arrive ([`queue`]), so asyncio needs no thread and no other dependency.
-//! - **The codec** ([`codec`]): payloads to and from the JSON form of the draft-01 objects,
+//!   arrive (`queue`), so asyncio needs no thread and no other dependency.
+//! - **The codec** (`codec`): payloads to and from the JSON form of the draft-01 objects,
 //!   which the package turns into dataclasses.
-//! - **Tokens** ([`token`]): HS256 JWTs with the relay's claims.
-//! - **Errors** ([`errors`]): the package's exception classes, each with a stable code.
+//! - **Tokens** (`token`): HS256 JWTs with the relay's claims.
+//! - **Errors** (`errors`): the package's exception classes, each with a stable code.
 
 mod codec;
 mod errors;

@@ -30,11 +30,19 @@ pub fn seconds(name: &str, value: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(value).map_err(|_| {
         error(
             Class::Argument,
-            "timeout",
+            name,
             format!("{name} must be a finite number of seconds >= 0, not {value}"),
             None,
         )
     })
+}
+
+/// The instant `timeout` from now; a timeout past what the clock can hold (a Python
+/// caller's `1e15`) is a year, which no wait here outlives.
+fn deadline(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600))
 }
 
 /// One joined session.
@@ -158,7 +166,7 @@ pub fn join(
         snapshot,
     };
     runtime.spawn(net::run(spec, Arc::clone(&shared), rx, joined_tx));
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline(timeout);
     loop {
         let slice = deadline
             .saturating_duration_since(Instant::now())
@@ -232,7 +240,7 @@ impl Session {
         max: usize,
         timeout: f64,
     ) -> PyResult<Bound<'py, PyList>> {
-        let deadline = Instant::now() + seconds("timeout", timeout)?;
+        let deadline = deadline(seconds("timeout", timeout)?);
         let max = max.clamp(1, MAX_BATCH);
         let records = loop {
             let until = deadline.min(Instant::now() + SLICE);
@@ -278,7 +286,7 @@ impl Session {
     /// Leaves the room, waiting at most `timeout` seconds; how it went.
     #[pyo3(signature = (timeout=5.0))]
     fn leave(&self, py: Python<'_>, timeout: f64) -> PyResult<String> {
-        let deadline = Instant::now() + seconds("timeout", timeout)?;
+        let deadline = deadline(seconds("timeout", timeout)?);
         let (tx, mut rx) = oneshot::channel();
         if self.commands.try_send(Command::Leave(tx)).is_err() {
             return Ok("already over".to_owned());
