@@ -133,6 +133,28 @@ fn the_gdextension_file_names_the_entry_symbol_the_libraries_and_the_api_version
     assert!(demo().join("addons/gsrelay/bin/.gitignore").is_file());
 }
 
+#[test]
+fn the_library_loads_as_godot_loads_it_and_has_the_entry_symbol() {
+    // What Godot does first with a .gdextension: dlopen the library (every symbol bound
+    // now, as RTLD_NOW does) and dlsym its entry symbol. Python's ctypes is the dlopen and
+    // dlsym of this machine's libc; nothing is called.
+    let entry = gdextension()["configuration"]["entry_symbol"].clone();
+    let program = "import ctypes, os, sys\n\
+                   lib = ctypes.CDLL(sys.argv[1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n\
+                   getattr(lib, sys.argv[2])\n";
+    let out = Command::new("python3")
+        .args(["-c", program])
+        .arg(library())
+        .arg(&entry)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "dlopen/dlsym {entry}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The names a script may use on the node: its `#[func]`s, `#[signal]`s and `#[export]`
 /// fields, read from its source.
 fn node_names() -> BTreeSet<String> {
