@@ -1496,13 +1496,34 @@ function leaveWith({ baseUrl, sessionId, token, signal }) {
 }
 
 /**
- * Leaves a rejoin's old session without anyone waiting for it: the request is given up
- * after LEAVE_TIMEOUT_MS (a relay that died may never answer). Resolves to whether the
- * relay took it.
+ * Leaves a rejoin's old session without anyone waiting for it: each try is given up
+ * after LEAVE_TIMEOUT_MS (a relay that died may never answer). Resolves, after the first
+ * try, to whether the relay took it; a try that failed is made again in the background,
+ * LEAVE_RETRY_MS apart and doubling to 4 s, for up to LEAVE_PERSIST_MS (the relay's
+ * session_timeout), until a relay takes it or says the session is gone (404) or the token
+ * may not (401, 403): a cluster node that was frozen or cut off still holds the session,
+ * and its room's members would see the old stream refuse the new one's updates under the
+ * same SSRC until the node timed it out.
  */
 function leaveInBackground({ baseUrl, sessionId, token }) {
-  const signal = AbortSignal.timeout(LEAVE_TIMEOUT_MS);
-  return leaveWith({ baseUrl, sessionId, token, signal }).then(() => true, () => false);
+  const deadline = Date.now() + LEAVE_PERSIST_MS;
+  const once = () =>
+    leaveWith({ baseUrl, sessionId, token, signal: AbortSignal.timeout(LEAVE_TIMEOUT_MS) }).then(
+      () => "left",
+      (e) => (e instanceof ApiError && [401, 403, 404, 410].includes(e.status) ? "over" : "failed"),
+    );
+  const again = (wait) => {
+    if (Date.now() + wait >= deadline) return;
+    setTimeout(() => {
+      once().then((outcome) => {
+        if (outcome === "failed") again(Math.min(wait * 2, 4000));
+      });
+    }, wait);
+  };
+  return once().then((outcome) => {
+    if (outcome === "failed") again(LEAVE_RETRY_MS);
+    return outcome === "left";
+  });
 }
 
 /** Replaces the session's interest: PUT /v1/sessions/{id}/interest. */
@@ -1769,6 +1790,10 @@ const REJOIN_RETRY_MAX_MS = 8000;
  * before it is given up (its relay may have died with the connection open).
  */
 const LEAVE_TIMEOUT_MS = 2000;
+/** How long a rejoin's old session's leave is tried again (the relay's session_timeout). */
+const LEAVE_PERSIST_MS = 60000;
+/** The first wait before a failed leave of a rejoin's old session is tried again. */
+const LEAVE_RETRY_MS = 500;
 
 /**
  * How long a resume's join request may go unanswered before another is sent beside it,

@@ -292,7 +292,10 @@ reporting2 = keepReporting();
 seen[0]?.release("s1-resumed");
 await new Promise((r) => setTimeout(r, 100));
 clearInterval(reporting2);
-t.check(!http.requests.slice(from).some((r) => r.method === "DELETE") && resumePosts(from).length === 4,
+// (An earlier rejoin's old session, whose leave this fake relay refused, may be left again
+// meanwhile: that leave is retried in the background.)
+t.check(!http.requests.slice(from).some((r) => r.method === "DELETE" && r.path === "/v1/sessions/s1-resumed") &&
+  resumePosts(from).length === 4,
   "the same session answered late: nothing left, nothing more sent");
 
 // A resume that reaches no relay (connection refused) goes again at once, not after the hedge.

@@ -125,6 +125,19 @@ const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 /// because the SSRC is still taken waits for that leave, and no longer than this.
 pub const REJOIN_LEAVE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How long the old session's leave is tried again, in the background, when no relay
+/// took it (a cluster node that was frozen or cut off holds the session, and its room's
+/// members there would see two of this client's streams under one SSRC, the old one
+/// refusing the new one's updates, until it times the session out): the relay's
+/// `session_timeout`, past which it has removed the session itself. The tries come
+/// [`REJOIN_LEAVE_RETRY`] apart at first, doubling to 4 s; a 404 (the session is gone)
+/// or a refused token ends them.
+pub const REJOIN_LEAVE_PERSIST: Duration = Duration::from_secs(60);
+
+/// The first wait before the old session's leave is tried again
+/// ([`REJOIN_LEAVE_PERSIST`]).
+pub const REJOIN_LEAVE_RETRY: Duration = Duration::from_millis(500);
+
 /// How long a resume's request may go unanswered before a second one is sent beside it
 /// ([`Client::resume`]). A relay answers a join in milliseconds, and in a cluster within
 /// its link's idle timeout (0.6 s) when the session's old node died; a request that takes
@@ -322,10 +335,11 @@ impl Client {
     /// [`rejoin_if_silent`](Self::rejoin_if_silent) does both, and resumes first.
     ///
     /// The old session is left in the background, never waited for: the leave is sent
-    /// just before the join, on its own task, and given up after
-    /// [`REJOIN_LEAVE_TIMEOUT`]. A relay that is gone does not answer it, a restarted one
-    /// answers 404 or 403, a cluster node may answer 503 for a node that died; none of it
-    /// delays the join. The leave is there for a relay that still holds the old session,
+    /// just before the join, on its own task, and tried again for up to
+    /// [`REJOIN_LEAVE_PERSIST`] until a relay takes it or says the session is gone. A relay
+    /// that is gone does not answer it, a restarted one answers 404 or 403, a cluster node
+    /// may answer 503 for a node that died or is frozen (and takes it once that node
+    /// thaws); none of it delays the join. The leave is there for a relay that still holds the old session,
     /// so that its SSRC comes free, and the join may reach that relay before the leave
     /// does. Then:
     ///
@@ -1220,24 +1234,41 @@ fn leave_extras(
     });
 }
 
-/// Leaves `session` on a task of its own, given at most [`REJOIN_LEAVE_TIMEOUT`] in all:
-/// whether the relay took the leave, for whoever cares to wait.
-fn leave_in_background(http: &Http, session: SessionId) -> tokio::task::JoinHandle<bool> {
+/// Leaves `session` on a task of its own: the first try, given at most
+/// [`REJOIN_LEAVE_TIMEOUT`], says whether the relay took the leave, for whoever cares to
+/// wait; a try that failed is made again in the background ([`REJOIN_LEAVE_PERSIST`]).
+fn leave_in_background(http: &Http, session: SessionId) -> tokio::sync::oneshot::Receiver<bool> {
     let http = http.clone();
+    let (first, answer) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        let leave = delete_session(&http, session, REJOIN_LEAVE_TIMEOUT);
-        match tokio::time::timeout(REJOIN_LEAVE_TIMEOUT, leave).await {
-            Ok(Ok(())) => true,
-            Ok(Err(e)) => {
-                tracing::debug!(error = %e, "the old session's leave failed");
-                false
+        let deadline = tokio::time::Instant::now() + REJOIN_LEAVE_PERSIST;
+        let mut first = Some(first);
+        let mut wait = REJOIN_LEAVE_RETRY;
+        loop {
+            let leave = delete_session(&http, session, REJOIN_LEAVE_TIMEOUT);
+            let outcome = tokio::time::timeout(REJOIN_LEAVE_TIMEOUT, leave).await;
+            let done = match &outcome {
+                Ok(Ok(())) => true,
+                // Gone already, or this token may no longer leave it: nothing to retry.
+                Ok(Err(ClientError::Status { status, .. })) => {
+                    matches!(status, 401 | 403 | 404 | 410)
+                }
+                Ok(Err(_)) | Err(_) => false,
+            };
+            if let Some(first) = first.take() {
+                let _ = first.send(matches!(outcome, Ok(Ok(()))));
             }
-            Err(_) => {
-                tracing::debug!("the old session's leave got no answer in time");
-                false
+            if done || tokio::time::Instant::now() + wait >= deadline {
+                if !done {
+                    tracing::debug!("the old session's leave was never taken");
+                }
+                return;
             }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(4));
         }
-    })
+    });
+    answer
 }
 
 /// Whether a join was refused because the SSRC it required is taken (409 `ssrc_taken`).
