@@ -171,6 +171,13 @@ impl Run {
         if p.scenario != self.plan.scenario {
             return bad("a part of another scenario".into());
         }
+        if p.tally.rooms.len() != p.scenario.rooms {
+            return bad(format!(
+                "counts of {} rooms, not {}",
+                p.tally.rooms.len(),
+                p.scenario.rooms
+            ));
+        }
         if let Some(slot) = self.parts.get_mut(p.share.index) {
             *slot = Some(p);
         }
@@ -268,6 +275,7 @@ async fn post_failed(
 /// Runs a coordinator until every agent has sent its part; returns the merged report.
 pub fn run(c: &Coordinator) -> anyhow::Result<DistReport> {
     c.scenario.validate()?;
+    // Refuses an agent count no split takes.
     Share::new(0, c.agents)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

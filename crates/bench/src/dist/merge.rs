@@ -2,7 +2,7 @@
 //! computed from the sum of the agents' tallies, and a row per agent.
 
 use super::tally::TargetFigures;
-use super::{PART_FORMAT, Part};
+use super::{PART_FORMAT, Part, Share};
 use crate::report::{Report, TargetKind};
 use anyhow::{Context, bail};
 use serde::Serialize;
@@ -48,7 +48,9 @@ pub fn merge(parts: &[Part]) -> anyhow::Result<DistReport> {
     let Some(first) = parts.first() else {
         bail!("no parts to merge");
     };
-    let agents = first.share.agents;
+    // Checked before anything is sized from them: a file may hold anything.
+    let agents = Share::new(first.share.index, first.share.agents)?.agents;
+    first.scenario.validate().context("the parts' scenario")?;
     let mut seen = vec![false; agents];
     for p in parts {
         if p.format != PART_FORMAT {
@@ -231,5 +233,11 @@ mod tests {
         other[0].format = 99;
         refused(other, "format 99");
         refused(vec![part(0, 3), part(1, 2)], "split 3 and 2 ways");
+        let mut huge = part(0, 3);
+        huge.share.agents = usize::MAX;
+        refused(vec![huge], "agents must be");
+        let mut bad = part(0, 1);
+        bad.scenario.rooms = 0;
+        refused(vec![bad], "the parts' scenario");
     }
 }
