@@ -131,6 +131,13 @@ pub struct Report {
     /// stable figure on a shared machine.
     #[serde(default)]
     pub relay_cpu_us_per_packet: Option<f64>,
+    /// CPU of the bench's clients per object update the subscribers received in the
+    /// window, microseconds: the process's CPU less the relay's (or reflector's) threads
+    /// (all of it against a remote relay), over the updates received. Next to
+    /// `relay_cpu_us_per_update` it tells who sets the loss and latency: with clients
+    /// cheaper than the relay (at most half its figure), the relay does.
+    #[serde(default)]
+    pub client_cpu_us_per_update: Option<f64>,
     /// CPU seconds of the whole bench process during the window (clients included).
     pub process_cpu_s: f64,
     /// Peak RSS (VmHWM) of the bench process, which holds the clients too; `None` for a
@@ -243,7 +250,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 type Cell = fn(&Report) -> String;
 
 /// The table's rows.
-fn rows() -> [(&'static str, Cell); 23] {
+fn rows() -> [(&'static str, Cell); 24] {
     [
         ("target", |r| format!("{:?}", r.target).to_lowercase()),
         ("sent pps", |r| format!("{:.0}", r.sent_pps)),
@@ -286,6 +293,9 @@ fn rows() -> [(&'static str, Cell); 23] {
         }),
         ("relay CPU µs/packet", |r| {
             opt(r.relay_cpu_us_per_packet, 3)
+        }),
+        ("client CPU µs/update", |r| {
+            opt(r.client_cpu_us_per_update, 3)
         }),
         ("process CPU s", |r| format!("{:.2}", r.process_cpu_s)),
         ("peak RSS MiB", |r| {

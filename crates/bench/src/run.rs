@@ -15,7 +15,9 @@ use anyhow::{Context, bail};
 use gsrelay_client::{Client, JoinOptions};
 use gsrelay_core::relay::{Interest, RelayConfig};
 use gsrelay_core::rtp::{RtpHeader, RtpPacket};
-use gsrelay_core::wire::{self, Dialect, Object, Unknown, container};
+use gsrelay_core::wire::layout;
+use gsrelay_core::wire::reader::Reader;
+use gsrelay_core::wire::{self, CONTAINER_TAG, Dialect, Object, Unknown, container};
 use gsrelay_net::udp::recv::{Datagram, RecvBatch};
 use gsrelay_server::serve::{self as server, ServeConfig};
 use gsrelay_server::token::{Rights, Tokens};
@@ -60,6 +62,13 @@ const PUBLISHER_THREADS: &str = "gsr-bench-pub";
 /// Reads one subscriber takes per `recvmmsg`, each a datagram or a train the kernel
 /// coalesced (`RecvBatch::coalescing`: only the pages a read fills become resident).
 const RECV_BATCH: usize = 8;
+
+/// How often a counter (a subscriber that neither times updates nor waits for a
+/// snapshot) wakes up to read what its socket has queued: one wake-up per pace instead
+/// of one per train the relay sends (every `max_delay_ms` in aggregated delivery). The
+/// socket's default receive buffer (208 KiB) holds far more than a pace's worth at 500
+/// players (about 11 KB), and counters time nothing, so the wait changes no figure.
+const COUNTER_PACE: Duration = Duration::from_millis(20);
 
 /// Receive buffer asked for by late joiners, which take a snapshot's burst at once.
 const LATE_RECV_BUFFER: usize = 4 << 20;
@@ -749,6 +758,24 @@ struct SubOut {
     snapshot: Option<Option<Duration>>,
 }
 
+impl SubOut {
+    /// Nothing received yet; a late joiner observes.
+    fn new(room: usize, late: bool, observer: bool) -> anyhow::Result<Self> {
+        Ok(Self {
+            room,
+            late,
+            observer: observer || late,
+            seq: SeqCheck::default(),
+            slow: false,
+            all_objects: 0,
+            packets: 0,
+            objects: 0,
+            latency: latency_histogram()?,
+            snapshot: None,
+        })
+    }
+}
+
 /// Sequence numbers seen per stream: what is missing between the lowest and the highest.
 #[derive(Debug, Default)]
 struct SeqCheck {
@@ -788,18 +815,7 @@ async fn subscriber(
     stop_at: Instant,
     live: Arc<AtomicU64>,
 ) -> anyhow::Result<SubOut> {
-    let mut out = SubOut {
-        room,
-        late: late.is_some(),
-        observer: observer || late.is_some(),
-        seq: SeqCheck::default(),
-        slow: false,
-        all_objects: 0,
-        packets: 0,
-        objects: 0,
-        latency: latency_histogram()?,
-        snapshot: None,
-    };
+    let mut out = SubOut::new(room, late.is_some(), observer)?;
     let mut pending: Option<Snapshot> = None;
     if let Some(l) = late {
         tokio::time::sleep_until(l.at.into()).await;
@@ -810,6 +826,9 @@ async fn subscriber(
     let mut last_keepalive = Instant::now();
     let mut last_feedback = Instant::now();
     let mut batch = RecvBatch::coalescing(RECV_BATCH);
+    let mut pace = tokio::time::interval(COUNTER_PACE);
+    pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut emptied = true;
     loop {
         let now = Instant::now();
         if now >= stop_at {
@@ -824,12 +843,26 @@ async fn subscriber(
             last_feedback = now;
         }
         let wait = (stop_at - now).min(FIR_RETRY);
+        let wait = if out.observer {
+            wait
+        } else {
+            // A counter reads what has queued since its last wake-up, then sleeps.
+            if emptied {
+                pace.tick().await;
+            }
+            Duration::ZERO
+        };
         let got = conn
             .recv_batch(&mut batch, wait, |ssrc, seq, payload| {
                 out.seq.see(ssrc, seq);
-                take_packet(&mut out, &mut pending, &clock, ssrc, payload, &live);
+                if out.observer {
+                    take_packet(&mut out, &mut pending, &clock, ssrc, payload, &live);
+                } else {
+                    count_packet(&mut out, &clock, payload, &live);
+                }
             })
             .await?;
+        emptied = got == 0;
         if got == 0 {
             if let Some((t0, last_fir, _, _)) = &mut pending {
                 if t0.elapsed() > SNAPSHOT_TIMEOUT {
@@ -884,6 +917,51 @@ fn take_packet(
     }
 }
 
+/// Takes one RTP packet as a counter does: walks the TLV headers only (tag and length,
+/// the containers' SSRC) without decoding or checking any object, and reads each bench
+/// object's send time, its last 8 bytes, to tell whether it was sent in the window. The
+/// counts are those [`take_packet`] makes of the relay's well-formed packets; the
+/// observers decode the same packets whole.
+fn count_packet(out: &mut SubOut, clock: &Clock, payload: &[u8], live: &AtomicU64) {
+    let arrived = clock.now_ns();
+    let mut r = Reader::new(payload);
+    let mut containers = false;
+    while let Ok(t) = layout::read_tlv(&mut r) {
+        if t.tag != CONTAINER_TAG {
+            continue;
+        }
+        containers = true;
+        let mut body = t.body;
+        if body.skip_varuint().is_ok() {
+            count_unit(out, clock, arrived, body, live);
+        }
+    }
+    if !containers {
+        count_unit(out, clock, arrived, Reader::new(payload), live);
+    }
+}
+
+/// What [`take_unit`] counts of one sender's objects, from their tags and the bench
+/// objects' send times only.
+fn count_unit(out: &mut SubOut, clock: &Clock, arrived: u64, mut r: Reader<'_>, live: &AtomicU64) {
+    let (mut stamps, mut objects) = (0u64, 0u64);
+    while let Ok(t) = layout::read_tlv(&mut r) {
+        if t.tag != BENCH_TAG {
+            objects += 1;
+            continue;
+        }
+        let b = t.body.rest();
+        let sent = b
+            .len()
+            .checked_sub(8)
+            .and_then(|i| b.get(i..))
+            .and_then(|ts| ts.try_into().ok())
+            .map(u64::from_be_bytes);
+        stamps += u64::from(sent.is_some_and(|t| clock.in_window(t)));
+    }
+    tally_unit(out, clock, arrived, (stamps, objects), live);
+}
+
 /// Counts what one sender's packet (or its container in an aggregated packet) brought:
 /// its objects, what a snapshot in progress was waiting for, and, for each bench object,
 /// one packet received and its latency from the send time. A container may hold several
@@ -927,6 +1005,18 @@ fn take_unit(
             out.latency.saturating_record(arrived.saturating_sub(sent));
         }
     }
+    tally_unit(out, clock, arrived, (stamps, objects), live);
+}
+
+/// Adds one sender's unit: its objects when it arrived in the window, and its bench
+/// objects sent in the window (with its objects) when it carried any.
+fn tally_unit(
+    out: &mut SubOut,
+    clock: &Clock,
+    arrived: u64,
+    (stamps, objects): (u64, u64),
+    live: &AtomicU64,
+) {
     if clock.in_window(arrived) {
         out.all_objects += objects;
     }
@@ -1298,7 +1388,69 @@ impl Gathered {
 
 #[cfg(test)]
 mod tests {
-    use super::SeqCheck;
+    use super::{Clock, SeqCheck, SubOut, count_packet, pack, stamp, take_packet};
+    use crate::scenario::Scenario;
+    use gsrelay_core::wire::container;
+    use std::sync::atomic::AtomicU64;
+    use std::time::Instant;
+
+    /// A sender's update as the relay forwards it: the bench object sent at `ts`, then
+    /// the avatar (none when the update was superseded before the packet went).
+    fn update(ts: u64, avatar: bool) -> Vec<u8> {
+        let mut s = Scenario::default();
+        s.make_dense(2);
+        let chunk = pack(&s.live_objects(0), s.payload_budget).unwrap();
+        let body = if avatar { &chunk[0].bytes[..] } else { &[] };
+        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        stamp(&mut out, &mut scratch, (1, ts, false), body).unwrap();
+        out
+    }
+
+    /// Each sender's objects in its container, as one aggregated payload.
+    fn aggregated(senders: &[(u32, Vec<u8>)]) -> Vec<u8> {
+        let mut p = Vec::new();
+        for (ssrc, objects) in senders {
+            container::write_header(&mut p, *ssrc, objects.len());
+            p.extend_from_slice(objects);
+        }
+        p
+    }
+
+    #[test]
+    fn counters_count_what_observers_decode() {
+        let epoch = Instant::now();
+        let clock = Clock {
+            epoch,
+            start: epoch,
+            w0: 0,
+            w1: 1 << 62,
+        };
+        // Sent before the window: counted by neither.
+        let early = Clock { w0: 1_000, ..clock };
+        let superseded = [update(5, false), update(6, true)].concat();
+        let packets = [
+            aggregated(&[(7, update(5, true)), (8, superseded), (9, update(7, true))]),
+            update(8, true),
+        ];
+        let live = AtomicU64::new(0);
+        for clock in [clock, early] {
+            let mut observer = SubOut::new(0, false, true).unwrap();
+            let mut counter = SubOut::new(0, false, false).unwrap();
+            for p in &packets {
+                take_packet(&mut observer, &mut None, &clock, 1, p, &live);
+                count_packet(&mut counter, &clock, p, &live);
+            }
+            let counts = |o: &SubOut| (o.packets, o.objects, o.all_objects);
+            assert_eq!(counts(&counter), counts(&observer));
+            if clock.w0 == 0 {
+                // Five bench objects (one superseded) and four avatars.
+                assert_eq!(counts(&counter), (5, 4, 4));
+                assert_eq!(observer.latency.len(), 5);
+            } else {
+                assert_eq!(counts(&counter).0, 0);
+            }
+        }
+    }
 
     #[test]
     fn sequence_gaps_are_counted_across_the_wrap_and_per_stream() {

@@ -260,6 +260,10 @@ impl Tally {
                 .relay_cpu_s
                 .filter(|_| sent + received > 0)
                 .map(|cpu| cpu * 1e6 / (sent + received) as f64),
+            client_cpu_us_per_update: (received_objects > 0).then(|| {
+                let clients = self.process_cpu_s - seen.relay_cpu_s.unwrap_or(0.0);
+                clients.max(0.0) * 1e6 / received_objects as f64
+            }),
             process_cpu_s: self.process_cpu_s,
             relay_peak_rss_bytes: seen.peak_rss,
             impair_dropped: None,
