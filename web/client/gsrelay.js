@@ -1499,7 +1499,7 @@ function leaveWith({ baseUrl, sessionId, token, signal }) {
  * Leaves a rejoin's old session without anyone waiting for it: each try is given up
  * after LEAVE_TIMEOUT_MS (a relay that died may never answer). Resolves, after the first
  * try, to whether the relay took it; a try that failed is made again in the background,
- * LEAVE_RETRY_MS apart and doubling to 4 s, for up to LEAVE_PERSIST_MS (the relay's
+ * LEAVE_RETRY_MS apart at first, then every second, for up to LEAVE_PERSIST_MS (the relay's
  * session_timeout), until a relay takes it or says the session is gone (404) or the token
  * may not (401, 403): a cluster node that was frozen or cut off still holds the session,
  * and its room's members would see the old stream refuse the new one's updates under the
@@ -1516,7 +1516,7 @@ function leaveInBackground({ baseUrl, sessionId, token }) {
     if (Date.now() + wait >= deadline) return;
     setTimeout(() => {
       once().then((outcome) => {
-        if (outcome === "failed") again(Math.min(wait * 2, 4000));
+        if (outcome === "failed") again(Math.min(wait * 2, 1000));
       });
     }, wait);
   };

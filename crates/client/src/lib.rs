@@ -130,7 +130,7 @@ pub const REJOIN_LEAVE_TIMEOUT: Duration = Duration::from_secs(2);
 /// members there would see two of this client's streams under one SSRC, the old one
 /// refusing the new one's updates, until it times the session out): the relay's
 /// `session_timeout`, past which it has removed the session itself. The tries come
-/// [`REJOIN_LEAVE_RETRY`] apart at first, doubling to 4 s; a 404 (the session is gone)
+/// [`REJOIN_LEAVE_RETRY`] apart at first, then every second (a thawed node must end it soon after it is back); a 404 (the session is gone)
 /// or a refused token ends them.
 pub const REJOIN_LEAVE_PERSIST: Duration = Duration::from_secs(60);
 
@@ -1265,7 +1265,7 @@ fn leave_in_background(http: &Http, session: SessionId) -> tokio::sync::oneshot:
                 return;
             }
             tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(4));
+            wait = (wait * 2).min(Duration::from_secs(1));
         }
     });
     answer
