@@ -32,11 +32,23 @@ fn crate_sources() -> Vec<(&'static str, PathBuf)> {
         ("gsrelay-client", "client"),
         ("gsrelay-server", "server"),
         ("gsrelay-bench", "bench"),
+        ("gsrelay-ffi", "ffi"),
     ] {
         out.push((name, workspace().join("crates").join(dir).join("src")));
     }
+    for (name, dir) in ENGINE_BINDINGS {
+        out.push((name, workspace().join("bindings").join(dir).join("src")));
+    }
     out
 }
+
+/// The bindings for engines and languages, each a crate under `bindings/`: what it is
+/// called, and its folder.
+const ENGINE_BINDINGS: [(&str, &str); 3] = [
+    ("gsrelay-python", "python"),
+    ("gsrelay-godot", "godot"),
+    ("gsrelay-bevy", "bevy"),
+];
 
 /// The first identifier of `s`.
 fn ident(s: &str) -> &str {
@@ -300,6 +312,31 @@ fn the_client_crate_has_nothing_only_a_server_needs() {
         &SERVER_ONLY,
         "a game links the client alone",
     );
+}
+
+/// The engine bindings wrap the one client (Python and Bevy directly, Godot through the
+/// C ABI) and bring nothing else a server needs: the Python package mints tokens with
+/// the same JWT crate the relay checks them with, and nothing more of the server's.
+#[test]
+fn the_engine_bindings_wrap_the_client_and_have_nothing_only_a_server_needs() {
+    for (package, _) in ENGINE_BINDINGS {
+        let tree = dependency_tree(package);
+        let wraps = if package == "gsrelay-godot" {
+            "gsrelay-ffi"
+        } else {
+            "gsrelay-client"
+        };
+        assert!(tree.contains(wraps), "{package} wraps {wraps}");
+        let forbidden: Vec<&str> = SERVER_ONLY
+            .into_iter()
+            .filter(|f| !(package == "gsrelay-python" && *f == "jsonwebtoken"))
+            .collect();
+        assert_none_of(
+            package,
+            &forbidden,
+            "a game or a tool links its binding alone",
+        );
+    }
 }
 
 #[test]

@@ -3,13 +3,13 @@
 //! timeline (warm-up, window, late joiners, drain) and gathers a [`Report`].
 
 use super::baseline::{self, Reflector, Role};
-use super::dist::tally::{
-    PublisherCount, SubscriberCount, Tally, TargetFigures, latency_histogram,
-};
-use super::dist::{Barrier, Share, ShareOut};
 use super::impair::{Impairment, Proxy, ProxyListener};
 use super::report::{Report, TargetKind};
 use super::scenario::{BENCH_NO_ID, BENCH_STATE_ID, Scenario, Security};
+use super::share::tally::{
+    PublisherCount, SubscriberCount, Tally, TargetFigures, latency_histogram,
+};
+use super::share::{Barrier, Share, ShareOut};
 use super::sys;
 use anyhow::{Context, bail};
 use gsrelay_client::{Client, JoinOptions};

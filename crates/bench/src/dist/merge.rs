@@ -168,9 +168,9 @@ impl DistReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dist::tally::Tally;
     use crate::dist::{AgentFigures, Share};
     use crate::scenario::Scenario;
+    use crate::share::tally::Tally;
 
     fn part(index: usize, agents: usize) -> Part {
         let mut tally = Tally::new(1).unwrap();

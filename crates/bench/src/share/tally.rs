@@ -363,7 +363,7 @@ mod v2 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dist::Share;
+    use crate::share::Share;
     use std::time::Duration;
 
     /// Latencies from 1 µs to 2 s, from an LCG started at `seed`.
