@@ -65,10 +65,14 @@ const RECV_BATCH: usize = 8;
 
 /// How often a counter (a subscriber that neither times updates nor waits for a
 /// snapshot) wakes up to read what its socket has queued: one wake-up per pace instead
-/// of one per train the relay sends (every `max_delay_ms` in aggregated delivery). The
-/// socket's default receive buffer (208 KiB) holds far more than a pace's worth at 500
-/// players (about 11 KB), and counters time nothing, so the wait changes no figure.
-const COUNTER_PACE: Duration = Duration::from_millis(20);
+/// of one per train the relay sends (every `max_delay_ms` in aggregated delivery).
+/// Counters time nothing, so the wait changes no figure as long as the socket holds a
+/// pace's worth (about 30 KB at 500 players; see [`COUNTER_RECV_BUFFER`]).
+const COUNTER_PACE: Duration = Duration::from_millis(50);
+
+/// Receive buffer asked for by counters: a pace's worth many times over, so that a
+/// counter the scheduler runs late on a busy machine loses nothing to its own socket.
+const COUNTER_RECV_BUFFER: usize = 1 << 20;
 
 /// Receive buffer asked for by late joiners, which take a snapshot's burst at once.
 const LATE_RECV_BUFFER: usize = 4 << 20;
@@ -438,6 +442,8 @@ impl Endpoint {
                     .with_context(|| format!("joining room {room_name}"))?;
                 if late {
                     c.set_recv_buffer(LATE_RECV_BUFFER)?;
+                } else if role == Role::Subscriber && !s.observes(n) {
+                    c.set_recv_buffer(COUNTER_RECV_BUFFER)?;
                 }
                 if role == Role::Subscriber {
                     // Latches the address; repeated in case impairment drops one.
