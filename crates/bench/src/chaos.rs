@@ -814,9 +814,21 @@ impl Nodes {
     /// The port of the node's QUIC endpoint for links, from its record in the directory.
     async fn link_port(&self, slot: usize) -> anyhow::Result<u16> {
         let redis = self.redis.as_ref().context("Redis is not running")?;
-        let mut c = redis.connection().await?;
         let key = format!("{PREFIX}:node:{}", self.names[slot]);
-        let record: Option<String> = redis::cmd("GET").arg(&key).query_async(&mut c).await?;
+        // Asked again when a loaded machine's Redis answers past the client's timeout.
+        let mut tries = 0;
+        let record: Option<String> = loop {
+            let got = match redis.connection().await {
+                Ok(mut c) => redis::cmd("GET").arg(&key).query_async(&mut c).await,
+                Err(e) => Err(e),
+            };
+            match got {
+                Ok(record) => break record,
+                Err(e) if tries >= 10 => return Err(e).context("reading the node's record"),
+                Err(_) => tries += 1,
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
         let record: serde_json::Value =
             serde_json::from_str(&record.context("the node's record is missing")?)?;
         let link: SocketAddr = record["link"]

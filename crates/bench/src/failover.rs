@@ -465,26 +465,47 @@ pub async fn directory_whole(
     records: &[String],
     rooms: &[(String, Vec<String>)],
 ) -> anyhow::Result<bool> {
-    let mut c = redis.connection().await?;
     let deadline = Instant::now() + DIRECTORY_TIMEOUT;
-    'poll: while Instant::now() < deadline {
+    let mut c = None;
+    while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{PREFIX}:node:*"))
-            .query_async(&mut c)
-            .await?;
-        if !records.iter().all(|r| keys.contains(r)) {
+        if c.is_none() {
+            c = redis.connection().await.ok();
+        }
+        let Some(conn) = c.as_mut() else {
             continue;
+        };
+        // A query that failed (a loaded machine's Redis answering past the client's
+        // timeout) is asked again: only the deadline decides.
+        match holds_all(conn, records, rooms).await {
+            Ok(true) => return Ok(true),
+            Ok(false) => {}
+            Err(_) => c = None,
         }
-        for (room, fields) in rooms {
-            let held: Vec<String> = redis::cmd("HKEYS").arg(room).query_async(&mut c).await?;
-            if !fields.iter().all(|f| held.contains(f)) {
-                continue 'poll;
-            }
-        }
-        return Ok(true);
     }
     Ok(false)
+}
+
+/// Whether the directory holds every record of `records` and every field of `rooms`.
+async fn holds_all(
+    c: &mut redis::aio::MultiplexedConnection,
+    records: &[String],
+    rooms: &[(String, Vec<String>)],
+) -> redis::RedisResult<bool> {
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{PREFIX}:node:*"))
+        .query_async(c)
+        .await?;
+    if !records.iter().all(|r| keys.contains(r)) {
+        return Ok(false);
+    }
+    for (room, fields) in rooms {
+        let held: Vec<String> = redis::cmd("HKEYS").arg(room).query_async(c).await?;
+        if !fields.iter().all(|f| held.contains(f)) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The clients of the room, in their tasks.
