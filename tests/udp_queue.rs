@@ -4,6 +4,12 @@
 //! blocking the test's thread is what stalls the shard: whatever is sent before the
 //! block waits in the socket at least as long as the block lasts. No timing is hoped for:
 //! the waits are lower bounds, and what follows polls with deadlines.
+//!
+//! The kernel stamps a datagram on arrival only once its timestamping switch is on, which
+//! it turns on lazily, from a work queue, when the first socket on the machine asks for
+//! stamps (`net_enable_timestamp`). What arrives before that is stamped when it is read,
+//! so it looks as if it waited no time. On a loaded machine that lag outlasts a test's
+//! set-up, so the shedding tests first confirm the stamps with [`Harness::stamps_arrivals`].
 
 mod support;
 
@@ -27,6 +33,9 @@ const BUDGET: Duration = Duration::from_millis(100);
 
 /// How long the shard is stalled: well past the budget.
 const STALL: Duration = Duration::from_millis(250);
+
+/// How long a probe of arrival stamps stalls the shard: within the budget.
+const PROBE_STALL: Duration = Duration::from_millis(20);
 
 struct Harness {
     t: ShardTask,
@@ -73,6 +82,29 @@ impl Harness {
             .await
             .unwrap();
         Client::from_answer(answer, Dialect::Draft01).await.unwrap()
+    }
+
+    /// Waits until the shard's socket is stamped on arrival: a probe update sent, the
+    /// shard stalled for [`PROBE_STALL`], the update forwarded, and the wait the relay
+    /// measured (its UDP forwarding latency, which counts the time in the socket) is at
+    /// least the stall. Sends probes (x = `x`) until one shows it; panics at the deadline.
+    async fn stamps_arrivals(&self, publisher: &mut Client, sub: &mut Client, x: f32) {
+        let latency = self.metrics.transport("udp").latency;
+        let deadline = Instant::now() + WAIT;
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "the kernel never stamped arrivals"
+            );
+            let before = latency.get_sample_sum();
+            publisher.send_objects(&[head(x)]).await.unwrap();
+            std::thread::sleep(PROBE_STALL);
+            let (_, objects) = sub.recv_objects(WAIT).await.unwrap().expect("the probe");
+            assert_eq!(x_of(&objects), x);
+            if latency.get_sample_sum() - before >= PROBE_STALL.as_secs_f64() {
+                return;
+            }
+        }
     }
 
     fn dropped(&self, reason: &str) -> u64 {
@@ -153,6 +185,7 @@ async fn fresh_arrives(publisher: &mut Client, sub: &mut Client, x: f32) -> (Vec
 async fn rtp_past_the_budget_is_shed_but_each_streams_newest_and_rtcp_are_not() {
     let h = budgeted().await;
     let (mut publisher, mut sub) = pair(&h).await;
+    h.stamps_arrivals(&mut publisher, &mut sub, 1.0).await;
     assert_eq!(h.dropped("stale"), 0);
 
     // Both clients have sent already, so these sends find their sockets writable and
@@ -199,6 +232,7 @@ async fn rtp_past_the_budget_is_shed_but_each_streams_newest_and_rtcp_are_not() 
 async fn past_the_budget_every_stream_keeps_its_newest() {
     let h = budgeted().await;
     let (mut a, mut sub) = pair(&h).await;
+    h.stamps_arrivals(&mut a, &mut sub, 1.0).await;
     let mut b = h.client(true, false).await;
     b.send_objects(&[head(2.0)]).await.unwrap();
     let (ssrc, objects) = sub.recv_objects(WAIT).await.unwrap().expect("b's first");
