@@ -1,0 +1,85 @@
+//! The room's state as a replay rebuilds it: per stream, each object's latest TLV bytes,
+//! the way the relay's store keeps them (`gsrelay_core::relay::store`).
+
+use gsrelay_core::rtp::RtpPacket;
+use gsrelay_core::wire::{self, Dialect, ObjectRef};
+use std::collections::{BTreeMap, HashMap};
+
+/// One stream's objects, in the order they were first seen.
+#[derive(Debug, Clone, Default)]
+struct Stream {
+    objects: Vec<(u64, Vec<u8>)>,
+    index: HashMap<u64, usize>,
+}
+
+/// The whole room: streams by SSRC.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RoomState {
+    streams: BTreeMap<u32, Stream>,
+    /// Scratch for one packet's objects, kept to reuse its allocation.
+    refs: Vec<ObjectRef>,
+}
+
+impl RoomState {
+    /// Forgets everything (a checkpoint starts: it is the whole room).
+    pub fn clear(&mut self) {
+        self.streams.clear();
+    }
+
+    /// Removes a stream (it ended).
+    pub fn remove(&mut self, ssrc: u32) {
+        self.streams.remove(&ssrc);
+    }
+
+    /// Applies one packet: each object with an objectID gets the packet's TLV as its
+    /// latest. As in the relay, the first TLV of an objectID in a packet replaces the
+    /// object's bytes, later ones in the same packet (the object in a newer format) are
+    /// appended. A packet that does not parse as RTP, or whose payload does not validate,
+    /// changes nothing: the relay would have refused it.
+    pub fn apply(&mut self, packet: &[u8]) {
+        let Ok(rtp) = RtpPacket::parse(packet) else {
+            return;
+        };
+        let payload = rtp.payload();
+        self.refs.clear();
+        for r in wire::objects(payload, Dialect::Draft01) {
+            match r {
+                Ok(r) => self.refs.push(r),
+                Err(_) => return,
+            }
+        }
+        let stream = self.streams.entry(rtp.ssrc()).or_default();
+        for (i, r) in self.refs.iter().enumerate() {
+            let Some(id) = r.id else { continue };
+            let bytes = r.bytes(payload);
+            let again = self.refs.iter().take(i).any(|p| p.id == Some(id));
+            match stream.index.get(&id) {
+                Some(&slot) => {
+                    if let Some((_, b)) = stream.objects.get_mut(slot) {
+                        if !again {
+                            b.clear();
+                        }
+                        b.extend_from_slice(bytes);
+                    }
+                }
+                None => {
+                    stream.index.insert(id, stream.objects.len());
+                    stream.objects.push((id, bytes.to_vec()));
+                }
+            }
+        }
+    }
+
+    /// Each stream's objects, concatenated, by SSRC.
+    pub fn snapshot(&self) -> impl Iterator<Item = (u32, Vec<u8>)> + '_ {
+        self.streams.iter().map(|(&ssrc, s)| {
+            (
+                ssrc,
+                s.objects
+                    .iter()
+                    .flat_map(|(_, b)| b.iter().copied())
+                    .collect(),
+            )
+        })
+    }
+}
