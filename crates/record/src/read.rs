@@ -355,6 +355,9 @@ pub fn scan(bytes: &[u8]) -> Result<Scan<'_>, FormatError> {
             break;
         }
     }
+    if !finished && off < bytes.len() {
+        corrupt_before_end(bytes, &ifaces)?;
+    }
     Ok(Scan {
         bytes,
         body_start,
@@ -362,6 +365,37 @@ pub fn scan(bytes: &[u8]) -> Result<Scan<'_>, FormatError> {
         finished,
         summary,
     })
+}
+
+/// Tells a torn tail from damage in the middle: when the walk stopped at a bad block but
+/// the file still ends with a sound `segment_end`, the writer finished the segment and
+/// its bytes changed since, so the segment is corrupt (its checksum cannot match), not
+/// torn; cutting it there would throw good records away.
+fn corrupt_before_end(bytes: &[u8], ifaces: &Interfaces) -> Result<(), FormatError> {
+    let Some(total) = bytes.len().checked_sub(4).and_then(|at| le32(bytes, at)) else {
+        return Ok(());
+    };
+    let Some(start) = bytes.len().checked_sub(total as usize) else {
+        return Ok(());
+    };
+    let Some(raw) = raw_block(bytes, start).filter(|r| r.kind == EPB) else {
+        return Ok(());
+    };
+    let Some((_, Body::Json(json))) = record_body(raw.body, ifaces, true) else {
+        return Ok(());
+    };
+    match serde_json::from_slice(json) {
+        Ok(Event::SegmentEnd {
+            crc32c: expected, ..
+        }) => Err(FormatError::Corrupt {
+            expected,
+            actual: format!(
+                "{:08x}",
+                crc32c::crc32c(bytes.get(..start).unwrap_or_default())
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 impl<'a> Scan<'a> {

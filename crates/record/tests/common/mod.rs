@@ -103,13 +103,13 @@ pub fn generate(streams: u32, secs: u64, segment_secs: u64) -> Generated {
     let mut t = 0u64;
     while t < secs * SEC {
         let at = T0 + t;
-        if t > 0 && t % (segment_secs * SEC) == 0 {
+        if t > 0 && t.is_multiple_of(segment_secs * SEC) {
             w.finish(at);
             g.segments.push(w.pending().to_vec());
             segment += 1;
             w = new_segment(segment, at);
         }
-        if t % SEC == 0 {
+        if t.is_multiple_of(SEC) {
             write_checkpoint(&mut w, at, &model);
         }
         if t == 0 {
