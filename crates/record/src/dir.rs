@@ -77,9 +77,9 @@ pub struct SegmentInfo {
     pub path: PathBuf,
     /// Its number.
     pub index: u32,
-    /// Time of its first record, ns since the Unix epoch; 0 when it has none.
+    /// Time of its earliest record, ns since the Unix epoch; 0 when it has none.
     pub first_ns: u64,
-    /// Time of its last good record; 0 when it has none.
+    /// Time of its latest good record; 0 when it has none.
     pub last_ns: u64,
     /// Times of its complete checkpoints (all their packets are in the segment).
     pub checkpoints: Vec<u64>,

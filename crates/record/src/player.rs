@@ -80,6 +80,9 @@ struct Seek {
     target: u64,
     /// The checkpoint to start from (its time, ns since the epoch), until it is reached.
     checkpoint: Option<u64>,
+    /// Packets of the checkpoint still to apply: they count even when stamped after the
+    /// target, since the checkpoint is the room at its event's time.
+    checkpoint_left: u32,
 }
 
 /// The replay clock of one recording.
@@ -213,6 +216,7 @@ impl Player {
         self.seek = Some(Seek {
             target: to_ns_from_start,
             checkpoint,
+            checkpoint_left: 0,
         });
         self.state.clear();
         self.state_due = false;
@@ -396,7 +400,7 @@ impl Player {
                 self.seek = Some(seek);
                 return false;
             };
-            if seek.checkpoint.is_none() && at > target_ns {
+            if seek.checkpoint.is_none() && seek.checkpoint_left == 0 && at > target_ns {
                 break;
             }
             let (Some(loaded), Some(cursor)) = (self.loaded.get(&self.seg), self.cursor.as_mut())
@@ -412,21 +416,35 @@ impl Player {
                     Some(c),
                     Record::Event {
                         at_ns,
-                        event: Event::Checkpoint { .. },
+                        event: Event::Checkpoint { packets },
                     },
                 ) if at_ns == c => {
                     seek.checkpoint = None;
+                    seek.checkpoint_left = packets;
                     self.state.clear();
                 }
                 (Some(_), _) => {}
-                (None, Record::Rtp { packet, .. }) => self.state.apply(packet),
+                (
+                    None,
+                    Record::Rtp {
+                        packet, checkpoint, ..
+                    },
+                ) => {
+                    if checkpoint {
+                        seek.checkpoint_left = seek.checkpoint_left.saturating_sub(1);
+                    }
+                    self.state.apply(packet);
+                }
                 (
                     None,
                     Record::Event {
-                        event: Event::Checkpoint { .. },
+                        event: Event::Checkpoint { packets },
                         ..
                     },
-                ) => self.state.clear(),
+                ) => {
+                    seek.checkpoint_left = packets;
+                    self.state.clear();
+                }
                 (
                     None,
                     Record::Event {

@@ -282,7 +282,7 @@ pub struct Scan<'a> {
 /// What the scan learned on the way, for `SegmentInfo`.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Summary {
-    /// Time of the first and of the last record; `None` without records.
+    /// The earliest and the latest record time; `None` without records.
     pub span: Option<(u64, u64)>,
     /// Times of the checkpoints whose packets are all in the segment.
     pub checkpoints: Vec<u64>,
@@ -314,8 +314,8 @@ pub fn scan(bytes: &[u8]) -> Result<Scan<'_>, FormatError> {
     while let Some((step, end)) = step(bytes, off, &mut ifaces, true) {
         let mut ends_segment = false;
         if let Step::Record(at, body) = step {
-            let (first, _) = summary.span.unwrap_or((at, at));
-            summary.span = Some((first, at));
+            let (first, last) = summary.span.unwrap_or((at, at));
+            summary.span = Some((first.min(at), last.max(at)));
             match body {
                 Body::Rtp(true, _) => {
                     if let Some((ck, left)) = open_checkpoint.as_mut() {

@@ -22,10 +22,9 @@ pub struct SegmentWriter {
 }
 
 impl SegmentWriter {
-    /// A segment of recording `recording` of room `room`, number `segment`: its section
-    /// header and interface descriptions are queued, and its first record, a
-    /// `segment_started` event at time 0 is not: the caller writes that (with its own
-    /// clock) as the first [`event`](Self::event).
+    /// A segment of recording `recording` of room `room`, number `segment`, with its
+    /// section header and interface descriptions queued. Its first record should be a
+    /// `segment_started` event, which the caller writes with its own clock.
     pub fn new(recording: &str, room: &str, segment: u32) -> Self {
         let mut w = SegmentWriter {
             pending: Vec::with_capacity(4096),

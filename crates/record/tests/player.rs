@@ -161,7 +161,7 @@ fn plays_everything_in_time_at_1x_and_ends() {
 
 #[test]
 fn speeds_scale_the_clock() {
-    for speed in [0.25, 2.0, 8.0] {
+    for speed in [0.25, 0.3, 1.7, 2.0, 8.0] {
         let g = generate(2, 3, 10);
         let mut rig = Rig::new(&format!("speed{speed}"), &g);
         rig.player.set_speed(rig.t0, speed).unwrap();
@@ -373,4 +373,27 @@ fn a_recording_started_mid_game_seeks_from_its_checkpoints() {
             "object 40 from the checkpoint"
         );
     }
+}
+
+#[test]
+fn a_checkpoint_stamped_after_its_event_still_counts() {
+    let tlv = common::objects(&[(1, 1.0)]);
+    let mut w = gsrelay_record::SegmentWriter::new("rec-1", "arena", 0);
+    w.event(T0, &Event::SegmentStarted { segment: 0 });
+    w.event(T0 + SEC, &Event::Checkpoint { packets: 1 });
+    // The snapshot's packet reached the writer 2 ms after the event.
+    w.rtp(T0 + SEC + 2 * MS, true, &common::rtp(5, 0, 0, &tlv[0]))
+        .unwrap();
+    w.finish(T0 + 2 * SEC);
+    let g = Generated {
+        segments: vec![w.pending().to_vec()],
+        states: Vec::new(),
+        end_ns: 2 * SEC,
+        live: Vec::new(),
+        events: Vec::new(),
+    };
+    let mut rig = Rig::new("late-checkpoint", &g);
+    rig.player.seek(rig.now, SEC + MS).unwrap();
+    let out = rig.poll();
+    assert_eq!(out[0].1, Got::State(vec![(5, tlv[0].clone())]));
 }
