@@ -161,3 +161,37 @@ pub fn each_option(mut b: &[u8], mut each: impl FnMut(u16, &[u8])) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv4_checksum_matches_a_known_header() {
+        // A header from the wild (Wikipedia's worked example): checksum 0xB861.
+        let mut h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        assert_eq!(ipv4_checksum(&h), 0xb861);
+        h[10..12].copy_from_slice(&0xb861u16.to_be_bytes());
+        assert_eq!(
+            ipv4_checksum(&h),
+            0,
+            "a header with its checksum sums to zero"
+        );
+    }
+
+    #[test]
+    fn options_running_past_the_end_are_malformed() {
+        let mut b = Vec::new();
+        push_option(&mut b, OPT_COMMENT, b"hello");
+        push_option(&mut b, OPT_END, &[]);
+        let mut seen = Vec::new();
+        assert!(each_option(&b, |c, v| seen.push((c, v.to_vec()))));
+        assert_eq!(seen, [(OPT_COMMENT, b"hello".to_vec())]);
+        assert!(!each_option(&b[..6], |_, _| {}));
+        assert!(!each_option(&[1, 0, 0xff, 0xff, 0, 0], |_, _| {}));
+        assert!(each_option(&[], |_, _| {}));
+    }
+}

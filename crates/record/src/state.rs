@@ -83,3 +83,49 @@ impl RoomState {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gsrelay_core::wire::{Object, Object1};
+
+    fn packet(ssrc: u32, payload: &[u8]) -> Vec<u8> {
+        let mut p = vec![0x80, 96, 0, 1, 0, 0, 0, 0];
+        p.extend_from_slice(&ssrc.to_be_bytes());
+        p.extend_from_slice(payload);
+        p
+    }
+
+    fn object1(id: u64, time: u16) -> Vec<u8> {
+        let o = Object::Object1(Object1 {
+            id,
+            time,
+            ..Default::default()
+        });
+        wire::encode(&[o], Dialect::Draft01).unwrap()
+    }
+
+    #[test]
+    fn latest_tlv_per_object_and_repeats_in_one_packet_append() {
+        let mut s = RoomState::default();
+        let (a1, b1, a2, a3) = (object1(1, 1), object1(2, 1), object1(1, 2), object1(1, 3));
+        s.apply(&packet(5, &[a1.clone(), b1.clone()].concat()));
+        s.apply(&packet(5, &a2));
+        let snap: Vec<_> = s.snapshot().collect();
+        assert_eq!(snap, [(5, [a2.clone(), b1.clone()].concat())]);
+        // The same objectID twice in one packet: both kept, in order.
+        s.apply(&packet(5, &[a3.clone(), a2.clone()].concat()));
+        let snap: Vec<_> = s.snapshot().collect();
+        assert_eq!(snap, [(5, [a3, a2, b1].concat())]);
+        s.remove(5);
+        assert_eq!(s.snapshot().count(), 0);
+    }
+
+    #[test]
+    fn garbage_changes_nothing() {
+        let mut s = RoomState::default();
+        s.apply(&[1, 2, 3]);
+        s.apply(&packet(5, &[0x03, 0xff]));
+        assert_eq!(s.snapshot().count(), 0);
+    }
+}
