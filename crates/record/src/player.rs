@@ -313,9 +313,12 @@ impl Player {
             return self.anchor_pos;
         }
         let elapsed = now.saturating_duration_since(self.anchor_at).as_nanos() as f64;
+        // Rounded, not truncated: `poll_timeout` rounds its wake-up up to the nanosecond,
+        // and at that instant the position must have reached the record, whatever the
+        // floating-point product lands on.
         let pos = self
             .anchor_pos
-            .saturating_add((elapsed * self.speed) as u64);
+            .saturating_add((elapsed * self.speed).round() as u64);
         pos.min(self.end_ns)
     }
 
