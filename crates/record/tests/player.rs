@@ -28,6 +28,11 @@ struct Rig {
 
 impl Rig {
     fn new(name: &str, g: &Generated) -> Rig {
+        Rig::compressed(name, g, &[])
+    }
+
+    /// A rig whose segments `gz` are compressed (`.pcapng.gz`).
+    fn compressed(name: &str, g: &Generated, gz: &[usize]) -> Rig {
         let dir =
             std::env::temp_dir().join(format!("gsrelay-record-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -38,7 +43,11 @@ impl Rig {
         )
         .unwrap();
         for (i, s) in g.segments.iter().enumerate() {
-            std::fs::write(dir.join(format!("{i:06}.pcapng")), s).unwrap();
+            let path = dir.join(format!("{i:06}.pcapng"));
+            std::fs::write(&path, s).unwrap();
+            if gz.contains(&i) {
+                gsrelay_record::compress_segment(&path).unwrap();
+            }
         }
         let rec = Recording::open(&dir).unwrap();
         let t0 = Instant::now();
@@ -144,7 +153,14 @@ fn check_timing(g: &Generated, out: &[(Duration, Got)], speed: f64, from: usize,
 #[test]
 fn plays_everything_in_time_at_1x_and_ends() {
     let g = generate(3, 5, 2);
-    let mut rig = Rig::new("play", &g);
+    // The middle segment compressed: the shell inflates it (read_segment) before feeding.
+    let mut rig = Rig::compressed("play", &g, &[1]);
+    assert!(
+        rig.rec.segments[1]
+            .path
+            .to_string_lossy()
+            .ends_with(".pcapng.gz")
+    );
     assert_eq!(rig.player.duration_ns(), g.end_ns);
     let out = rig.run_until(Duration::from_secs(60));
     check_timing(&g, &out, 1.0, 0, Duration::ZERO);
