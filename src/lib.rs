@@ -11,11 +11,13 @@
 //! - `gsrelay-server`: running a relay ([`serve`]) and minting its access tokens
 //!   ([`token`]).
 //! - `gsrelay-bench`: the load generator ([`bench`](mod@bench)).
+//! - `gsrelay-record`: the recording format and the replay clock ([`record`]).
 #![warn(missing_docs)]
 
 pub use gsrelay_bench as bench;
 pub use gsrelay_client as client;
 pub use gsrelay_core::*;
+pub use gsrelay_record as record;
 pub use gsrelay_server::{serve, token};
 
 /// Not a stable API: for this workspace's tests, benches and fuzz targets.

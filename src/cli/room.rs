@@ -1,6 +1,6 @@
 //! `gsrelay room`: a game backend's server API (`docs/api.md`, "Server API") from the
 //! command line: list rooms, show one, close it, remove, mute or unmute a participant,
-//! set metadata.
+//! set metadata, start and stop a room's recording.
 //!
 //! A refusal of the relay prints `error: <code>: <message>` and exits with
 //! [`EXIT_REFUSED`]; a relay that cannot be reached exits with [`EXIT_UNREACHABLE`];
@@ -91,6 +91,21 @@ enum RoomCommand {
         #[arg(value_name = "JSON")]
         second: Option<String>,
     },
+    /// Start, stop or show a room's recording (`docs/recording.md`).
+    Record {
+        #[command(subcommand)]
+        action: RecordAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum RecordAction {
+    /// Start recording a room.
+    Start { room: String },
+    /// Stop recording a room; prints the recording once its files are closed.
+    Stop { room: String },
+    /// The room's running recording.
+    Status { room: String },
 }
 
 /// A failure with its own exit status.
@@ -295,6 +310,22 @@ async fn run(api: &Api, command: RoomCommand, metadata: Option<Value>) -> anyhow
             let path = ["v1", "rooms", &room, "participants", &identity];
             api.call(Method::DELETE, &path, None).await?;
             println!("removed {identity} from {room}");
+        }
+        RoomCommand::Record { action } => {
+            let (method, room, done) = match &action {
+                RecordAction::Start { room } => (Method::POST, room, "recording"),
+                RecordAction::Stop { room } => (Method::DELETE, room, "stopped recording"),
+                RecordAction::Status { room } => (Method::GET, room, "recording"),
+            };
+            let path = ["v1", "rooms", room.as_str(), "recording"];
+            let r = api.call(method, &path, None).await?;
+            println!(
+                "{done} {room}: {} ({}, {} bytes in {} segments)",
+                field(&r["id"]),
+                field(&r["state"]),
+                field(&r["bytes"]),
+                field(&r["segments"])
+            );
         }
         RoomCommand::Mute { room, identity } => mute(api, &room, &identity, true).await?,
         RoomCommand::Unmute { room, identity } => mute(api, &room, &identity, false).await?,

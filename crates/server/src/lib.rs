@@ -16,6 +16,7 @@ mod cluster;
 mod config;
 mod control;
 mod metrics;
+mod record;
 mod server;
 mod transport;
 

@@ -129,6 +129,15 @@ pub struct Metrics {
     /// `gsrelay_webhook_delivery_seconds`: from an event being queued to its receiver's
     /// 2xx, retries included.
     pub webhook_latency: Histogram,
+    /// `gsrelay_recordings_active`: rooms being recorded on this node.
+    pub recordings_active: IntGauge,
+    /// `gsrelay_recordings_started_total`: recordings started.
+    pub recordings_started: IntCounter,
+    /// `gsrelay_recordings_failed_total{reason}`: recordings that stopped on a failure
+    /// of their own (`disk_error`, `writer_behind`); the room went on.
+    pub recordings_failed: IntCounterVec,
+    /// `gsrelay_recordings_deleted_total`: recordings deleted by retention.
+    pub recordings_deleted: IntCounter,
 }
 
 /// What pacing does to object updates, each counter resolved once so the hot path does
@@ -497,6 +506,21 @@ impl Metrics {
                 "From a webhook being queued to its receiver's 2xx, retries included.",
                 exponential(0.001, 4.0, 9),
             ),
+            recordings_active: gauge(
+                "gsrelay_recordings_active",
+                "Rooms being recorded on this node.",
+            ),
+            recordings_started: counter("gsrelay_recordings_started_total", "Recordings started."),
+            recordings_failed: counter_vec(
+                "gsrelay_recordings_failed_total",
+                "Recordings stopped by a failure of their own (disk_error, writer_behind); \
+                 their rooms went on.",
+                &["reason"],
+            ),
+            recordings_deleted: counter(
+                "gsrelay_recordings_deleted_total",
+                "Recordings deleted by retention.",
+            ),
             registry,
         };
         let collectors: Vec<Box<dyn Collector>> = vec![
@@ -552,6 +576,10 @@ impl Metrics {
             Box::new(m.webhook_deliveries.clone()),
             Box::new(m.webhook_queued.clone()),
             Box::new(m.webhook_latency.clone()),
+            Box::new(m.recordings_active.clone()),
+            Box::new(m.recordings_started.clone()),
+            Box::new(m.recordings_failed.clone()),
+            Box::new(m.recordings_deleted.clone()),
             Box::new(build_info()),
             Box::new(kernel::UdpRcvbufErrors::new()),
         ];

@@ -12,6 +12,7 @@ use crate::cluster::{Cluster, ClusterConfig, wire};
 use crate::config::ServeConfig;
 use crate::control::conn::{self, ConnTimeouts};
 use crate::control::http::{self, ApiState};
+use crate::control::recordings::Recordings;
 use crate::control::rooms::{Hooks, RoomService};
 use crate::control::token::{self, Tokens};
 use crate::control::webhooks::{WebhookTasks, Webhooks};
@@ -38,6 +39,9 @@ const DRAIN_POLL: Duration = Duration::from_millis(100);
 /// drain is over: a shutdown takes at most the drain grace plus twice this. The
 /// webhooks' queues get what is left of those two.
 pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often the recordings' retention is applied.
+const RETENTION_EVERY: Duration = Duration::from_secs(60);
 
 /// How often the event-loop lag of the relay task is probed.
 const LAG_PROBE_EVERY: Duration = Duration::from_millis(250);
@@ -69,6 +73,8 @@ pub struct Server {
     http_task: JoinHandle<()>,
     shard_threads: Vec<std::thread::JoinHandle<()>>,
     lag_probes: Vec<AbortOnDrop>,
+    /// Applies the recordings' retention now and then.
+    _retention: AbortOnDrop,
     /// The webhooks' delivery tasks, when webhooks are configured.
     webhooks: Option<WebhookTasks>,
     /// This node's part in a cluster, when it is one.
@@ -226,9 +232,22 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         metrics.clone(),
         cfg.srtp_profile,
         cfg.http.clone(),
-        rooms,
+        rooms.clone(),
     )
     .context("HTTP limits")?;
+    let node_name = cfg
+        .node_name
+        .clone()
+        .unwrap_or_else(|| http_addr.to_string());
+    let recordings = Recordings::new(
+        cfg.recording(),
+        node_name,
+        router.clone(),
+        rooms,
+        metrics.clone(),
+    );
+    let retention = AbortOnDrop(recordings.spawn_retention(RETENTION_EVERY));
+    api.set_recordings(recordings);
     let (stop_http, stopped) = oneshot::channel();
     let app = http::router(api.clone());
     let timeouts = ConnTimeouts {
@@ -288,6 +307,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         http_task,
         shard_threads: started.into_iter().map(|s| s.thread).collect(),
         lag_probes,
+        _retention: retention,
         webhooks,
         link_addr: node.as_ref().map(|n| n.link_addr),
         node,
@@ -505,6 +525,10 @@ impl Server {
         if let Some(node) = &self.node {
             // The other nodes end this node's streams now rather than at the link's timeout.
             node.cluster.close();
+        }
+        if let Some(recordings) = self.api.recordings() {
+            // Their files closed, each with its reason, before the process ends.
+            recordings.stop_all().await;
         }
         // Presence streams never end by themselves; the HTTP server waits for them.
         self.api.stop_streams();

@@ -49,6 +49,11 @@ pub struct JoinRequest {
     /// is known by it on the wire but does not own it: the peer's links of every room
     /// it shares with this replica send from it.
     pub peer_ssrc: Option<u32>,
+    /// A recorder's (`docs/recording.md`): a session that publishes and subscribes to
+    /// nothing but is sent a copy of every RTP packet the room accepts, with its source
+    /// header, and the room's whole state on [`Input::Checkpoint`]. It is never timed
+    /// out, is not counted against the room's cap, and does not keep the room alive.
+    pub recorder: bool,
 }
 
 impl JoinRequest {
@@ -68,6 +73,18 @@ impl JoinRequest {
                 delivery: Delivery::aggregated(Some(0)),
                 ..Interest::default()
             },
+            ..Self::default()
+        }
+    }
+}
+
+impl JoinRequest {
+    /// A recorder of `room` ([`JoinRequest::recorder`]).
+    pub fn recording(room: &str) -> Self {
+        Self {
+            room: room.into(),
+            identity: "gsrelay-recorder".into(),
+            recorder: true,
             ..Self::default()
         }
     }
@@ -165,6 +182,13 @@ pub enum Input<'a> {
         /// Time since the Unix epoch at `now`.
         since_unix: Duration,
     },
+    /// Sends recorder `session` the whole state of its room now, unpaced: for each stream,
+    /// RTP packets from the stream's SSRC (its newest sequence number and timestamp)
+    /// holding every cached object's latest TLVs, at most [`CHECKPOINT_PACKET`] bytes
+    /// each. Nothing else is queued for the session by the same input, so a shell that
+    /// flushes right after it knows these packets for the checkpoint. Ignored for a
+    /// session that is not a recorder.
+    Checkpoint(SessionId),
     /// Refuses new joins from now on (graceful drain), or accepts them again; existing
     /// rooms keep flowing.
     SetDraining(bool),
@@ -191,6 +215,10 @@ pub enum Input<'a> {
         muted: bool,
     },
 }
+
+/// The largest RTP packet of a checkpoint ([`Input::Checkpoint`]): far above any path's
+/// MTU (a recorder has no network path), under the 65 507 bytes one UDP datagram holds.
+pub const CHECKPOINT_PACKET: usize = 60_000;
 
 /// What an input answered.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,6 +22,7 @@ use super::limits::BITRATE;
 use super::outbox::{OutboxMark, Transmit};
 use super::ownership::{self, message as handover};
 use super::pacing::Pacing;
+use super::record;
 use super::relevance;
 use super::replica;
 use super::reports::{self, Reports};
@@ -222,7 +223,7 @@ impl Relay {
                     .members
                     .iter()
                     .filter_map(|id| self.st.sessions.get(id))
-                    .filter(|s| !s.is_link())
+                    .filter(|s| s.is_participant())
                     .count(),
                 streams: room.streams.len(),
                 objects: room.streams.values().map(|s| s.store.len()).sum(),
@@ -237,8 +238,8 @@ impl Relay {
             .members
             .iter()
             .filter_map(|id| self.st.sessions.get(id))
-            // Links are the replicas' plumbing, not the room's sessions.
-            .filter(|s| !s.is_link())
+            // Links are the replicas' plumbing, recorders a service: not participants.
+            .filter(|s| s.is_participant())
             .map(|s| SessionInfo {
                 session_id: format_session_id(s.id),
                 identity: s.identity.clone(),
@@ -328,6 +329,10 @@ impl Relay {
             }
             Input::SetWallclock { since_unix } => {
                 self.st.set_wallclock(now, since_unix);
+                Reply::Done
+            }
+            Input::Checkpoint(session) => {
+                record::checkpoint(&mut self.st, session);
                 Reply::Done
             }
             Input::SetDraining(on) => {
@@ -433,8 +438,8 @@ impl Relay {
         if room.is_none() && self.st.rooms.len() >= cfg.max_rooms {
             return Err(ControlError::TooManyRooms(cfg.max_rooms));
         }
-        let members = room.map_or(0, |r| r.members.len());
-        if members >= cfg.max_sessions_per_room {
+        let members = room.map_or(0, Room::sessions);
+        if members >= cfg.max_sessions_per_room && !req.recorder {
             return Err(ControlError::RoomFull(req.room));
         }
         let mut declared = self.declared_ssrcs(&req)?;
@@ -458,6 +463,9 @@ impl Relay {
         let name: Arc<str> = Arc::from(req.room);
         let room = self.st.rooms.entry(name.clone()).or_default();
         room.members.push(id);
+        if req.recorder {
+            room.recorders.push(id);
+        }
         let streams = room.streams.keys().copied().collect();
         let owned: Vec<u32> = std::iter::once(ssrc)
             .chain(declared)
@@ -486,9 +494,11 @@ impl Relay {
             // A link is sent the whole room at once, then every `link_refresh`.
             refresh_at: req.sends.containers().then_some(now),
             union: None,
-            publish: req.publish,
+            // A recorder is sent copies (`record`), never the fan-out.
+            publish: req.publish && !req.recorder,
             muted: req.muted,
-            subscribe: req.subscribe,
+            subscribe: req.subscribe && !req.recorder,
+            recorder: req.recorder,
             dialect: req.dialect,
             interest: req.interest,
             subs: HashMap::new(),
@@ -593,6 +603,7 @@ impl Relay {
         }
         if let Some(room) = self.st.rooms.get_mut(&name) {
             room.members.retain(|m| *m != id);
+            room.recorders.retain(|m| *m != id);
         }
         self.drop_room_if_unused(&name);
         Ok(())

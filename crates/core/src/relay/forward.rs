@@ -691,7 +691,6 @@ pub fn pack_entries<'s>(
             Some(o) => o,
             None => {
                 let rw = state.rewriter.inject(stream.last_ts);
-                let (buf, start) = out.begin();
                 let header = RtpHeader {
                     marker: false,
                     payload_type: stream.payload_type,
@@ -701,10 +700,9 @@ pub fn pack_entries<'s>(
                     csrcs: &[],
                     extension: None,
                 };
-                if header.append_to(buf).is_err() {
-                    out.abandon(start);
+                let Some((_, start)) = out.begin_rtp(&header) else {
                     continue;
-                }
+                };
                 packets += 1;
                 (start, 0)
             }

@@ -9,6 +9,7 @@ use super::api::{Event, SessionId};
 use super::forward::{self, Packet};
 use super::grid::{self, Cell, Grid};
 use super::ownership::lost_just_now;
+use super::record;
 use super::room::{Stream, held_elsewhere};
 use super::session::Session;
 use super::state::State;
@@ -490,6 +491,9 @@ fn deliver(st: &mut State, agg: &mut Aggregator, name: &Arc<str>, packet: &Packe
     let Some(room) = st.rooms.get(name) else {
         return;
     };
+    if !room.recorders.is_empty() {
+        record::copy(room, &mut st.out, packet);
+    }
     let due = forward::fan_out(
         room,
         &mut st.sessions,

@@ -29,6 +29,7 @@ pub mod limits;
 mod outbox;
 mod ownership;
 pub mod pacing;
+mod record;
 mod relevance;
 mod replica;
 mod reports;
@@ -41,8 +42,8 @@ mod store;
 mod union;
 
 pub use api::{
-    ControlError, Event, Input, JoinRequest, Joined, Reply, RoomCounts, RoomInfo, Sends, SessionId,
-    SessionInfo, StreamInfo, format_session_id, parse_session_id,
+    CHECKPOINT_PACKET, ControlError, Event, Input, JoinRequest, Joined, Reply, RoomCounts,
+    RoomInfo, Sends, SessionId, SessionInfo, StreamInfo, format_session_id, parse_session_id,
 };
 pub use config::RelayConfig;
 /// Durations as (fractional) seconds in serde, the form of the settings in config files.

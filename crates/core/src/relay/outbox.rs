@@ -12,8 +12,8 @@
 use super::api::SessionId;
 use super::ids::IdSet;
 use super::ledger::{Ledger, Queued};
-use crate::rtp::PacketClass;
 use crate::rtp::packet::ssrc_seq_payload_len;
+use crate::rtp::{PacketClass, RtpHeader};
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::time::Instant;
@@ -157,6 +157,18 @@ impl Outbox {
         }
         let start = self.buf.len();
         (&mut self.buf, start)
+    }
+
+    /// Starts an RTP packet with `header`, as [`Outbox::begin`] does a packet: the
+    /// buffer to append its payload to and where the packet starts; `None` (nothing left
+    /// behind) when the header cannot be written.
+    pub fn begin_rtp(&mut self, header: &RtpHeader<'_>) -> Option<(&mut Vec<u8>, usize)> {
+        let (buf, start) = self.begin();
+        if header.append_to(buf).is_err() {
+            self.abandon(start);
+            return None;
+        }
+        Some((&mut self.buf, start))
     }
 
     /// Queues the bytes appended since `start` (diverts them, for RTP to a session in

@@ -48,6 +48,8 @@ pub struct Room {
     pub objects: Grid<(u32, u64)>,
     /// Objects that changed hands ([`super::ownership`]).
     pub holds: Holds,
+    /// Its recorders ([`super::api::JoinRequest::recorder`]), also among `members`.
+    pub recorders: Vec<SessionId>,
 }
 
 impl Room {
@@ -59,6 +61,11 @@ impl Room {
             .filter(|s| s.room_owned)
             .map(|s| s.store.len())
             .sum()
+    }
+
+    /// Members other than recorders: what its caps count.
+    pub fn sessions(&self) -> usize {
+        self.members.len() - self.recorders.len()
     }
 
     /// Whether nothing keeps it: no member and no stream that outlived its publisher.

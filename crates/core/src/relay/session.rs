@@ -50,6 +50,9 @@ pub struct Session {
     pub muted: bool,
     /// May subscribe.
     pub subscribe: bool,
+    /// A recorder ([`super::api::JoinRequest::recorder`]): sent a copy of every RTP
+    /// packet its room accepts, never timed out.
+    pub recorder: bool,
     /// Wire dialect.
     pub dialect: Dialect,
     /// What it wants to receive.
@@ -234,6 +237,12 @@ impl Session {
         self.sends.containers()
     }
 
+    /// Whether it is one of its room's participants: neither a link (the replicas'
+    /// plumbing) nor a recorder.
+    pub fn is_participant(&self) -> bool {
+        !self.is_link() && !self.recorder
+    }
+
     /// The SSRC its packets carry as their sender: a link's peer's, anyone else's own.
     pub fn sends_as(&self) -> u32 {
         self.peer_ssrc.unwrap_or(self.ssrc)
@@ -311,6 +320,7 @@ impl Session {
 
     /// Whether the session has been silent for `timeout`.
     pub fn idle(&self, now: Instant, timeout: Duration) -> bool {
-        now.saturating_duration_since(self.last_seen) >= timeout
+        // A recorder sends nothing: its shell ends it with its room or its recording.
+        !self.recorder && now.saturating_duration_since(self.last_seen) >= timeout
     }
 }

@@ -14,10 +14,12 @@ use super::directory::{Directory, DirectoryError, MemoryDirectory, ShardEvent, S
 use super::{Cluster, OtherNode, Placement};
 use crate::transport::command::{CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner};
 use crate::transport::link::Peer;
+use crate::transport::ring::Tap;
 use gsrelay_core::relay::{ControlError, Interest, RoomCounts, RoomInfo, SessionId};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::Mutex;
 
 /// Handles on every shard, with the directory that routes to them. Cloning is cheap.
@@ -357,6 +359,29 @@ impl Shards {
             }
         }
         Ok(merged)
+    }
+
+    /// Records `room` into `tap` on the first of this node's shards that holds it (every
+    /// replica's cache is whole, and a recorder gets every packet its replica accepts,
+    /// carried ones included), a checkpoint every `every`.
+    pub async fn record(&self, room: &str, tap: Tap, every: Duration) -> Result<(), CommandError> {
+        self.settle().await;
+        let placed = self.directory.room(room).await?;
+        let handle = placed
+            .iter()
+            .filter(|p| p.sessions > 0)
+            .find_map(|p| self.handles.get(p.shard))
+            .ok_or_else(|| CommandError::NotHere(room.into()))?;
+        handle.record(room.into(), tap, every).await
+    }
+
+    /// Stops recording `room` on every shard for `reason`; how many recordings stopped.
+    pub async fn stop_recording(&self, room: &str, reason: &str) -> Result<usize, CommandError> {
+        let mut n = 0;
+        for h in self.handles.iter() {
+            n += h.stop_recording(room.into(), reason.into()).await?;
+        }
+        Ok(n)
     }
 
     /// Every room's size on this node: sessions summed over its shards, streams and

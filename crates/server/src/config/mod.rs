@@ -59,9 +59,11 @@ pub use declare::{Setting, SettingDefault};
 
 use crate::control::cors::AllowedOrigins;
 use crate::control::limits::HttpLimits;
+use crate::control::recordings::RecordingConfig;
 use crate::control::rooms::DEFAULT_CLOSED_SECS;
 use crate::control::token::{DEFAULT_MAX_TTL_SECS, MIN_SECRET_LEN};
 use crate::control::webhooks::{self, WebhookConfig};
+use crate::record::writer::Layout;
 use anyhow::Context;
 use clap::{Arg, Args, ValueEnum};
 use declare::settings;
@@ -235,6 +237,39 @@ settings! {
         webhook_timeout_secs: u64 = webhooks::DEFAULT_TIMEOUT_SECS, arg(value_name = "SECS");
         /// Attempts per webhook and URL before it is given up on (counted failed).
         webhook_attempts: u32 = webhooks::DEFAULT_ATTEMPTS, arg(value_name = "N");
+    }
+    section "Recording" {
+        /// Where room recordings are kept (`docs/recording.md`), one directory each; made
+        /// when the first recording starts.
+        recording_dir: PathBuf = PathBuf::from("recordings"), arg(value_name = "DIR");
+        /// Rooms recorded from their first join: names or patterns (`*` any run of
+        /// characters, `?` one). Flag and variable take a comma-separated list.
+        record_rooms: Vec<String> = Vec::new(),
+            from_flag trimmed_list,
+            arg(value_name = "PATTERNS", value_delimiter = ',');
+        /// Seconds between a recording's checkpoints (the room's whole state): a seek
+        /// replays at most this much from the nearest one.
+        recording_checkpoint_secs: u64 = 10, arg(value_name = "SECS");
+        /// A recording's segment file is closed at the first checkpoint after it is this
+        /// many seconds old...
+        recording_segment_secs: u64 = 60, arg(value_name = "SECS");
+        /// ...or holds this many bytes.
+        recording_segment_bytes: u64 = 256 << 20, arg(value_name = "BYTES");
+        /// Gzip closed segments (Wireshark reads them as they are); costs the writer
+        /// thread CPU, never the relay's.
+        recording_compress: bool = false,
+            arg(
+                value_name = "BOOL",
+                num_args = 0..=1,
+                require_equals = true,
+                default_missing_value = "true",
+                value_parser = clap::builder::BoolishValueParser::new()
+            );
+        /// Stopped recordings older than this many seconds are deleted (0: kept).
+        recording_max_age_secs: u64 = 0, arg(value_name = "SECS");
+        /// The oldest stopped recordings are deleted while all of them hold more than this
+        /// many bytes (0: no limit).
+        recording_max_bytes: u64 = 0, arg(value_name = "BYTES");
     }
     table "Relay limits" relay: RelayConfig, RelayArgs, flags "" {
         /// Largest RTP payload the relay builds itself (snapshots, repairs), bytes.
@@ -432,6 +467,24 @@ impl ServeConfig {
     /// The drain grace period.
     pub fn drain_grace(&self) -> Duration {
         Duration::from_secs(self.drain_grace_secs)
+    }
+
+    /// The recording settings (`docs/recording.md`); nothing is recorded or written
+    /// until a recording starts.
+    pub fn recording(&self) -> RecordingConfig {
+        let secs = |s: u64| (s > 0).then(|| Duration::from_secs(s));
+        RecordingConfig {
+            dir: self.recording_dir.clone(),
+            auto: self.record_rooms.clone(),
+            checkpoint: Duration::from_secs(self.recording_checkpoint_secs.max(1)),
+            layout: Layout {
+                segment_time: Duration::from_secs(self.recording_segment_secs.max(1)),
+                segment_bytes: self.recording_segment_bytes.max(1 << 20),
+                compress: self.recording_compress,
+            },
+            max_age: secs(self.recording_max_age_secs),
+            max_bytes: (self.recording_max_bytes > 0).then_some(self.recording_max_bytes),
+        }
     }
 
     /// The webhooks' configuration, checked: `None` without URLs. The key defaults to

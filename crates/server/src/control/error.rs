@@ -4,6 +4,7 @@
 //! the forwarding to another node both answer with it.
 
 use super::token::{AuthzError, NameError, TokenError};
+use crate::control::recordings::RecordingError;
 use crate::transport::command::CommandError;
 use crate::transport::webrtc::OfferError;
 use axum::Json;
@@ -166,6 +167,34 @@ impl From<CommandError> for ApiError {
             CommandError::Internal => {
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
             }
+            CommandError::NotHere(_) => Self::not_found("room_not_found", message),
+            CommandError::Recording(_) => {
+                Self::new(StatusCode::CONFLICT, "already_recording", message)
+            }
+        }
+    }
+}
+
+impl From<RecordingError> for ApiError {
+    fn from(e: RecordingError) -> Self {
+        let message = e.to_string();
+        match e {
+            RecordingError::NoRoom(_) => Self::not_found("room_not_found", message),
+            RecordingError::AlreadyRecording(_) => {
+                Self::new(StatusCode::CONFLICT, "already_recording", message)
+            }
+            RecordingError::NotRecording(_) => Self::not_found("not_recording", message),
+            RecordingError::NoRecording(_) => Self::not_found("recording_not_found", message),
+            RecordingError::Running(_) => {
+                Self::new(StatusCode::CONFLICT, "recording_running", message)
+            }
+            RecordingError::Damaged(..) => Self::unprocessable("recording_damaged", message),
+            RecordingError::Storage(_) => Self::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "recording_storage",
+                message,
+            ),
+            RecordingError::Relay(e) => e.into(),
         }
     }
 }

@@ -13,12 +13,14 @@
 //! routes and `/client/` answer other origins' pages as [`super::cors`] allows.
 
 mod presence;
+mod recordings;
 mod rooms;
 
 pub use super::error::ApiError;
 use super::error::{ErrorCode, draining, relay_stopped};
 use super::forward::{self, Forwarder};
 use super::limits::{HttpLimits, IdentityLimiter};
+use super::recordings::Recordings;
 use super::resume::ResumeClaims;
 use super::rooms::{Refusal, RoomService};
 use super::token::{self, AuthzError, Claims, Right, Tokens};
@@ -96,6 +98,8 @@ struct Shared {
     forwarder: Forwarder,
     /// Participants, metadata, presence and webhooks.
     rooms: Arc<RoomService>,
+    /// Room recordings, once the server has set them up.
+    recordings: std::sync::OnceLock<Arc<Recordings>>,
 }
 
 /// The API's state: the relay handle, the token verifier, metrics, and readiness.
@@ -127,7 +131,18 @@ impl ApiState {
             limits,
             forwarder: Forwarder::new(),
             rooms,
+            recordings: std::sync::OnceLock::new(),
         })))
+    }
+
+    /// Serves `recordings` (once: a second call changes nothing).
+    pub fn set_recordings(&self, recordings: Arc<Recordings>) {
+        let _ = self.0.recordings.set(recordings);
+    }
+
+    /// The room recordings, if set up.
+    pub fn recordings(&self) -> Option<&Arc<Recordings>> {
+        self.0.recordings.get()
     }
 
     /// Marks the relay as draining: `/readyz` answers 503 and joins are refused.
@@ -385,6 +400,18 @@ pub fn router(state: ApiState) -> Router {
                 .delete(rooms::remove_participant),
         )
         .route(rooms::METADATA_ROUTE, put(rooms::set_metadata))
+        .route(
+            recordings::ROOM_RECORDING_ROUTE,
+            post(recordings::start)
+                .get(recordings::running)
+                .delete(recordings::stop),
+        )
+        .route(recordings::RECORDINGS_ROUTE, get(recordings::list))
+        .route(
+            recordings::RECORDING_ROUTE,
+            get(recordings::info).delete(recordings::delete),
+        )
+        .route(recordings::RECORDING_PCAPNG_ROUTE, get(recordings::pcapng))
         .route_layer(in_flight)
         // A presence stream lasts as long as its watcher: it takes no in-flight slot.
         .route(presence::PRESENCE_ROUTE, get(presence::presence))
@@ -731,6 +758,11 @@ async fn join(
         }
         None => state.0.relay.join(cmd).await?,
     };
+    if let Some(recordings) = state.recordings() {
+        let (recordings, room) = (recordings.clone(), room.clone());
+        // Beside the join, never delaying its answer.
+        tokio::spawn(async move { recordings.joined(&room).await });
+    }
     let session_id = format_session_id(answer.joined.session);
     let credential = ResumeClaims {
         typ: String::new(),

@@ -24,6 +24,7 @@ pub mod forward;
 pub mod http;
 pub mod limits;
 pub mod openapi;
+pub mod recordings;
 pub mod resume;
 pub mod rooms;
 pub mod token;

@@ -41,7 +41,7 @@ pub struct HookEvent {
     /// Unique per event, the same on every retry: a receiver drops repeats by it.
     pub id: String,
     /// `room_started`, `room_finished`, `participant_joined`, `participant_left`,
-    /// `stream_started` or `stream_ended`.
+    /// `stream_started`, `stream_ended`, `recording_started` or `recording_stopped`.
     pub event: &'static str,
     /// When it happened, Unix milliseconds.
     pub created_at: u64,
@@ -62,6 +62,23 @@ pub struct HookEvent {
     /// The node that saw it, in a cluster.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The recording, for recording events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recording: Option<HookRecording>,
+}
+
+/// The recording of a [`HookEvent`] (`docs/recording.md`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HookRecording {
+    /// Its id.
+    pub id: String,
+    /// Why it stopped (`recording_stopped`): `stopped`, `room_ended`, `writer_behind`,
+    /// `disk_error: …`, `shutdown`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Whether it stopped on a failure of its own (the disk, the writer behind) rather
+    /// than because it was stopped or its room ended.
+    pub failed: bool,
 }
 
 /// The room of a [`HookEvent`].
@@ -312,7 +329,19 @@ impl RoomService {
             ssrc: None,
             reason: None,
             node: self.node.clone(),
+            recording: None,
         }
+    }
+
+    /// Sends a recording event's webhook (`recording_started`, `recording_stopped`).
+    pub fn recording_hook(&self, event: &'static str, room: &str, recording: HookRecording) {
+        let Some(hooks) = &self.hooks else {
+            return;
+        };
+        let metadata = self.room_metadata(room).unwrap_or(Value::Null);
+        let mut h = self.hook(event, room, &metadata);
+        h.recording = Some(recording);
+        hooks.deliver(h);
     }
 
     fn send(&self, out: Outcome) {

@@ -2,9 +2,11 @@
 //! touches relay state directly, so the core keeps a single owner and needs no lock.
 
 use super::link::Peer;
+use super::ring::Tap;
 use gsrelay_core::relay::{ControlError, Interest, JoinRequest, RoomCounts, RoomInfo, SessionId};
 use gsrelay_core::rtp::SrtpProfile;
 use std::net::IpAddr;
+use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 pub use gsrelay_core::join::{JoinAnswer, QuicAnswer, SrtpKeys, TransportAnswer, WebRtcAnswer};
@@ -83,6 +85,12 @@ pub enum CommandError {
     /// The room directory (Redis) cannot be reached: a join cannot be placed now.
     #[error("the room directory is unavailable: {0}")]
     DirectoryUnavailable(String),
+    /// The room has no session on this shard.
+    #[error("room {0:?} has no session here")]
+    NotHere(String),
+    /// The room is being recorded already.
+    #[error("room {0:?} is being recorded already")]
+    Recording(String),
     /// A defect in the relay while carrying out the command (counted and logged; the
     /// room concerned was dropped).
     #[error("internal error in the relay; the room concerned was closed")]
@@ -130,6 +138,16 @@ pub enum Command {
     Mute(String, String, bool, oneshot::Sender<usize>),
     /// Refuse new joins; answers with the number of sessions still joined.
     Drain(oneshot::Sender<usize>),
+    /// Record a room this shard holds a session of into the ring's tap, with a
+    /// checkpoint at once and then every so often.
+    Record(
+        String,
+        Tap,
+        Duration,
+        oneshot::Sender<Result<(), CommandError>>,
+    ),
+    /// Stop recording a room for a reason; answers how many recordings stopped.
+    StopRecording(String, String, oneshot::Sender<usize>),
 }
 
 /// A cloneable handle on the relay task.
@@ -241,6 +259,25 @@ impl RelayHandle {
     /// Every room's size on this shard.
     pub async fn rooms(&self) -> Result<Vec<RoomCounts>, CommandError> {
         self.call(Command::Rooms).await
+    }
+
+    /// Records `room` into `tap`, a checkpoint every `every`.
+    pub async fn record(
+        &self,
+        room: String,
+        tap: Tap,
+        every: Duration,
+    ) -> Result<(), CommandError> {
+        self.call(|r| Command::Record(room, tap, every, r)).await?
+    }
+
+    /// Stops recording `room` for `reason`; how many recordings stopped.
+    pub async fn stop_recording(
+        &self,
+        room: String,
+        reason: String,
+    ) -> Result<usize, CommandError> {
+        self.call(|r| Command::StopRecording(room, reason, r)).await
     }
 
     /// Starts draining; returns the sessions still joined.

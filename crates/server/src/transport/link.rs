@@ -702,6 +702,7 @@ mod tests {
         fn hosts(&self, _: &str) -> bool {
             self.hosts
         }
+        fn checkpoint(&mut self, _: Instant, _: SessionId) {}
     }
 
     fn port() -> LinkPort {

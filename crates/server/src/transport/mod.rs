@@ -13,6 +13,8 @@
 //! - [`webrtc`]: RTP over WebRTC data channels on `rtc`, ICE-lite, one UDP port;
 //!   [`offer`]: the check of a join's SDP offer.
 //! - [`webtransport`]: WebTransport for browsers, on the QUIC endpoint, in RoQ framing.
+//! - [`recorder`]: recorders, the sessions that record a room, fed to their writers
+//!   through [`ring`]s (`docs/recording.md`).
 //! - [`link`]: the link protocol between the shards that hold one room, in process; the
 //!   cluster (`crate::cluster`) carries the same frames between nodes.
 //!
@@ -28,6 +30,8 @@ pub mod link;
 mod offer;
 mod port;
 pub mod quic;
+pub mod recorder;
+pub mod ring;
 pub mod shard;
 pub mod udp;
 pub mod webrtc;

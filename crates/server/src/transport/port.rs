@@ -93,6 +93,9 @@ pub(super) trait Core {
 
     /// Whether the shard holds a session of `room` other than its links.
     fn hosts(&self, room: &str) -> bool;
+
+    /// Sends recorder `id` its room's whole state now (the recorder port, `super::recorder`).
+    fn checkpoint(&mut self, now: Instant, id: SessionId);
 }
 
 /// A transport's side of a shard: one socket or inbox, and its sessions' transport state.

@@ -25,6 +25,8 @@ use super::guard::guarded;
 use super::link::{LinkEnd, LinkPort, Peer};
 use super::port::{Core, Port};
 use super::quic::{self, QuicPort, QuicShard};
+use super::recorder::RecorderPort;
+use super::ring::Tap;
 use super::udp::{self, UdpConfig, UdpPort};
 use super::webrtc::{self, WebRtcPort, WebRtcShard};
 use crate::metrics::Metrics;
@@ -34,12 +36,13 @@ use gsrelay_core::relay::{
     ControlError, Event, Input, JoinRequest, Relay, Reply, SessionId, Transmit,
 };
 use gsrelay_core::rtp::PacketClass;
+use gsrelay_record as record;
 use prometheus::IntGauge;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -57,11 +60,22 @@ enum Carrier {
     WebRtc,
     /// A link to another shard's replica of the room.
     Link,
+    /// A recorder of the room.
+    Recorder,
+}
+
+impl Carrier {
+    /// Whether its sessions are the room's participants (not links nor recorders).
+    fn is_participant(self) -> bool {
+        !matches!(self, Self::Link | Self::Recorder)
+    }
 }
 
 /// A joined session, as the shard keeps it.
 struct Joined {
     room: Arc<str>,
+    /// Its identity (a link's: its peer; a recorder's: a fixed name).
+    identity: Arc<str>,
     carrier: Carrier,
     /// How many times it was resumed ([`Command::Reattach`]); only a credential of this
     /// generation resumes it.
@@ -94,6 +108,10 @@ struct Inner {
     /// The last session left: the core gives back what its tables and buffers grew to
     /// once nothing is queued or open ([`Shard::release_if_idle`]).
     went_idle: bool,
+    /// Rooms recorded here, with how many recordings each.
+    recorded: HashMap<Arc<str>, usize>,
+    /// Events of recorded rooms, for their recordings at the next flush.
+    record_events: Vec<(Arc<str>, gsrelay_record::Event)>,
 }
 
 /// The shard's ports.
@@ -102,6 +120,7 @@ struct Ports {
     quic: Option<QuicPort>,
     webrtc: Option<WebRtcPort>,
     link: Option<LinkPort>,
+    recorder: RecorderPort,
 }
 
 /// Everything the relay task owns.
@@ -168,12 +187,15 @@ pub async fn spawn_with(
             events: setup.events,
             observer: setup.observer,
             went_idle: false,
+            recorded: HashMap::new(),
+            record_events: Vec::new(),
         },
         ports: Ports {
             udp,
             quic: setup.quic.map(|q| q.port),
             webrtc: setup.webrtc.map(WebRtcShard::start),
             link,
+            recorder: RecorderPort::new(),
         },
     };
     let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
@@ -276,11 +298,13 @@ impl Shard {
             let deadline = self.inner.relay.poll_timeout();
             let webrtc_deadline = self.ports.webrtc.as_ref().and_then(Port::next_timeout);
             let link_deadline = self.ports.link.as_ref().and_then(Port::next_timeout);
+            let recorder_deadline = self.ports.recorder.next_timeout();
             let Ports {
                 udp,
                 quic,
                 webrtc,
                 link,
+                ..
             } = &mut self.ports;
             // Biased, commands first: a join or an interest change waits behind at most
             // one input batch, however saturated the sockets; timers before the sockets
@@ -298,6 +322,7 @@ impl Shard {
                 frame = next_of(link) => self.batch(|p| p.link.as_mut(), frame).await,
                 () = sleep_until(webrtc_deadline) => self.port_timeout(|p| p.webrtc.as_mut()).await,
                 () = sleep_until(link_deadline) => self.port_timeout(|p| p.link.as_mut()).await,
+                () = sleep_until(recorder_deadline) => self.port_timeout(|p| Some(&mut p.recorder)).await,
             }
             self.inner.exporter.export(&mut self.inner.relay);
         }
@@ -337,6 +362,10 @@ impl Shard {
     /// Sends everything the core has queued, each packet by its session's port.
     async fn flush(&mut self) {
         let now = Instant::now();
+        // Before a recording of a room that just emptied ends with it.
+        for (room, event) in self.inner.record_events.drain(..) {
+            self.ports.recorder.event(now, &room, &event);
+        }
         self.close_emptied(now);
         let Self { inner, ports } = self;
         while let Some(t) = inner.relay.poll_transmit() {
@@ -354,6 +383,7 @@ impl Shard {
         if let Some(port) = &mut ports.link {
             port.send_queued(transmitted, stats).await;
         }
+        ports.recorder.send_queued(transmitted, stats).await;
         self.release_if_idle();
     }
 
@@ -386,6 +416,7 @@ impl Shard {
             if let Some(link) = &mut ports.link {
                 link.close_room(now, &room, inner);
             }
+            ports.recorder.stop_room(now, &room, "room_ended", inner);
         }
     }
 
@@ -410,6 +441,8 @@ impl Shard {
                     session,
                     ssrc,
                 } => {
+                    self.inner
+                        .note(&room, || record::Event::StreamStarted { ssrc, session });
                     self.inner.observe(|| Activity::StreamStarted {
                         room,
                         session,
@@ -421,6 +454,8 @@ impl Shard {
                     session,
                     ssrc,
                 } => {
+                    self.inner
+                        .note(&room, || record::Event::StreamEnded { ssrc, session });
                     self.inner.observe(|| Activity::StreamEnded {
                         room,
                         session,
@@ -523,11 +558,78 @@ impl Shard {
                 };
                 let _ = reply.send(self.sessions_concerned(now, input));
             }
+            Command::Record(room, tap, every, reply) => {
+                let result = self.record(now, &room, tap, every);
+                self.flush().await;
+                let _ = reply.send(result);
+            }
+            Command::StopRecording(room, reason, reply) => {
+                let n = self
+                    .ports
+                    .recorder
+                    .stop_room(now, &room, &reason, &mut self.inner);
+                self.flush().await;
+                let _ = reply.send(n);
+            }
             Command::Drain(reply) => {
                 self.inner.input("command", now, Input::SetDraining(true));
                 let _ = reply.send(self.inner.relay.session_count());
             }
         }
+    }
+
+    /// Starts recording `room`, which must have a session here, into `tap`: a recorder
+    /// session joins the core, the room's participants are written down, and the first
+    /// checkpoint is taken at once.
+    fn record(
+        &mut self,
+        now: Instant,
+        room: &str,
+        tap: Tap,
+        every: Duration,
+    ) -> Result<(), CommandError> {
+        if !self.inner.hosts(room) {
+            return Err(CommandError::NotHere(room.into()));
+        }
+        if self.ports.recorder.records(room) {
+            return Err(CommandError::Recording(room.into()));
+        }
+        let request = JoinRequest::recording(room);
+        let identity: Arc<str> = Arc::from(request.identity.as_str());
+        let joined = self
+            .inner
+            .input("command", now, Input::Join(request))
+            .ok_or(CommandError::Internal)??
+            .joined()
+            .ok_or(CommandError::Internal)?;
+        let room: Arc<str> = Arc::from(room);
+        let entry = Joined {
+            room: room.clone(),
+            identity,
+            carrier: Carrier::Recorder,
+            generation: 0,
+        };
+        let inner = &mut self.inner;
+        inner.sessions.insert(joined.session, entry);
+        *inner.recorded.entry(room.clone()).or_default() += 1;
+        let mut present: Vec<(SessionId, Arc<str>)> = inner
+            .sessions
+            .iter()
+            .filter(|(_, j)| j.room == room && j.carrier.is_participant())
+            .map(|(id, j)| (*id, j.identity.clone()))
+            .collect();
+        present.sort_unstable();
+        for (session, identity) in present {
+            inner.note(&room, || record::Event::ParticipantJoined {
+                session,
+                identity: identity.to_string(),
+                metadata: None,
+            });
+        }
+        self.ports
+            .recorder
+            .add(now, joined.session, room, tap, every);
+        Ok(())
     }
 
     /// Hands the core an input that answers [`Reply::Sessions`]; how many sessions it
@@ -563,6 +665,12 @@ impl Shard {
                 events.gone(room.clone(), last);
             }
         }
+        let who: Arc<str> = Arc::from(identity.as_str());
+        inner.note(&room, || record::Event::ParticipantJoined {
+            session: id,
+            identity: identity.clone(),
+            metadata: None,
+        });
         inner.observe(|| Activity::Joined {
             room: room.clone(),
             session: id,
@@ -580,6 +688,7 @@ impl Shard {
         let generation = cmd.generation;
         let entry = Joined {
             room,
+            identity: who,
             carrier,
             generation,
         };
@@ -602,7 +711,7 @@ impl Shard {
     ) -> Result<JoinAnswer, CommandError> {
         let unknown = || CommandError::Control(ControlError::NoSuchSession(id));
         let entry = self.inner.sessions.get(&id).ok_or_else(unknown)?;
-        if entry.carrier == Carrier::Link {
+        if !entry.carrier.is_participant() {
             return Err(unknown());
         }
         // Session ids start again with a restarted relay: another session may have
@@ -731,6 +840,7 @@ impl Ports {
                     port.forget(id);
                 }
             }
+            Carrier::Recorder => self.recorder.forget(id),
         }
     }
 
@@ -759,6 +869,7 @@ impl Ports {
                     port.queue(now, t, stats);
                 }
             }
+            Some(Carrier::Recorder) => self.recorder.queue(now, t, stats),
             None => {}
         }
     }
@@ -778,6 +889,13 @@ impl Inner {
         })
     }
 
+    /// Writes the event `make` describes to the recordings of `room`, if it has any.
+    fn note(&mut self, room: &Arc<str>, make: impl FnOnce() -> record::Event) {
+        if self.recorded.contains_key(room) {
+            self.record_events.push((room.clone(), make()));
+        }
+    }
+
     /// Tells the observer, if any, of the change `make` describes.
     fn observe(&self, make: impl FnOnce() -> Activity) {
         if let Some(o) = &self.observer {
@@ -794,10 +912,23 @@ impl Inner {
             self.sessions.shrink_to_fit();
             self.hosted.shrink_to_fit();
         }
+        if joined.carrier == Carrier::Recorder {
+            if let Some(n) = self.recorded.get_mut(&joined.room) {
+                *n -= 1;
+                if *n == 0 {
+                    self.recorded.remove(&joined.room);
+                }
+            }
+            return Some(Carrier::Recorder);
+        }
         if joined.carrier == Carrier::Link {
             // Links are the shards' own: the directory counts only the room's sessions.
             return Some(Carrier::Link);
         }
+        self.note(&joined.room, || record::Event::ParticipantLeft {
+            session: id,
+            identity: joined.identity.to_string(),
+        });
         let mut linger = false;
         if let Some(n) = self.hosted.get_mut(&joined.room) {
             *n -= 1;
@@ -912,6 +1043,7 @@ impl Core for Inner {
         };
         let link = Joined {
             room: room.clone(),
+            identity: Arc::from(peer.to_string()),
             carrier: Carrier::Link,
             generation: 0,
         };
@@ -921,6 +1053,10 @@ impl Core for Inner {
 
     fn hosts(&self, room: &str) -> bool {
         self.hosted.contains_key(room)
+    }
+
+    fn checkpoint(&mut self, now: Instant, id: SessionId) {
+        self.input("checkpoint", now, Input::Checkpoint(id));
     }
 }
 
