@@ -5,67 +5,19 @@
 mod support;
 
 use gsrelay::client::Client;
-use gsrelay::record::{Event, Record, Recording, scan};
+use gsrelay::record::{Event, Recording};
 use gsrelay::rtp::RtpPacket;
-use gsrelay::serve::{self as server, Server};
-use gsrelay::token::Tokens;
+use gsrelay::serve::Server;
 use gsrelay::wire::{self, Dialect};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 use support::moving_head;
-use support::server::{ADMIN, PUBLISH, SECRET, SUBSCRIBE, base, config, metric, now, token};
+use support::recording::{Owned, TempDir, call, records, relay_admin, start};
+use support::server::{ADMIN, PUBLISH, SUBSCRIBE, base, metric, token};
 use support::transports::{WAIT, next_objects, player};
-
-/// A directory of its own under the system's temporary one, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("gsrelay-{name}-{}-{}", std::process::id(), now()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-async fn start(dir: &Path, auto: &[&str]) -> Server {
-    let cfg = gsrelay::serve::ServeConfig {
-        recording_dir: dir.to_path_buf(),
-        record_rooms: auto.iter().map(|s| s.to_string()).collect(),
-        recording_checkpoint_secs: 1,
-        ..config(1)
-    };
-    server::start(cfg).await.unwrap()
-}
-
-fn relay_admin() -> String {
-    Tokens::new(SECRET.as_bytes())
-        .unwrap()
-        .issue("*", "backend", ADMIN, 600, now())
-        .unwrap()
-}
-
-async fn call(server: &Server, method: Method, path: &str, token: &str) -> (StatusCode, Value) {
-    let resp = reqwest::Client::new()
-        .request(method, format!("{}{path}", base(server)))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    let text = resp.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
 
 /// A publisher and a subscriber of `room`, the subscriber shown to get the publisher's
 /// updates.
@@ -92,33 +44,6 @@ async fn publish(publisher: &mut Client, sub: &mut Client, n: u32) -> Vec<f32> {
         xs.push(x);
     }
     xs
-}
-
-/// Every record of a recording, in order: `(at_ns, record)` with owned bytes.
-fn records(dir: &Path) -> Vec<(u64, Owned)> {
-    let rec = Recording::open(dir).unwrap();
-    let mut out = Vec::new();
-    for seg in &rec.segments {
-        let bytes = rec.read_segment(seg.index).unwrap();
-        let s = scan(&bytes).unwrap();
-        for (_, r) in s.records() {
-            out.push(match r {
-                Record::Rtp {
-                    at_ns,
-                    checkpoint,
-                    packet,
-                } => (at_ns, Owned::Rtp(checkpoint, packet.to_vec())),
-                Record::Event { at_ns, event } => (at_ns, Owned::Event(event)),
-            });
-        }
-    }
-    out
-}
-
-#[derive(Debug)]
-enum Owned {
-    Rtp(bool, Vec<u8>),
-    Event(Event),
 }
 
 /// The head x of each live RTP packet of `ssrc` in `records`, with its sequence number.
@@ -204,7 +129,15 @@ async fn a_recording_holds_every_accepted_packet_the_rooms_events_and_checkpoint
             _ => None,
         })
         .collect();
-    assert!(matches!(events.first(), Some(Event::RecordingStarted { room, .. }) if room == "r1"));
+    assert!(matches!(
+        events.first(),
+        Some(Event::SegmentStarted { segment: 0 })
+    ));
+    let first = events.iter().find(|e| !e.is_bookkeeping());
+    assert!(
+        matches!(first, Some(Event::RecordingStarted { room, .. }) if room == "r1"),
+        "{first:?}"
+    );
     for who in ["alice", "bob"] {
         assert!(
             events

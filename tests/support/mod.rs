@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod ffi;
 pub mod libsrtp;
 pub mod quic_relay;
+pub mod recording;
 pub mod redis;
 pub mod restart;
 pub mod serve;

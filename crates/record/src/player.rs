@@ -200,7 +200,18 @@ impl Player {
                 end_ns: self.end_ns,
             });
         }
-        let target_ns = self.start_ns.saturating_add(to_ns_from_start);
+        let mut target_ns = self.start_ns.saturating_add(to_ns_from_start);
+        // A recording's first checkpoint is the room it began in (the events written
+        // with it may come a moment before it): a seek before it starts there.
+        let first = self
+            .segments
+            .iter()
+            .flat_map(|s| s.checkpoints.iter().copied())
+            .min();
+        if let Some(c) = first.filter(|c| *c > target_ns) {
+            target_ns = c;
+        }
+        let to_ns_from_start = target_ns - self.start_ns;
         let from = self
             .segments
             .iter()

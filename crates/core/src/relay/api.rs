@@ -54,6 +54,12 @@ pub struct JoinRequest {
     /// header, and the room's whole state on [`Input::Checkpoint`]. It is never timed
     /// out, is not counted against the room's cap, and does not keep the room alive.
     pub recorder: bool,
+    /// A replay's (`docs/recording.md`, "Replay"): a session that plays a recording into
+    /// its room. It sends containers, one recorded sender's objects each, under the
+    /// outer header's sequence number and timestamp, which its streams keep as their
+    /// own: they are the room's streams as any sender's are (reported, sent over links),
+    /// and neither they nor their objects time out, since a paused replay sends nothing.
+    pub replay: bool,
 }
 
 impl JoinRequest {
@@ -79,6 +85,18 @@ impl JoinRequest {
 }
 
 impl JoinRequest {
+    /// A replay into `room` ([`JoinRequest::replay`]).
+    pub fn replaying(room: &str) -> Self {
+        Self {
+            room: room.into(),
+            identity: "gsrelay-replay".into(),
+            publish: true,
+            sends: Sends::Containers,
+            replay: true,
+            ..Self::default()
+        }
+    }
+
     /// A recorder of `room` ([`JoinRequest::recorder`]).
     pub fn recording(room: &str) -> Self {
         Self {

@@ -499,6 +499,7 @@ impl Relay {
             muted: req.muted,
             subscribe: req.subscribe && !req.recorder,
             recorder: req.recorder,
+            replay: req.replay && req.sends.containers(),
             dialect: req.dialect,
             interest: req.interest,
             subs: HashMap::new(),
@@ -993,6 +994,8 @@ impl Relay {
             expired.clear();
             for (ssrc, stream) in streams {
                 let cutoff = match (stream.carried, stream.room_owned) {
+                    // A replay ends its streams and their objects as its recording does.
+                    _ if stream.replayed => None,
                     (true, _) => carried_cutoff,
                     (false, true) => room_cutoff,
                     (false, false) => object_cutoff,
@@ -1008,7 +1011,8 @@ impl Relay {
                 }
                 let silent = now.saturating_duration_since(stream.last_packet)
                     >= st.cfg.stream_timeout
-                    && (!stream.room_owned || stream.carried);
+                    && (!stream.room_owned || stream.carried)
+                    && !stream.replayed;
                 let emptied = stream.owner == ROOM && stream.store.is_empty();
                 if silent || emptied {
                     ended.push((name.clone(), *ssrc));

@@ -103,6 +103,7 @@ impl Ingest {
         if !s.publish {
             return Err("not_publisher");
         }
+        let replay = s.replay;
         if s.muted {
             return Err("muted");
         }
@@ -132,7 +133,11 @@ impl Ingest {
         if containers != self.refs.len() {
             return Err("not_container");
         }
-        link_order(st, from, carried.seq)?;
+        // A replay's containers carry their own stream's numbering in the outer header:
+        // each stream's order is checked as any sender's is.
+        if !replay {
+            link_order(st, from, carried.seq)?;
+        }
         for i in 0..self.refs.len() {
             let tlv = self.refs[i].bytes(carried.payload);
             let outcome = container::split(tlv)
@@ -140,7 +145,7 @@ impl Ingest {
                 .and_then(|(ssrc, body)| {
                     let inner = Carried {
                         ssrc,
-                        carried: true,
+                        carried: !replay,
                         payload: body,
                         ..carried
                     };
@@ -299,6 +304,7 @@ fn stream(
         }
         let mut stream = Stream::new(from, p.seq, ts, p.payload_type, now);
         stream.carried = p.carried;
+        stream.replayed = sender.replay;
         stream.dialect = p.dialect;
         if sender.room_ssrc == Some(p.ssrc) {
             stream.room_owned = true;

@@ -92,6 +92,9 @@ pub struct Stream {
     /// Whether it arrived in a link's containers rather than from its sender: a replica
     /// never sends such a stream over a link (a full mesh of replicas, so nothing loops).
     pub carried: bool,
+    /// Whether a replay plays it ([`super::api::JoinRequest::replay`]): it ends when the
+    /// replay says, never by silence, and its objects never expire.
+    pub replayed: bool,
     /// Latest state per objectID.
     pub store: Store,
     /// Objects per recent source packet.
@@ -135,6 +138,7 @@ impl Stream {
             publisher: None,
             renumbered: false,
             carried: false,
+            replayed: false,
             store: Store::new(now),
             history: History::default(),
             last_seq: seq.wrapping_sub(1),

@@ -53,6 +53,9 @@ pub struct Session {
     /// A recorder ([`super::api::JoinRequest::recorder`]): sent a copy of every RTP
     /// packet its room accepts, never timed out.
     pub recorder: bool,
+    /// A replay ([`super::api::JoinRequest::replay`]): its containers' streams are its
+    /// own, numbered as it numbers them, and never time out.
+    pub replay: bool,
     /// Wire dialect.
     pub dialect: Dialect,
     /// What it wants to receive.
@@ -321,6 +324,6 @@ impl Session {
     /// Whether the session has been silent for `timeout`.
     pub fn idle(&self, now: Instant, timeout: Duration) -> bool {
         // A recorder sends nothing: its shell ends it with its room or its recording.
-        !self.recorder && now.saturating_duration_since(self.last_seen) >= timeout
+        !self.recorder && !self.replay && now.saturating_duration_since(self.last_seen) >= timeout
     }
 }

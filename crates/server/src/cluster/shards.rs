@@ -14,8 +14,10 @@ use super::directory::{Directory, DirectoryError, MemoryDirectory, ShardEvent, S
 use super::{Cluster, OtherNode, Placement};
 use crate::transport::command::{CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner};
 use crate::transport::link::Peer;
+use crate::transport::replay::{ReplayOp, ReplaySpec, ReplayStatus};
 use crate::transport::ring::Tap;
 use gsrelay_core::relay::{ControlError, Interest, RoomCounts, RoomInfo, SessionId};
+use gsrelay_record::PlayError;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -382,6 +384,68 @@ impl Shards {
             n += h.stop_recording(room.into(), reason.into()).await?;
         }
         Ok(n)
+    }
+
+    /// Plays a recording into `room`, which must be held nowhere (this node's shards, nor
+    /// the cluster's other nodes): the room is placed as a join would place it, and its
+    /// replay session counts as its first session there.
+    pub async fn replay(&self, room: &str, spec: ReplaySpec) -> Result<ReplayStatus, CommandError> {
+        self.settle().await;
+        let live = !self.directory.room(room).await?.is_empty()
+            || !self.room_elsewhere(room).await?.is_empty();
+        if live {
+            return Err(CommandError::RoomLive(room.into()));
+        }
+        let usable: Vec<bool> = self.handles.iter().map(|h| !h.is_stopped()).collect();
+        let k = self.directory.place(room, &usable).await?;
+        let Some(handle) = self.handles.get(k) else {
+            self.directory.unplace(room, k).await?;
+            return Err(CommandError::Stopped);
+        };
+        match handle.replay(room.into(), spec).await {
+            Ok(status) => {
+                // The shard reported the replay's session before answering.
+                self.settle().await;
+                Ok(status)
+            }
+            Err(e) => {
+                self.directory.unplace(room, k).await?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Carries out `op` on the replay of `room`; `None` when none plays on this node.
+    pub async fn replay_control(
+        &self,
+        room: &str,
+        op: ReplayOp,
+    ) -> Result<Option<Result<ReplayStatus, PlayError>>, CommandError> {
+        for h in self.handles.iter() {
+            if let Some(done) = h.replay_control(room.into(), op).await? {
+                return Ok(Some(done));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every replay on this node.
+    pub async fn replays(&self) -> Result<Vec<ReplayStatus>, CommandError> {
+        let mut all = Vec::new();
+        for h in self.handles.iter() {
+            all.extend(h.replays().await?);
+        }
+        all.sort_by(|a, b| a.room.cmp(&b.room));
+        Ok(all)
+    }
+
+    /// Stops the replay of `room`; whether one played on this node.
+    pub async fn stop_replay(&self, room: &str) -> Result<bool, CommandError> {
+        let mut stopped = false;
+        for h in self.handles.iter() {
+            stopped |= h.stop_replay(room.into()).await?;
+        }
+        Ok(stopped)
     }
 
     /// Every room's size on this node: sessions summed over its shards, streams and

@@ -168,6 +168,8 @@ impl From<CommandError> for ApiError {
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
             }
             CommandError::NotHere(_) => Self::not_found("room_not_found", message),
+            CommandError::RoomLive(_) => Self::new(StatusCode::CONFLICT, "room_live", message),
+            CommandError::Replay(_) => Self::unprocessable("invalid_replay", message),
             CommandError::Recording(_) => {
                 Self::new(StatusCode::CONFLICT, "already_recording", message)
             }

@@ -14,6 +14,7 @@
 
 mod presence;
 mod recordings;
+mod replays;
 mod rooms;
 
 pub use super::error::ApiError;
@@ -412,6 +413,16 @@ pub fn router(state: ApiState) -> Router {
             get(recordings::info).delete(recordings::delete),
         )
         .route(recordings::RECORDING_PCAPNG_ROUTE, get(recordings::pcapng))
+        .route(
+            replays::REPLAYS_ROUTE,
+            get(replays::list).post(replays::start),
+        )
+        .route(
+            replays::REPLAY_ROUTE,
+            get(replays::status)
+                .patch(replays::control)
+                .delete(replays::stop),
+        )
         .route_layer(in_flight)
         // A presence stream lasts as long as its watcher: it takes no in-flight slot.
         .route(presence::PRESENCE_ROUTE, get(presence::presence))

@@ -171,6 +171,7 @@ impl Writer {
             let path = self.dir.join(format!("{index:06}.pcapng"));
             let file = File::create_new(&path)?;
             let mut writer = SegmentWriter::new(&self.meta.id, &self.meta.room, index);
+            writer.event(at_ns, &Event::SegmentStarted { segment: index });
             if index == 0 {
                 writer.event(
                     at_ns,

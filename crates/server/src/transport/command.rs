@@ -2,9 +2,11 @@
 //! touches relay state directly, so the core keeps a single owner and needs no lock.
 
 use super::link::Peer;
+use super::replay::{ReplayOp, ReplaySpec, ReplayStatus};
 use super::ring::Tap;
 use gsrelay_core::relay::{ControlError, Interest, JoinRequest, RoomCounts, RoomInfo, SessionId};
 use gsrelay_core::rtp::SrtpProfile;
+use gsrelay_record::PlayError;
 use std::net::IpAddr;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -88,6 +90,12 @@ pub enum CommandError {
     /// The room has no session on this shard.
     #[error("room {0:?} has no session here")]
     NotHere(String),
+    /// A replay into a room that has sessions.
+    #[error("room {0:?} is live: a replay plays into a room of its own")]
+    RoomLive(String),
+    /// The replay cannot play as asked (a speed out of range, a start past the end).
+    #[error("{0}")]
+    Replay(String),
     /// The room is being recorded already.
     #[error("room {0:?} is being recorded already")]
     Recording(String),
@@ -148,6 +156,23 @@ pub enum Command {
     ),
     /// Stop recording a room for a reason; answers how many recordings stopped.
     StopRecording(String, String, oneshot::Sender<usize>),
+    /// Play a recording into a room that has no session here.
+    Replay(
+        String,
+        Box<ReplaySpec>,
+        oneshot::Sender<Result<ReplayStatus, CommandError>>,
+    ),
+    /// Seek, change the speed of, pause or resume the replay of a room; `None` when no
+    /// replay of it plays here.
+    ReplayControl(
+        String,
+        ReplayOp,
+        oneshot::Sender<Option<Result<ReplayStatus, PlayError>>>,
+    ),
+    /// Every replay here.
+    Replays(oneshot::Sender<Vec<ReplayStatus>>),
+    /// Stop the replay of a room; answers whether one played here.
+    StopReplay(String, oneshot::Sender<bool>),
 }
 
 /// A cloneable handle on the relay task.
@@ -278,6 +303,35 @@ impl RelayHandle {
         reason: String,
     ) -> Result<usize, CommandError> {
         self.call(|r| Command::StopRecording(room, reason, r)).await
+    }
+
+    /// Plays a recording into `room`.
+    pub async fn replay(
+        &self,
+        room: String,
+        spec: ReplaySpec,
+    ) -> Result<ReplayStatus, CommandError> {
+        self.call(|r| Command::Replay(room, Box::new(spec), r))
+            .await?
+    }
+
+    /// Carries out `op` on the replay of `room`, if one plays here.
+    pub async fn replay_control(
+        &self,
+        room: String,
+        op: ReplayOp,
+    ) -> Result<Option<Result<ReplayStatus, PlayError>>, CommandError> {
+        self.call(|r| Command::ReplayControl(room, op, r)).await
+    }
+
+    /// Every replay here.
+    pub async fn replays(&self) -> Result<Vec<ReplayStatus>, CommandError> {
+        self.call(Command::Replays).await
+    }
+
+    /// Stops the replay of `room`; whether one played here.
+    pub async fn stop_replay(&self, room: String) -> Result<bool, CommandError> {
+        self.call(|r| Command::StopReplay(room, r)).await
     }
 
     /// Starts draining; returns the sessions still joined.

@@ -13,6 +13,7 @@
 //! - [`webrtc`]: RTP over WebRTC data channels on `rtc`, ICE-lite, one UDP port;
 //!   [`offer`]: the check of a join's SDP offer.
 //! - [`webtransport`]: WebTransport for browsers, on the QUIC endpoint, in RoQ framing.
+//! - [`replay`]: replays, the sessions that play a recording into a room.
 //! - [`recorder`]: recorders, the sessions that record a room, fed to their writers
 //!   through [`ring`]s (`docs/recording.md`).
 //! - [`link`]: the link protocol between the shards that hold one room, in process; the
@@ -31,6 +32,7 @@ mod offer;
 mod port;
 pub mod quic;
 pub mod recorder;
+pub mod replay;
 pub mod ring;
 pub mod shard;
 pub mod udp;

@@ -26,6 +26,7 @@ use super::link::{LinkEnd, LinkPort, Peer};
 use super::port::{Core, Port};
 use super::quic::{self, QuicPort, QuicShard};
 use super::recorder::RecorderPort;
+use super::replay::{ReplayPort, ReplaySpec, ReplayStatus};
 use super::ring::Tap;
 use super::udp::{self, UdpConfig, UdpPort};
 use super::webrtc::{self, WebRtcPort, WebRtcShard};
@@ -62,12 +63,14 @@ enum Carrier {
     Link,
     /// A recorder of the room.
     Recorder,
+    /// A replay playing a recording into the room.
+    Replay,
 }
 
 impl Carrier {
     /// Whether its sessions are the room's participants (not links nor recorders).
     fn is_participant(self) -> bool {
-        !matches!(self, Self::Link | Self::Recorder)
+        !matches!(self, Self::Link | Self::Recorder | Self::Replay)
     }
 }
 
@@ -121,6 +124,7 @@ struct Ports {
     webrtc: Option<WebRtcPort>,
     link: Option<LinkPort>,
     recorder: RecorderPort,
+    replay: ReplayPort,
 }
 
 /// Everything the relay task owns.
@@ -196,6 +200,7 @@ pub async fn spawn_with(
             webrtc: setup.webrtc.map(WebRtcShard::start),
             link,
             recorder: RecorderPort::new(),
+            replay: ReplayPort::new(),
         },
     };
     let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
@@ -299,11 +304,13 @@ impl Shard {
             let webrtc_deadline = self.ports.webrtc.as_ref().and_then(Port::next_timeout);
             let link_deadline = self.ports.link.as_ref().and_then(Port::next_timeout);
             let recorder_deadline = self.ports.recorder.next_timeout();
+            let replay_deadline = self.ports.replay.next_timeout();
             let Ports {
                 udp,
                 quic,
                 webrtc,
                 link,
+                replay,
                 ..
             } = &mut self.ports;
             // Biased, commands first: a join or an interest change waits behind at most
@@ -320,9 +327,11 @@ impl Shard {
                 event = next_of(quic) => self.batch(|p| p.quic.as_mut(), event).await,
                 got = next_of(webrtc) => self.batch(|p| p.webrtc.as_mut(), got).await,
                 frame = next_of(link) => self.batch(|p| p.link.as_mut(), frame).await,
+                loaded = replay.next() => self.batch(|p| Some(&mut p.replay), loaded).await,
                 () = sleep_until(webrtc_deadline) => self.port_timeout(|p| p.webrtc.as_mut()).await,
                 () = sleep_until(link_deadline) => self.port_timeout(|p| p.link.as_mut()).await,
                 () = sleep_until(recorder_deadline) => self.port_timeout(|p| Some(&mut p.recorder)).await,
+                () = sleep_until(replay_deadline) => self.port_timeout(|p| Some(&mut p.replay)).await,
             }
             self.inner.exporter.export(&mut self.inner.relay);
         }
@@ -541,6 +550,14 @@ impl Shard {
                 let _ = reply.send(self.inner.relay.room_counts());
             }
             Command::Evict(room, identity, reply) => {
+                // A room closed is closed to its replay too.
+                let replay = identity
+                    .is_none()
+                    .then(|| self.ports.replay.session_of(&room));
+                if let Some(id) = replay.flatten() {
+                    self.ports.replay.forget(id);
+                    self.inner.leave(now, id);
+                }
                 let input = Input::Evict {
                     room: &room,
                     identity: identity.as_deref(),
@@ -571,11 +588,91 @@ impl Shard {
                 self.flush().await;
                 let _ = reply.send(n);
             }
+            Command::Replay(room, spec, reply) => {
+                let result = self.replay(now, &room, *spec);
+                self.flush().await;
+                let _ = reply.send(result);
+            }
+            Command::ReplayControl(room, op, reply) => {
+                let result = self.ports.replay.control(now, &room, op, &mut self.inner);
+                self.flush().await;
+                let _ = reply.send(result);
+            }
+            Command::Replays(reply) => {
+                let all = self.ports.replay.rooms();
+                let status = all
+                    .iter()
+                    .filter_map(|room| self.ports.replay.status(now, room))
+                    .collect();
+                let _ = reply.send(status);
+            }
+            Command::StopReplay(room, reply) => {
+                let id = self.ports.replay.session_of(&room);
+                if let Some(id) = id {
+                    self.ports.replay.forget(id);
+                    self.inner.leave(now, id);
+                }
+                self.flush().await;
+                let _ = reply.send(id.is_some());
+            }
             Command::Drain(reply) => {
                 self.inner.input("command", now, Input::SetDraining(true));
                 let _ = reply.send(self.inner.relay.session_count());
             }
         }
+    }
+
+    /// Starts playing a recording into `room`, which must have no session here: a replay
+    /// session joins the core and holds the room (it counts as one of its sessions, so
+    /// the room stays here and later joins find it), and plays from the spec's start.
+    fn replay(
+        &mut self,
+        now: Instant,
+        room: &str,
+        spec: ReplaySpec,
+    ) -> Result<ReplayStatus, CommandError> {
+        if self.inner.hosts(room) {
+            return Err(CommandError::RoomLive(room.into()));
+        }
+        let request = JoinRequest::replaying(room);
+        let identity: Arc<str> = Arc::from(request.identity.as_str());
+        let joined = self
+            .inner
+            .input("command", now, Input::Join(request))
+            .ok_or(CommandError::Internal)??
+            .joined()
+            .ok_or(CommandError::Internal)?;
+        let (id, room) = (joined.session, Arc::<str>::from(room));
+        let inner = &mut self.inner;
+        let entry = Joined {
+            room: room.clone(),
+            identity,
+            carrier: Carrier::Replay,
+            generation: 0,
+        };
+        inner.sessions.insert(id, entry);
+        *inner.hosted.entry(room.clone()).or_default() += 1;
+        inner.hosted_gauge.inc();
+        if let Some(events) = &inner.events {
+            events.joined(room.clone(), id);
+        }
+        let play = (spec.from_ns, spec.speed, spec.paused);
+        let added = self.ports.replay.add(
+            now,
+            (id, joined.ssrc),
+            room.clone(),
+            spec.recording,
+            play,
+            &mut self.inner,
+        );
+        if let Err(e) = added {
+            self.inner.leave(now, id);
+            return Err(CommandError::Replay(e.to_string()));
+        }
+        self.ports
+            .replay
+            .status(now, &room)
+            .ok_or(CommandError::Internal)
     }
 
     /// Starts recording `room`, which must have a session here, into `tap`: a recorder
@@ -841,6 +938,7 @@ impl Ports {
                 }
             }
             Carrier::Recorder => self.recorder.forget(id),
+            Carrier::Replay => self.replay.forget(id),
         }
     }
 
@@ -870,6 +968,7 @@ impl Ports {
                 }
             }
             Some(Carrier::Recorder) => self.recorder.queue(now, t, stats),
+            Some(Carrier::Replay) => self.replay.queue(now, t, stats),
             None => {}
         }
     }
@@ -925,10 +1024,12 @@ impl Inner {
             // Links are the shards' own: the directory counts only the room's sessions.
             return Some(Carrier::Link);
         }
-        self.note(&joined.room, || record::Event::ParticipantLeft {
-            session: id,
-            identity: joined.identity.to_string(),
-        });
+        if joined.carrier.is_participant() {
+            self.note(&joined.room, || record::Event::ParticipantLeft {
+                session: id,
+                identity: joined.identity.to_string(),
+            });
+        }
         let mut linger = false;
         if let Some(n) = self.hosted.get_mut(&joined.room) {
             *n -= 1;
@@ -939,11 +1040,13 @@ impl Inner {
                 self.emptied.push(joined.room.clone());
             }
         }
-        self.observe(|| Activity::Gone {
-            room: joined.room.clone(),
-            session: id,
-            why,
-        });
+        if joined.carrier.is_participant() {
+            self.observe(|| Activity::Gone {
+                room: joined.room.clone(),
+                session: id,
+                why,
+            });
+        }
         if linger {
             self.lingering.insert(joined.room, id);
         } else if let Some(events) = &self.events {
