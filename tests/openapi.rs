@@ -24,7 +24,7 @@
 
 mod support;
 
-use gsrelay::client::WebRtcPeer;
+use gsrelay::client::{Received, WebRtcPeer};
 use gsrelay::internal::command::RelayHandle;
 use gsrelay::internal::http::{self, ApiState};
 use gsrelay::internal::limits::HttpLimits;
@@ -37,9 +37,13 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
+use support::moving_head;
+use support::recording::TempDir;
 use support::server::{
-    ADMIN, ALL, PUBLISH_SUBSCRIBE, SECRET, base, config, serve_api, token, token_as,
+    ADMIN, ALL, PUBLISH, PUBLISH_SUBSCRIBE, SECRET, SUBSCRIBE, base, config, serve_api, token,
+    token_as,
 };
+use support::transports::{WAIT, player, until_flowing};
 
 /// Where the description lives in the repository.
 const FILE: &str = "docs/openapi.json";
@@ -577,6 +581,12 @@ const PARTICIPANTS: &str = "/v1/rooms/{room}/participants";
 const PARTICIPANT: &str = "/v1/rooms/{room}/participants/{identity}";
 const METADATA: &str = "/v1/rooms/{room}/metadata";
 const PRESENCE: &str = "/v1/rooms/{room}/presence";
+const ROOM_RECORDING: &str = "/v1/rooms/{room}/recording";
+const RECORDINGS: &str = "/v1/recordings";
+const RECORDING: &str = "/v1/recordings/{id}";
+const RECORDING_PCAPNG: &str = "/v1/recordings/{id}/pcapng";
+const REPLAYS: &str = "/v1/replays";
+const REPLAY: &str = "/v1/replays/{room}";
 
 #[tokio::test]
 async fn live_answers_match_the_description() {
@@ -585,6 +595,8 @@ async fn live_answers_match_the_description() {
     // Room for the requests below from one identity; the limit is reached on purpose
     // further down.
     cfg.http.rate_burst = 100;
+    let recordings = TempDir::new("openapi-recordings");
+    cfg.recording_dir = recordings.0.clone();
     let server = server::start(cfg).await.unwrap();
     let url = base(&server);
     let c = reqwest::Client::new();
@@ -883,6 +895,8 @@ async fn live_answers_match_the_description() {
         assert_eq!(answer.code(), code);
     }
 
+    recordings_and_replays(&server, &mut check, &relay_admin, &recordings.0).await;
+
     // The identity's rate of joins and interest changes runs out.
     let limited = token_as(
         room,
@@ -995,6 +1009,256 @@ async fn live_answers_match_the_description() {
          (a new route needs a request here, so that its answers are checked against {FILE})"
     );
     server.shutdown().await.unwrap();
+}
+
+/// Records a room through the server API and replays the recording into a room of its
+/// own, checking each answer (successes and refusals) against the description. The
+/// relay's `recording_dir` is `dir`.
+async fn recordings_and_replays(
+    server: &server::Server,
+    check: &mut Checker,
+    relay_admin: &str,
+    dir: &Path,
+) {
+    let url = base(server);
+    let c = reqwest::Client::new();
+    let room = "recorded";
+    let admin = token(room, ADMIN);
+    let mut alice = player(server, room, "alice", PUBLISH).await;
+    let mut bob = player(server, room, "bob", SUBSCRIBE).await;
+    until_flowing(&mut alice, &mut bob).await;
+    let recording = format!("{url}/v1/rooms/{room}/recording");
+
+    let answer = send(c.post(&recording).bearer_auth(&admin)).await;
+    check.expect("POST", ROOM_RECORDING, 201, &answer);
+    let id = answer.json()["id"].as_str().unwrap().to_owned();
+    assert!(
+        dir.join(&id).is_dir(),
+        "{id} is not under {}",
+        dir.display()
+    );
+    let answer = send(c.get(&recording).bearer_auth(&admin)).await;
+    check.expect("GET", ROOM_RECORDING, 200, &answer);
+    assert_eq!(answer.json()["state"], "recording");
+    let answer = send(c.post(&recording).bearer_auth(&admin)).await;
+    check.expect("POST", ROOM_RECORDING, 409, &answer);
+    assert_eq!(answer.code(), "already_recording");
+    let answer = send(
+        c.delete(format!("{url}/v1/recordings/{id}"))
+            .bearer_auth(&admin),
+    )
+    .await;
+    check.expect("DELETE", RECORDING, 409, &answer);
+    assert_eq!(answer.code(), "recording_running");
+    for x in 1..=10 {
+        alice
+            .send_objects(&[moving_head(7, x as f32)])
+            .await
+            .unwrap();
+    }
+    // Each update is recorded once bob, behind the recorder in the room, has it: the
+    // room accepted it.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let got = bob.recv(left).await.unwrap();
+        let Some(Received::Rtp { payload, .. }) = got else {
+            assert!(got.is_some(), "bob never got the last update");
+            continue;
+        };
+        let objects = gsrelay::wire::decode(&payload, gsrelay::wire::Dialect::Draft01).unwrap();
+        if objects
+            .iter()
+            .any(|o| o.position().map(|p| p[0]) == Some(10.0))
+        {
+            break;
+        }
+    }
+    let answer = send(c.delete(&recording).bearer_auth(&admin)).await;
+    check.expect("DELETE", ROOM_RECORDING, 200, &answer);
+    assert_eq!(answer.json()["state"], "stopped", "{}", answer.text());
+    for (method, req) in [("GET", c.get(&recording)), ("DELETE", c.delete(&recording))] {
+        let answer = send(req.bearer_auth(&admin)).await;
+        check.expect(method, ROOM_RECORDING, 404, &answer);
+        assert_eq!(answer.code(), "not_recording");
+    }
+    let answer = send(
+        c.post(format!("{url}/v1/rooms/nobody-here/recording"))
+            .bearer_auth(token("nobody-here", ADMIN)),
+    )
+    .await;
+    check.expect("POST", ROOM_RECORDING, 404, &answer);
+    assert_eq!(answer.code(), "room_not_found");
+
+    let answer = send(
+        c.get(format!("{url}/v1/recordings"))
+            .bearer_auth(relay_admin),
+    )
+    .await;
+    check.expect("GET", RECORDINGS, 200, &answer);
+    assert!(answer.text().contains(&id), "{}", answer.text());
+    let answer = send(c.get(format!("{url}/v1/recordings")).bearer_auth(&admin)).await;
+    check.expect("GET", RECORDINGS, 403, &answer);
+    let answer = send(
+        c.get(format!("{url}/v1/recordings/{id}"))
+            .bearer_auth(&admin),
+    )
+    .await;
+    check.expect("GET", RECORDING, 200, &answer);
+    let answer = send(
+        c.get(format!("{url}/v1/recordings/{id}"))
+            .bearer_auth(token("elsewhere", ADMIN)),
+    )
+    .await;
+    check.expect("GET", RECORDING, 403, &answer);
+    let answer = send(
+        c.get(format!("{url}/v1/recordings/{id}/pcapng"))
+            .bearer_auth(&admin),
+    )
+    .await;
+    check.expect("GET", RECORDING_PCAPNG, 200, &answer);
+    // A pcapng file starts with a Section Header Block.
+    assert_eq!(answer.body.get(..4), Some(&[0x0a, 0x0d, 0x0d, 0x0a][..]));
+    // Ids that are not the relay's, paths among them, name no recording.
+    for bad in [
+        "rec-1-00000000",
+        "..%2F..%2Fetc",
+        "rec-1-ABCDEF12",
+        "recordings",
+    ] {
+        let answer = send(
+            c.get(format!("{url}/v1/recordings/{bad}"))
+                .bearer_auth(relay_admin),
+        )
+        .await;
+        check.expect("GET", RECORDING, 404, &answer);
+        assert_eq!(answer.code(), "recording_not_found");
+    }
+
+    // Its replay, into a room of its own.
+    let replays = format!("{url}/v1/replays");
+    let start = |body: Value| c.post(&replays).bearer_auth(relay_admin).json(&body);
+    let into = "replayed";
+    let answer = send(start(
+        json!({"recording": id, "room": into, "paused": true}),
+    ))
+    .await;
+    check.expect("POST", REPLAYS, 201, &answer);
+    assert_eq!(answer.json()["recording"], id.as_str());
+    let refusals = [
+        (
+            start(json!({"recording": id, "room": into})),
+            409,
+            "room_live",
+        ),
+        (
+            start(json!({"recording": id, "room": room})),
+            409,
+            "room_live",
+        ),
+        (
+            start(json!({"recording": "rec-1-00000000", "room": "other"})),
+            404,
+            "recording_not_found",
+        ),
+        (
+            start(json!({"recording": id, "room": "other", "speed": 9})),
+            422,
+            "invalid_speed",
+        ),
+        (
+            start(json!({"recording": id, "room": "other", "from_ms": 1_000_000_000u64})),
+            422,
+            "invalid_replay",
+        ),
+        (start(json!({"recording": id})), 422, "invalid_request"),
+        (
+            start(json!({"recording": id, "room": "bad room"})),
+            400,
+            "invalid_room",
+        ),
+        (
+            c.post(&replays)
+                .bearer_auth(token("other", ADMIN))
+                .json(&json!({"recording": id, "room": "other"})),
+            403,
+            "forbidden_room",
+        ),
+    ];
+    for (req, status, code) in refusals {
+        let answer = send(req).await;
+        check.expect("POST", REPLAYS, status, &answer);
+        assert_eq!(answer.code(), code, "{}", answer.text());
+    }
+    let answer = send(c.get(&replays).bearer_auth(relay_admin)).await;
+    check.expect("GET", REPLAYS, 200, &answer);
+    let answer = send(c.get(&replays).bearer_auth(&admin)).await;
+    check.expect("GET", REPLAYS, 403, &answer);
+    let replay = format!("{url}/v1/replays/{into}");
+    let into_admin = token(into, ADMIN);
+    let answer = send(c.get(&replay).bearer_auth(&into_admin)).await;
+    check.expect("GET", REPLAY, 200, &answer);
+    assert_eq!(answer.json()["paused"], true);
+    // The replay's room is a room as any other.
+    let answer = send(
+        c.get(format!("{url}/v1/rooms/{into}"))
+            .bearer_auth(&into_admin),
+    )
+    .await;
+    check.expect("GET", ROOM, 200, &answer);
+    let control = |body: Value| c.patch(&replay).bearer_auth(&into_admin).json(&body);
+    for body in [
+        json!({"seek_ms": 0, "speed": 2, "paused": false}),
+        json!({"paused": true}),
+    ] {
+        let answer = send(control(body)).await;
+        check.expect("PATCH", REPLAY, 200, &answer);
+    }
+    let refusals = [
+        (
+            control(json!({"seek_ms": 1_000_000_000u64})),
+            422,
+            "seek_past_end",
+        ),
+        (control(json!({"speed": 0.1})), 422, "invalid_speed"),
+        (control(json!({})), 422, "invalid_request"),
+        (
+            c.patch(format!("{url}/v1/replays/{room}"))
+                .bearer_auth(&admin)
+                .json(&json!({"paused": true})),
+            404,
+            "replay_not_found",
+        ),
+    ];
+    for (req, status, code) in refusals {
+        let answer = send(req).await;
+        check.expect("PATCH", REPLAY, status, &answer);
+        assert_eq!(answer.code(), code, "{}", answer.text());
+    }
+    for status in [204, 404] {
+        let answer = send(c.delete(&replay).bearer_auth(&into_admin)).await;
+        check.expect("DELETE", REPLAY, status, &answer);
+    }
+    let answer = send(c.get(&replay).bearer_auth(&into_admin)).await;
+    check.expect("GET", REPLAY, 404, &answer);
+    assert_eq!(answer.code(), "replay_not_found");
+
+    // Deleted, it is gone, files and all.
+    let answer = send(
+        c.delete(format!("{url}/v1/recordings/{id}"))
+            .bearer_auth(&admin),
+    )
+    .await;
+    check.expect("DELETE", RECORDING, 204, &answer);
+    assert!(!dir.join(&id).exists());
+    let answer = send(
+        c.get(format!("{url}/v1/recordings/{id}"))
+            .bearer_auth(&admin),
+    )
+    .await;
+    check.expect("GET", RECORDING, 404, &answer);
+    alice.leave().await.unwrap();
+    bob.leave().await.unwrap();
 }
 
 /// The schemathesis of `scripts/test.sh`: `.venv`'s (or `GSRELAY_TOOLS_VENV`'s), else one

@@ -58,6 +58,13 @@ pub fn config(drain_grace_secs: u64) -> ServeConfig {
         // than the default 5 ms: shedding the only update a test waits for would fail it
         // for the machine's sake. tests/udp_queue.rs tests the shedding itself.
         udp_max_queue_delay_ms: 250,
+        // The default is `recordings/` under the working directory, which for a test is
+        // the checkout: a test (or a generated request of schemathesis) that starts a
+        // recording would leave files there. One directory per test process under the
+        // system's temporary one keeps the checkout clean and parallel test binaries
+        // apart; it is made only when a recording starts.
+        recording_dir: std::env::temp_dir()
+            .join(format!("gsrelay-test-recordings-{}", std::process::id())),
         ..ServeConfig::default()
     }
 }
