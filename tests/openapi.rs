@@ -587,6 +587,7 @@ const RECORDING: &str = "/v1/recordings/{id}";
 const RECORDING_PCAPNG: &str = "/v1/recordings/{id}/pcapng";
 const REPLAYS: &str = "/v1/replays";
 const REPLAY: &str = "/v1/replays/{room}";
+const MIRROR: &str = "/v1/rooms/{room}/mirror";
 
 #[tokio::test]
 async fn live_answers_match_the_description() {
@@ -1199,13 +1200,15 @@ async fn recordings_and_replays(
     let answer = send(c.get(&replay).bearer_auth(&into_admin)).await;
     check.expect("GET", REPLAY, 200, &answer);
     assert_eq!(answer.json()["paused"], true);
-    // The replay's room is a room as any other.
+    // The replay's room is a room as any other, for spectators: it says what it plays.
     let answer = send(
         c.get(format!("{url}/v1/rooms/{into}"))
             .bearer_auth(&into_admin),
     )
     .await;
     check.expect("GET", ROOM, 200, &answer);
+    assert_eq!(answer.json()["replay"]["recording"], id.as_str());
+    let spectator = spectate(check, &url, into, "replay").await;
     let control = |body: Value| c.patch(&replay).bearer_auth(&into_admin).json(&body);
     for body in [
         json!({"seek_ms": 0, "speed": 2, "paused": false}),
@@ -1239,6 +1242,7 @@ async fn recordings_and_replays(
         let answer = send(c.delete(&replay).bearer_auth(&into_admin)).await;
         check.expect("DELETE", REPLAY, status, &answer);
     }
+    leave(check, &url, into, &spectator).await;
     let answer = send(c.get(&replay).bearer_auth(&into_admin)).await;
     check.expect("GET", REPLAY, 404, &answer);
     assert_eq!(answer.code(), "replay_not_found");
@@ -1257,8 +1261,118 @@ async fn recordings_and_replays(
     )
     .await;
     check.expect("GET", RECORDING, 404, &answer);
+
+    mirrors(server, check, relay_admin, room).await;
     alice.leave().await.unwrap();
     bob.leave().await.unwrap();
+}
+
+/// Joins `room`, a replay's or a mirror's, as a spectator (a join that may publish is
+/// refused), and checks that the join answer says what the room plays (its `field`).
+/// Returns the session's id.
+async fn spectate(check: &mut Checker, url: &str, room: &str, field: &str) -> String {
+    let c = reqwest::Client::new();
+    let join = |rights| {
+        c.post(format!("{url}/v1/rooms/{room}/sessions"))
+            .bearer_auth(token(room, rights))
+            .json(&json!({"transport": "rtp"}))
+    };
+    let answer = send(join(ALL)).await;
+    check.expect("POST", JOIN, 403, &answer);
+    assert_eq!(answer.code(), "room_read_only");
+    let answer = send(join(SUBSCRIBE)).await;
+    check.expect("POST", JOIN, 201, &answer);
+    assert!(answer.json()[field].is_object(), "{}", answer.text());
+    answer.json()["session_id"].as_str().unwrap().to_owned()
+}
+
+/// Ends a session of `room`.
+async fn leave(check: &mut Checker, url: &str, room: &str, id: &str) {
+    let answer = send(
+        reqwest::Client::new()
+            .delete(format!("{url}/v1/sessions/{id}"))
+            .bearer_auth(token(room, SUBSCRIBE)),
+    )
+    .await;
+    check.expect("DELETE", SESSION, 204, &answer);
+}
+
+/// Mirrors live room `source` into a room of its own for spectators, checking each
+/// answer against the description.
+async fn mirrors(server: &server::Server, check: &mut Checker, relay_admin: &str, source: &str) {
+    let url = base(server);
+    let c = reqwest::Client::new();
+    let mirror = format!("{url}/v1/rooms/{source}/mirror");
+    let tv = format!("{source}-tv");
+    let start = |body: Value| c.put(&mirror).bearer_auth(relay_admin).json(&body);
+    let answer = send(start(json!({"room": tv, "delay_ms": 1000}))).await;
+    check.expect("PUT", MIRROR, 201, &answer);
+    assert_eq!(answer.json()["mirror"], tv.as_str());
+    let refusals = [
+        (
+            start(json!({"room": "other-tv", "delay_ms": 1000})),
+            409,
+            "already_mirrored",
+        ),
+        (
+            start(json!({"room": tv, "delay_ms": 1000})),
+            409,
+            "room_live",
+        ),
+        (
+            start(json!({"room": "other-tv", "delay_ms": 999})),
+            422,
+            "invalid_delay",
+        ),
+        (
+            start(json!({"room": source, "delay_ms": 1000})),
+            422,
+            "invalid_request",
+        ),
+        (start(json!({"room": "other-tv"})), 422, "invalid_request"),
+        (
+            start(json!({"room": "bad room", "delay_ms": 1000})),
+            400,
+            "invalid_room",
+        ),
+        (
+            c.put(&mirror)
+                .bearer_auth(token(source, ADMIN))
+                .json(&json!({"room": "other-tv", "delay_ms": 1000})),
+            403,
+            "forbidden_room",
+        ),
+        (
+            c.put(format!("{url}/v1/rooms/nobody-here/mirror"))
+                .bearer_auth(relay_admin)
+                .json(&json!({"room": "other-tv", "delay_ms": 1000})),
+            404,
+            "room_not_found",
+        ),
+    ];
+    for (req, status, code) in refusals {
+        let answer = send(req).await;
+        check.expect("PUT", MIRROR, status, &answer);
+        assert_eq!(answer.code(), code, "{}", answer.text());
+    }
+    let answer = send(c.get(&mirror).bearer_auth(token(source, ADMIN))).await;
+    check.expect("GET", MIRROR, 200, &answer);
+    let spectator = spectate(check, &url, &tv, "delayed").await;
+    let answer = send(
+        c.get(format!("{url}/v1/rooms/{tv}"))
+            .bearer_auth(token(&tv, ADMIN)),
+    )
+    .await;
+    check.expect("GET", ROOM, 200, &answer);
+    assert_eq!(answer.json()["delayed"]["source"], source);
+    for status in [204, 404] {
+        let answer = send(c.delete(&mirror).bearer_auth(token(source, ADMIN))).await;
+        check.expect("DELETE", MIRROR, status, &answer);
+    }
+    let answer = send(c.get(&mirror).bearer_auth(token(source, ADMIN))).await;
+    check.expect("GET", MIRROR, 404, &answer);
+    assert_eq!(answer.code(), "no_mirror");
+    leave(check, &url, &tv, &spectator).await;
 }
 
 /// The schemathesis of `scripts/test.sh`: `.venv`'s (or `GSRELAY_TOOLS_VENV`'s), else one
@@ -1294,11 +1408,15 @@ async fn schemathesis_finds_nothing() {
     let mut cfg = config(1);
     cfg.http.rate_per_sec = 10_000.0;
     cfg.http.rate_burst = 10_000;
+    let dir = std::env::temp_dir().join(format!("gsrelay-schemathesis-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The generated requests start (and stop, and delete) recordings of the room: they
+    // are written here and nowhere else.
+    let recordings = dir.join("recordings");
+    cfg.recording_dir = recordings.clone();
     let server = server::start(cfg).await.unwrap();
     let room = "fuzzed";
     let bearer = format!("Authorization: Bearer {}", token(room, ALL));
-    let dir = std::env::temp_dir().join(format!("gsrelay-schemathesis-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     // The token is for one room: every request names that room, so that joins succeed
     // and the stateful phase follows their links to the session routes. (Invalid room
     // names are among the refusals of live_answers_match_the_description.)
@@ -1360,5 +1478,20 @@ async fn schemathesis_finds_nothing() {
         String::from_utf8_lossy(&out.stderr)
     );
     server.shutdown().await.unwrap();
+    // No recording a generated request started is left running: the relay's stop closed
+    // every one, writing its end.
+    let made = std::fs::read_dir(&recordings).map_or(Vec::new(), |d| {
+        d.map(|e| e.unwrap().path()).collect::<Vec<_>>()
+    });
+    eprintln!("schemathesis left {} recordings", made.len());
+    for rec in made {
+        let meta = std::fs::read(rec.join("recording.json")).unwrap();
+        let meta = gsrelay::record::Meta::from_json(&meta).unwrap();
+        assert!(
+            meta.stopped_ns.is_some(),
+            "{} was left running: {meta:?}",
+            rec.display()
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
