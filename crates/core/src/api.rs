@@ -59,7 +59,7 @@ fn is_default(interest: &Interest) -> bool {
 
 /// Answer of `POST /v1/rooms/{room}/sessions`: the session, and how to reach it over
 /// the transport the join asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JoinAnswerBody {
     /// The session's id, as the `/v1/sessions/{id}` routes take it.
     pub session_id: String,
@@ -79,6 +79,38 @@ pub struct JoinAnswerBody {
     /// How to reach the session: one object keyed by the transport's name.
     #[serde(flatten)]
     pub transport: TransportAnswer,
+    /// The replay the room plays, when it is a replay's room (`docs/recording.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayInfo>,
+    /// The room it mirrors and how late, when it is a broadcast-delayed mirror.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delayed: Option<Delayed>,
+}
+
+/// Where a replay is (`docs/recording.md`, "Replay").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayInfo {
+    /// The recording it plays.
+    pub recording: String,
+    /// Its position, milliseconds from the recording's start.
+    pub position_ms: u64,
+    /// The recording's length, milliseconds.
+    pub duration_ms: u64,
+    /// Its speed (0.25 to 8).
+    pub speed: f64,
+    /// Whether it is paused.
+    pub paused: bool,
+    /// Whether it has played to the end.
+    pub ended: bool,
+}
+
+/// A broadcast-delayed mirror (`docs/recording.md`, "Broadcast delay").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delayed {
+    /// The room it mirrors.
+    pub source: String,
+    /// How late, milliseconds: nothing in the mirror is newer than now minus this.
+    pub delay_ms: u64,
 }
 
 /// The per-transport part of a join's answer, which appears in the answer as one key
@@ -226,6 +258,8 @@ mod tests {
             room_ssrc: None,
             resume: None,
             transport,
+            replay: None,
+            delayed: None,
         }
     }
 

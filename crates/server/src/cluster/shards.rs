@@ -14,6 +14,7 @@ use super::directory::{Directory, DirectoryError, MemoryDirectory, ShardEvent, S
 use super::{Cluster, OtherNode, Placement};
 use crate::transport::command::{CommandError, JoinAnswer, JoinCommand, RelayHandle, SessionOwner};
 use crate::transport::link::Peer;
+use crate::transport::mirror::MirrorView;
 use crate::transport::replay::{ReplayOp, ReplaySpec, ReplayStatus};
 use crate::transport::ring::Tap;
 use gsrelay_core::relay::{ControlError, Interest, RoomCounts, RoomInfo, SessionId};
@@ -413,6 +414,69 @@ impl Shards {
                 Err(e)
             }
         }
+    }
+
+    /// Mirrors `source` into `mirror`, `delay` late (`docs/recording.md`, "Broadcast
+    /// delay"): on the first of this node's shards that holds the source, where the
+    /// mirror room, which must be held nowhere, is placed.
+    pub async fn mirror(
+        &self,
+        source: &str,
+        mirror: &str,
+        delay: Duration,
+    ) -> Result<MirrorView, CommandError> {
+        self.settle().await;
+        let live = !self.directory.room(mirror).await?.is_empty()
+            || !self.room_elsewhere(mirror).await?.is_empty();
+        if live {
+            return Err(CommandError::RoomLive(mirror.into()));
+        }
+        let k = self
+            .directory
+            .room(source)
+            .await?
+            .iter()
+            .find(|p| p.sessions > 0 && self.handles.get(p.shard).is_some())
+            .map(|p| p.shard)
+            .ok_or_else(|| CommandError::NotHere(source.into()))?;
+        // The mirror plays from the source's shard: only that one is usable for it.
+        let usable: Vec<bool> = (0..self.handles.len()).map(|s| s == k).collect();
+        let placed = self.directory.place(mirror, &usable).await?;
+        let handle = match self.handles.get(placed) {
+            Some(h) if placed == k => h,
+            _ => {
+                self.directory.unplace(mirror, placed).await?;
+                return Err(CommandError::Stopped);
+            }
+        };
+        match handle.mirror(source.into(), mirror.into(), delay).await {
+            Ok(view) => {
+                self.settle().await;
+                Ok(view)
+            }
+            Err(e) => {
+                self.directory.unplace(mirror, k).await?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Every mirror on this node.
+    pub async fn mirrors(&self) -> Result<Vec<MirrorView>, CommandError> {
+        let mut all = Vec::new();
+        for h in self.handles.iter() {
+            all.extend(h.mirrors().await?);
+        }
+        Ok(all)
+    }
+
+    /// Stops the mirror of `source`; whether it had one on this node.
+    pub async fn stop_mirror(&self, source: &str) -> Result<bool, CommandError> {
+        let mut stopped = false;
+        for h in self.handles.iter() {
+            stopped |= h.stop_mirror(source.into()).await?;
+        }
+        Ok(stopped)
     }
 
     /// Carries out `op` on the replay of `room`; `None` when none plays on this node.

@@ -169,6 +169,12 @@ impl From<CommandError> for ApiError {
             }
             CommandError::NotHere(_) => Self::not_found("room_not_found", message),
             CommandError::RoomLive(_) => Self::new(StatusCode::CONFLICT, "room_live", message),
+            CommandError::Mirrored(_) => {
+                Self::new(StatusCode::CONFLICT, "already_mirrored", message)
+            }
+            CommandError::ReadOnly(_) => {
+                Self::new(StatusCode::FORBIDDEN, "room_read_only", message)
+            }
             CommandError::Replay(_) => Self::unprocessable("invalid_replay", message),
             CommandError::Recording(_) => {
                 Self::new(StatusCode::CONFLICT, "already_recording", message)

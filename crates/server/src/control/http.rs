@@ -12,6 +12,7 @@
 //! and `/readyz` are exempt, so probes and scrapes still answer under load. The `/v1`
 //! routes and `/client/` answer other origins' pages as [`super::cors`] allows.
 
+mod mirrors;
 mod presence;
 mod recordings;
 mod replays;
@@ -139,6 +140,41 @@ impl ApiState {
     /// Serves `recordings` (once: a second call changes nothing).
     pub fn set_recordings(&self, recordings: Arc<Recordings>) {
         let _ = self.0.recordings.set(recordings);
+    }
+
+    /// How the relay plays `room`, if it does: the replay it plays, or the room it
+    /// mirrors.
+    async fn played(
+        &self,
+        room: &str,
+    ) -> Result<(Option<api::ReplayInfo>, Option<api::Delayed>), ApiError> {
+        let replay = self
+            .0
+            .relay
+            .replays()
+            .await?
+            .into_iter()
+            .find(|r| r.room == room)
+            .map(|r| api::ReplayInfo {
+                recording: r.recording,
+                position_ms: r.position_ms,
+                duration_ms: r.duration_ms,
+                speed: r.speed,
+                paused: r.paused,
+                ended: r.ended,
+            });
+        let delayed = self
+            .0
+            .relay
+            .mirrors()
+            .await?
+            .into_iter()
+            .find(|m| m.mirror == room)
+            .map(|m| api::Delayed {
+                source: m.room,
+                delay_ms: m.delay_ms,
+            });
+        Ok((replay, delayed))
     }
 
     /// The room recordings, if set up.
@@ -413,6 +449,10 @@ pub fn router(state: ApiState) -> Router {
             get(recordings::info).delete(recordings::delete),
         )
         .route(recordings::RECORDING_PCAPNG_ROUTE, get(recordings::pcapng))
+        .route(
+            mirrors::MIRROR_ROUTE,
+            put(mirrors::start).get(mirrors::show).delete(mirrors::stop),
+        )
         .route(
             replays::REPLAYS_ROUTE,
             get(replays::list).post(replays::start),
@@ -805,6 +845,7 @@ async fn join(
         }
         TransportAnswer::WebRtc(w) => api::TransportAnswer::WebRtc(webrtc_body(w)),
     };
+    let (replay, delayed) = state.played(&room).await?;
     let body = JoinAnswerBody {
         session_id,
         ssrc: answer.joined.ssrc,
@@ -813,6 +854,8 @@ async fn join(
         room_ssrc: answer.joined.room_ssrc,
         resume: Some(state.0.tokens.resume().issue(credential)),
         transport,
+        replay,
+        delayed,
     };
     Ok((
         StatusCode::CREATED,
@@ -965,6 +1008,19 @@ async fn room_info(
     if let Some(serde_json::Value::Object(m)) = &mut merged {
         let metadata = state.0.rooms.room_metadata(&room).unwrap_or_default();
         m.insert("metadata".to_owned(), metadata);
+        let (replay, delayed) = state.played(&room).await?;
+        if let Some(r) = replay {
+            m.insert(
+                "replay".to_owned(),
+                serde_json::to_value(r).unwrap_or_default(),
+            );
+        }
+        if let Some(d) = delayed {
+            m.insert(
+                "delayed".to_owned(),
+                serde_json::to_value(d).unwrap_or_default(),
+            );
+        }
     }
     if !forward::is_forwarded(&headers) {
         for to in state.0.relay.room_elsewhere(&room).await? {

@@ -23,11 +23,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
-/// The ring between a shard and a recording's writer: about two seconds of a dense
-/// 200-player room at 30 Hz (12 000 packets a second of ~600 bytes); a writer that
-/// falls further behind than that stops the recording (`writer_behind`).
-pub const RING_BYTES: usize = 16 << 20;
-
 /// How long stopping a recording waits for its writer to close its files.
 const STOP_WAIT: Duration = Duration::from_secs(10);
 
@@ -189,7 +184,7 @@ impl Recordings {
         let started_ns = unix_ns();
         let id = new_id(started_ns);
         let dir = self.cfg.dir.join(&id);
-        let (tap, drain) = ring::ring(RING_BYTES);
+        let (tap, drain) = ring::ring(ring::RING_BYTES);
         match self.relay.record(room, tap, self.cfg.checkpoint).await {
             Ok(()) => {}
             Err(CommandError::NotHere(_)) => return Err(RecordingError::NoRoom(room.into())),

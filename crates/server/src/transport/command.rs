@@ -2,6 +2,7 @@
 //! touches relay state directly, so the core keeps a single owner and needs no lock.
 
 use super::link::Peer;
+use super::mirror::MirrorView;
 use super::replay::{ReplayOp, ReplaySpec, ReplayStatus};
 use super::ring::Tap;
 use gsrelay_core::relay::{ControlError, Interest, JoinRequest, RoomCounts, RoomInfo, SessionId};
@@ -96,6 +97,12 @@ pub enum CommandError {
     /// The replay cannot play as asked (a speed out of range, a start past the end).
     #[error("{0}")]
     Replay(String),
+    /// The room is mirrored already.
+    #[error("room {0:?} is mirrored already")]
+    Mirrored(String),
+    /// A join that may publish, into a room a replay or a mirror plays.
+    #[error("room {0:?} is played by the relay (a replay or a mirror): join it to watch only")]
+    ReadOnly(String),
     /// The room is being recorded already.
     #[error("room {0:?} is being recorded already")]
     Recording(String),
@@ -173,6 +180,17 @@ pub enum Command {
     Replays(oneshot::Sender<Vec<ReplayStatus>>),
     /// Stop the replay of a room; answers whether one played here.
     StopReplay(String, oneshot::Sender<bool>),
+    /// Mirror a room this shard holds a session of into another, with a delay.
+    Mirror(
+        String,
+        String,
+        Duration,
+        oneshot::Sender<Result<MirrorView, CommandError>>,
+    ),
+    /// Every mirror here.
+    Mirrors(oneshot::Sender<Vec<MirrorView>>),
+    /// Stop the mirror of a source room; answers whether it had one here.
+    StopMirror(String, oneshot::Sender<bool>),
 }
 
 /// A cloneable handle on the relay task.
@@ -332,6 +350,27 @@ impl RelayHandle {
     /// Stops the replay of `room`; whether one played here.
     pub async fn stop_replay(&self, room: String) -> Result<bool, CommandError> {
         self.call(|r| Command::StopReplay(room, r)).await
+    }
+
+    /// Mirrors `source` into `mirror`, `delay` late.
+    pub async fn mirror(
+        &self,
+        source: String,
+        mirror: String,
+        delay: Duration,
+    ) -> Result<MirrorView, CommandError> {
+        self.call(|r| Command::Mirror(source, mirror, delay, r))
+            .await?
+    }
+
+    /// Every mirror here.
+    pub async fn mirrors(&self) -> Result<Vec<MirrorView>, CommandError> {
+        self.call(Command::Mirrors).await
+    }
+
+    /// Stops the mirror of `source`; whether it had one here.
+    pub async fn stop_mirror(&self, source: String) -> Result<bool, CommandError> {
+        self.call(|r| Command::StopMirror(source, r)).await
     }
 
     /// Starts draining; returns the sessions still joined.

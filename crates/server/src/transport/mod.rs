@@ -13,7 +13,8 @@
 //! - [`webrtc`]: RTP over WebRTC data channels on `rtc`, ICE-lite, one UDP port;
 //!   [`offer`]: the check of a join's SDP offer.
 //! - [`webtransport`]: WebTransport for browsers, on the QUIC endpoint, in RoQ framing.
-//! - [`replay`]: replays, the sessions that play a recording into a room.
+//! - [`replay`]: replays, the sessions that play a recording into a room;
+//!   [`mirror`]: broadcast-delayed mirrors of rooms; both play through `playback`.
 //! - [`recorder`]: recorders, the sessions that record a room, fed to their writers
 //!   through [`ring`]s (`docs/recording.md`).
 //! - [`link`]: the link protocol between the shards that hold one room, in process; the
@@ -28,7 +29,9 @@ pub mod command;
 pub mod events;
 pub mod guard;
 pub mod link;
+pub mod mirror;
 mod offer;
+mod playback;
 mod port;
 pub mod quic;
 pub mod recorder;

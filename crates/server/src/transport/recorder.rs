@@ -25,13 +25,15 @@ const STOPPED_CHECK: Duration = Duration::from_secs(1);
 struct Recording {
     tap: Tap,
     room: Arc<str>,
-    every: Duration,
+    every: Option<Duration>,
     /// Its next checkpoint.
-    next: Instant,
+    next: Option<Instant>,
     /// When to look next whether its writer stopped it.
     check: Instant,
     /// A checkpoint's packets are being queued.
     checkpointing: bool,
+    /// Written to a disk (else: a mirror's).
+    disk: bool,
 }
 
 /// The recorders of a shard.
@@ -67,15 +69,23 @@ impl RecorderPort {
     }
 
     /// Starts feeding recorder session `id` of `room` to `tap`, with a checkpoint now
-    /// and every `every` after.
-    pub fn add(&mut self, now: Instant, id: SessionId, room: Arc<str>, tap: Tap, every: Duration) {
+    /// and every `every` after (`None`: only now); `disk` when it is a recording's.
+    pub fn add(
+        &mut self,
+        now: Instant,
+        (id, room): (SessionId, Arc<str>),
+        tap: Tap,
+        every: Option<Duration>,
+        disk: bool,
+    ) {
         let r = Recording {
             tap,
             room,
             every,
-            next: now,
+            next: Some(now),
             check: now + STOPPED_CHECK,
             checkpointing: false,
+            disk,
         };
         self.recordings.insert(id, r);
     }
@@ -90,9 +100,9 @@ impl RecorderPort {
         }
     }
 
-    /// Whether `room` is being recorded here.
+    /// Whether `room` is being recorded to a disk here.
     pub fn records(&self, room: &str) -> bool {
-        self.recordings.values().any(|r| &*r.room == room)
+        self.recordings.values().any(|r| r.disk && &*r.room == room)
     }
 
     /// Ends the recordings of `room` for `reason`: each is told why, its ring let go
@@ -117,7 +127,8 @@ impl RecorderPort {
         ids.len()
     }
 
-    fn stop(&mut self, now: Instant, id: SessionId, reason: &str, core: &mut impl Core) {
+    /// Ends recorder session `id` for `reason`, as [`RecorderPort::stop_room`] does.
+    pub(super) fn stop(&mut self, now: Instant, id: SessionId, reason: &str, core: &mut impl Core) {
         let at = self.wall_ns(now);
         if let Some(mut r) = self.recordings.remove(&id) {
             let event = gsrelay_record::Event::RecordingStopped {
@@ -175,7 +186,10 @@ impl Port for RecorderPort {
     }
 
     fn next_timeout(&self) -> Option<Instant> {
-        self.recordings.values().map(|r| r.next.min(r.check)).min()
+        self.recordings
+            .values()
+            .map(|r| r.next.map_or(r.check, |n| n.min(r.check)))
+            .min()
     }
 
     /// Checkpoints that are due; recordings their writer stopped leave.
@@ -183,22 +197,22 @@ impl Port for RecorderPort {
         let due: Vec<SessionId> = self
             .recordings
             .iter()
-            .filter(|(_, r)| r.next.min(r.check) <= now)
+            .filter(|(_, r)| r.next.map_or(r.check, |n| n.min(r.check)) <= now)
             .map(|(id, _)| *id)
             .collect();
         for id in due {
             let Some(r) = self.recordings.get_mut(&id) else {
                 continue;
             };
-            if r.tap.shared.is_stopped() {
+            if r.tap.shared.is_stopped() || r.tap.is_abandoned() {
                 let reason = r.tap.shared.reason().unwrap_or_else(|| "stopped".into());
                 self.stop(now, id, &reason, core);
                 continue;
             }
             r.check = now + STOPPED_CHECK;
-            if r.next <= now {
+            if r.next.is_some_and(|n| n <= now) {
                 r.checkpointing = true;
-                r.next = now + r.every;
+                r.next = r.every.map(|e| now + e);
                 core.checkpoint(now, id);
             }
         }

@@ -17,23 +17,16 @@
 //!   then each stream's objects, so that the room's cache and every subscriber hold the
 //!   room at the target.
 
+use super::playback::Playback;
 use super::port::{Core, Port};
 use crate::metrics::export::StatsExporter;
 use gsrelay_core::relay::{SessionId, Transmit};
-use gsrelay_core::rtp::{PacketClass, RtpHeader, RtpPacket, rtcp};
-use gsrelay_core::wire::{self, Dialect, container};
 use gsrelay_record::{Event, Output, PlayError, Player, Recording};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
-
-/// Largest run of objects a state container carries: a snapshot's packets fit any path.
-const STATE_CHUNK: usize = 1100;
-
-/// The payload type of the containers of a state.
-const STATE_PT: u8 = 96;
 
 /// A segment read for a replay, or why it could not be.
 #[derive(Debug)]
@@ -95,19 +88,11 @@ struct Replay {
     room: Arc<str>,
     recording: Arc<Recording>,
     player: Player,
-    /// The replay session's own SSRC: the outer header's.
-    ssrc: u32,
-    /// The SSRC each recorded one plays under.
-    ssrcs: HashMap<u32, u32>,
-    /// Each played stream's next sequence number and last timestamp.
-    numbering: HashMap<u32, (u16, u32)>,
-    /// Played streams the room holds now.
-    live: HashSet<u32>,
+    /// What it plays into the room, as its session.
+    playback: Playback,
     /// A segment being read.
     loading: Option<u32>,
     ended: bool,
-    /// The packet being built (reused).
-    out: Vec<u8>,
     /// The recorded packet being played (reused).
     recorded: Vec<u8>,
 }
@@ -167,13 +152,9 @@ impl ReplayPort {
             room,
             recording,
             player,
-            ssrc,
-            ssrcs: HashMap::new(),
-            numbering: HashMap::new(),
-            live: HashSet::new(),
+            playback: Playback::new(id, ssrc),
             loading: None,
             ended: false,
-            out: Vec::new(),
             recorded: Vec::new(),
         };
         self.replays.insert(id, replay);
@@ -221,13 +202,7 @@ impl ReplayPort {
     /// Where the replay of `room` is.
     pub fn status(&self, now: Instant, room: &str) -> Option<ReplayStatus> {
         let r = self.replays.get(&self.session_of(room)?)?;
-        let mut remapped: Vec<(u32, u32)> = r
-            .ssrcs
-            .iter()
-            .filter(|(a, b)| a != b)
-            .map(|(a, b)| (*a, *b))
-            .collect();
-        remapped.sort_unstable();
+        let remapped = r.playback.remapped();
         Some(ReplayStatus {
             room: r.room.to_string(),
             recording: r.recording.meta.id.clone(),
@@ -270,16 +245,9 @@ impl ReplayPort {
                 Some(Output::Ended) => Due::Ended,
             };
             match due {
-                Due::Packet(ssrc) => {
-                    let recorded = std::mem::take(&mut r.recorded);
-                    r.play(now, id, ssrc, &recorded, core);
-                    r.recorded = recorded;
-                }
-                Due::End(ssrc) => {
-                    let played = r.played(ssrc, core);
-                    r.end(now, id, &[played], core);
-                }
-                Due::State(streams) => r.restore(now, id, &streams, core),
+                Due::Packet(ssrc) => r.playback.play(now, ssrc, &r.recorded, core),
+                Due::End(ssrc) => r.playback.end_recorded(now, ssrc, core),
+                Due::State(streams) => r.playback.restore(now, &streams, core),
                 Due::Ended => r.ended = true,
             }
         }
@@ -307,122 +275,6 @@ enum Due {
     End(u32),
     State(Vec<(u32, Vec<u8>)>),
     Ended,
-}
-
-impl Replay {
-    /// The SSRC recorded stream `ssrc` plays under: its own when no session of this
-    /// shard holds it, another free one otherwise.
-    fn played(&mut self, ssrc: u32, core: &impl Core) -> u32 {
-        if let Some(p) = self.ssrcs.get(&ssrc) {
-            return *p;
-        }
-        let mut candidate = ssrc;
-        while core.session_by_ssrc(candidate).is_some() || candidate == self.ssrc {
-            // A fixed odd step walks every 32-bit value before coming back: the search
-            // ends.
-            candidate = candidate.wrapping_add(0x9E37_79B9);
-        }
-        self.ssrcs.insert(ssrc, candidate);
-        candidate
-    }
-
-    /// One recorded packet of `ssrc`, as a container.
-    fn play(
-        &mut self,
-        now: Instant,
-        id: SessionId,
-        ssrc: u32,
-        packet: &[u8],
-        core: &mut impl Core,
-    ) {
-        let Ok(pkt) = RtpPacket::parse(packet) else {
-            return;
-        };
-        let played = self.played(ssrc, core);
-        let (pt, ts, marker) = (pkt.payload_type(), pkt.timestamp(), pkt.marker());
-        self.send(now, id, (played, pt, ts, marker), &[pkt.payload()], core);
-    }
-
-    /// Sends `body` (the objects of `played`'s stream, in parts) as one container packet.
-    fn send(
-        &mut self,
-        now: Instant,
-        id: SessionId,
-        (played, pt, ts, marker): (u32, u8, u32, bool),
-        body: &[&[u8]],
-        core: &mut impl Core,
-    ) {
-        let (seq, last_ts) = self.numbering.entry(played).or_insert((0, ts));
-        *last_ts = ts;
-        let header = RtpHeader {
-            marker,
-            payload_type: pt,
-            sequence_number: *seq,
-            timestamp: ts,
-            ssrc: self.ssrc,
-            csrcs: &[],
-            extension: None,
-        };
-        *seq = seq.wrapping_add(1);
-        self.out.clear();
-        if header.append_to(&mut self.out).is_err() {
-            return;
-        }
-        let len = body.iter().map(|b| b.len()).sum();
-        container::write_header(&mut self.out, played, len);
-        for b in body {
-            self.out.extend_from_slice(b);
-        }
-        self.live.insert(played);
-        core.packet(now, id, PacketClass::Rtp, &self.out);
-    }
-
-    /// Ends the played streams `ssrcs` with an RTCP BYE.
-    fn end(&mut self, now: Instant, id: SessionId, ssrcs: &[u32], core: &mut impl Core) {
-        // A BYE names at most 31 sources.
-        for chunk in ssrcs.chunks(31) {
-            self.out.clear();
-            if rtcp::write_bye(&mut self.out, chunk).is_ok() {
-                core.packet(now, id, PacketClass::Rtcp, &self.out);
-            }
-            for s in chunk {
-                self.live.remove(s);
-            }
-        }
-    }
-
-    /// Makes the room hold `streams` and nothing else: every played stream ends, then
-    /// each of these starts again with its objects.
-    fn restore(
-        &mut self,
-        now: Instant,
-        id: SessionId,
-        streams: &[(u32, Vec<u8>)],
-        core: &mut impl Core,
-    ) {
-        let mut live: Vec<u32> = self.live.iter().copied().collect();
-        live.sort_unstable();
-        self.end(now, id, &live, core);
-        for (ssrc, objects) in streams {
-            let played = self.played(*ssrc, core);
-            let ts = self.numbering.get(&played).map_or(0, |n| n.1);
-            let mut parts: Vec<&[u8]> = Vec::new();
-            let mut size = 0;
-            for r in wire::objects(objects, Dialect::Draft01).filter_map(Result::ok) {
-                let tlv = r.bytes(objects);
-                if size > 0 && size + tlv.len() > STATE_CHUNK {
-                    self.send(now, id, (played, STATE_PT, ts, false), &parts, core);
-                    parts.clear();
-                    size = 0;
-                }
-                parts.push(tlv);
-                size += tlv.len();
-            }
-            if !parts.is_empty() {
-                self.send(now, id, (played, STATE_PT, ts, false), &parts, core);
-            }
-        }
-    }
 }
 
 impl Port for ReplayPort {

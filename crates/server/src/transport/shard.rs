@@ -23,11 +23,12 @@ use super::command::{
 use super::events::EventSink;
 use super::guard::guarded;
 use super::link::{LinkEnd, LinkPort, Peer};
+use super::mirror::{MirrorPort, MirrorView};
 use super::port::{Core, Port};
 use super::quic::{self, QuicPort, QuicShard};
 use super::recorder::RecorderPort;
 use super::replay::{ReplayPort, ReplaySpec, ReplayStatus};
-use super::ring::Tap;
+use super::ring::{self, Tap};
 use super::udp::{self, UdpConfig, UdpPort};
 use super::webrtc::{self, WebRtcPort, WebRtcShard};
 use crate::metrics::Metrics;
@@ -65,12 +66,17 @@ enum Carrier {
     Recorder,
     /// A replay playing a recording into the room.
     Replay,
+    /// A mirror playing another room into the room, delayed.
+    Mirror,
 }
 
 impl Carrier {
     /// Whether its sessions are the room's participants (not links nor recorders).
     fn is_participant(self) -> bool {
-        !matches!(self, Self::Link | Self::Recorder | Self::Replay)
+        !matches!(
+            self,
+            Self::Link | Self::Recorder | Self::Replay | Self::Mirror
+        )
     }
 }
 
@@ -125,6 +131,7 @@ struct Ports {
     link: Option<LinkPort>,
     recorder: RecorderPort,
     replay: ReplayPort,
+    mirror: MirrorPort,
 }
 
 /// Everything the relay task owns.
@@ -201,6 +208,7 @@ pub async fn spawn_with(
             link,
             recorder: RecorderPort::new(),
             replay: ReplayPort::new(),
+            mirror: MirrorPort::new(),
         },
     };
     let (handle, commands) = RelayHandle::channel(COMMAND_DEPTH);
@@ -305,6 +313,7 @@ impl Shard {
             let link_deadline = self.ports.link.as_ref().and_then(Port::next_timeout);
             let recorder_deadline = self.ports.recorder.next_timeout();
             let replay_deadline = self.ports.replay.next_timeout();
+            let mirror_deadline = self.ports.mirror.next_timeout();
             let Ports {
                 udp,
                 quic,
@@ -332,6 +341,7 @@ impl Shard {
                 () = sleep_until(link_deadline) => self.port_timeout(|p| p.link.as_mut()).await,
                 () = sleep_until(recorder_deadline) => self.port_timeout(|p| Some(&mut p.recorder)).await,
                 () = sleep_until(replay_deadline) => self.port_timeout(|p| Some(&mut p.replay)).await,
+                () = sleep_until(mirror_deadline) => self.port_timeout(|p| Some(&mut p.mirror)).await,
             }
             self.inner.exporter.export(&mut self.inner.relay);
         }
@@ -615,11 +625,43 @@ impl Shard {
                 self.flush().await;
                 let _ = reply.send(id.is_some());
             }
+            Command::Mirror(source, mirror, delay, reply) => {
+                let result = self.mirror(now, (&source, &mirror), delay);
+                self.flush().await;
+                let _ = reply.send(result);
+            }
+            Command::Mirrors(reply) => {
+                let rooms: Vec<String> = self.inner.hosted.keys().map(|r| r.to_string()).collect();
+                let mut views: Vec<MirrorView> = rooms
+                    .iter()
+                    .filter_map(|r| self.ports.mirror.view(r))
+                    .collect();
+                views.sort_by(|a, b| a.room.cmp(&b.room));
+                views.dedup();
+                let _ = reply.send(views);
+            }
+            Command::StopMirror(source, reply) => {
+                let found = self.ports.mirror.of_source(&source);
+                if let Some((id, recorder)) = found {
+                    self.ports.mirror.forget(id);
+                    self.inner.leave(now, id);
+                    self.ports
+                        .recorder
+                        .stop(now, recorder, "mirror_stopped", &mut self.inner);
+                }
+                self.flush().await;
+                let _ = reply.send(found.is_some());
+            }
             Command::Drain(reply) => {
                 self.inner.input("command", now, Input::SetDraining(true));
                 let _ = reply.send(self.inner.relay.session_count());
             }
         }
+    }
+
+    /// Whether the relay plays `room` (a replay or a mirror): nobody else publishes in it.
+    fn plays(&self, room: &str) -> bool {
+        self.ports.replay.session_of(room).is_some() || self.ports.mirror.plays(room)
     }
 
     /// Starts playing a recording into `room`, which must have no session here: a replay
@@ -631,35 +673,11 @@ impl Shard {
         room: &str,
         spec: ReplaySpec,
     ) -> Result<ReplayStatus, CommandError> {
-        if self.inner.hosts(room) {
-            return Err(CommandError::RoomLive(room.into()));
-        }
-        let request = JoinRequest::replaying(room);
-        let identity: Arc<str> = Arc::from(request.identity.as_str());
-        let joined = self
-            .inner
-            .input("command", now, Input::Join(request))
-            .ok_or(CommandError::Internal)??
-            .joined()
-            .ok_or(CommandError::Internal)?;
-        let (id, room) = (joined.session, Arc::<str>::from(room));
-        let inner = &mut self.inner;
-        let entry = Joined {
-            room: room.clone(),
-            identity,
-            carrier: Carrier::Replay,
-            generation: 0,
-        };
-        inner.sessions.insert(id, entry);
-        *inner.hosted.entry(room.clone()).or_default() += 1;
-        inner.hosted_gauge.inc();
-        if let Some(events) = &inner.events {
-            events.joined(room.clone(), id);
-        }
+        let (id, ssrc, room) = self.join_player(now, room, Carrier::Replay)?;
         let play = (spec.from_ns, spec.speed, spec.paused);
         let added = self.ports.replay.add(
             now,
-            (id, joined.ssrc),
+            (id, ssrc),
             room.clone(),
             spec.recording,
             play,
@@ -675,9 +693,8 @@ impl Shard {
             .ok_or(CommandError::Internal)
     }
 
-    /// Starts recording `room`, which must have a session here, into `tap`: a recorder
-    /// session joins the core, the room's participants are written down, and the first
-    /// checkpoint is taken at once.
+    /// Starts recording `room`, which must have a session here and no recording, into
+    /// `tap`, a checkpoint at once and every `every`.
     fn record(
         &mut self,
         now: Instant,
@@ -685,11 +702,26 @@ impl Shard {
         tap: Tap,
         every: Duration,
     ) -> Result<(), CommandError> {
-        if !self.inner.hosts(room) {
-            return Err(CommandError::NotHere(room.into()));
-        }
         if self.ports.recorder.records(room) {
             return Err(CommandError::Recording(room.into()));
+        }
+        self.attach_recorder(now, room, tap, Some(every), true)
+            .map(drop)
+    }
+
+    /// Joins a recorder session to `room`, which must have a session here, feeding
+    /// `tap`: the room's participants are written down and a checkpoint taken at once,
+    /// then every `every` if given; `disk` for a recording's (else a mirror's).
+    fn attach_recorder(
+        &mut self,
+        now: Instant,
+        room: &str,
+        tap: Tap,
+        every: Option<Duration>,
+        disk: bool,
+    ) -> Result<SessionId, CommandError> {
+        if !self.inner.hosts(room) {
+            return Err(CommandError::NotHere(room.into()));
         }
         let request = JoinRequest::recording(room);
         let identity: Arc<str> = Arc::from(request.identity.as_str());
@@ -723,10 +755,77 @@ impl Shard {
                 metadata: None,
             });
         }
+        let id = joined.session;
+        self.ports.recorder.add(now, (id, room), tap, every, disk);
+        Ok(id)
+    }
+
+    /// Starts mirroring `source`, which must have a session here, into `mirror`, which
+    /// must have none, `delay` late: a replay session holds the mirror room here (its
+    /// spectators' joins are placed where it is) and a recorder of the source feeds it.
+    fn mirror(
+        &mut self,
+        now: Instant,
+        (source, mirror): (&str, &str),
+        delay: Duration,
+    ) -> Result<MirrorView, CommandError> {
+        if !self.inner.hosts(source) {
+            return Err(CommandError::NotHere(source.into()));
+        }
+        if self.ports.mirror.of_source(source).is_some() {
+            return Err(CommandError::Mirrored(source.into()));
+        }
+        let (id, ssrc, room) = self.join_player(now, mirror, Carrier::Mirror)?;
+        let (tap, drain) = ring::ring(ring::RING_BYTES);
+        let recorder = match self.attach_recorder(now, source, tap, None, false) {
+            Ok(r) => r,
+            Err(e) => {
+                self.inner.leave(now, id);
+                return Err(e);
+            }
+        };
+        let rooms = (Arc::from(source), room);
         self.ports
-            .recorder
-            .add(now, joined.session, room, tap, every);
-        Ok(())
+            .mirror
+            .add(now, (id, ssrc), rooms, (recorder, drain), delay);
+        self.ports.mirror.view(source).ok_or(CommandError::Internal)
+    }
+
+    /// Joins a replay session (a replay's or a mirror's, carried by `carrier`) to `room`,
+    /// which must have no session here: it holds the room as one of its sessions, so
+    /// the room stays here and later joins find it. Its id, SSRC and room.
+    fn join_player(
+        &mut self,
+        now: Instant,
+        room: &str,
+        carrier: Carrier,
+    ) -> Result<(SessionId, u32, Arc<str>), CommandError> {
+        if self.inner.hosts(room) {
+            return Err(CommandError::RoomLive(room.into()));
+        }
+        let request = JoinRequest::replaying(room);
+        let identity: Arc<str> = Arc::from(request.identity.as_str());
+        let joined = self
+            .inner
+            .input("command", now, Input::Join(request))
+            .ok_or(CommandError::Internal)??
+            .joined()
+            .ok_or(CommandError::Internal)?;
+        let (id, room) = (joined.session, Arc::<str>::from(room));
+        let inner = &mut self.inner;
+        let entry = Joined {
+            room: room.clone(),
+            identity,
+            carrier,
+            generation: 0,
+        };
+        inner.sessions.insert(id, entry);
+        *inner.hosted.entry(room.clone()).or_default() += 1;
+        inner.hosted_gauge.inc();
+        if let Some(events) = &inner.events {
+            events.joined(room.clone(), id);
+        }
+        Ok((id, joined.ssrc, room))
     }
 
     /// Hands the core an input that answers [`Reply::Sessions`]; how many sessions it
@@ -741,6 +840,10 @@ impl Shard {
     /// Prepares the session's link on its port (keys, token or peer connection), joins it
     /// to the core, then hands the link to the port.
     fn join(&mut self, cmd: JoinCommand) -> Result<JoinAnswer, CommandError> {
+        let room = cmd.request.room.as_str();
+        if cmd.request.publish && self.plays(room) {
+            return Err(CommandError::ReadOnly(room.into()));
+        }
         let link = new_link(&mut self.ports, cmd.transport)?;
         let now = Instant::now();
         let room: Arc<str> = Arc::from(cmd.request.room.as_str());
@@ -939,6 +1042,7 @@ impl Ports {
             }
             Carrier::Recorder => self.recorder.forget(id),
             Carrier::Replay => self.replay.forget(id),
+            Carrier::Mirror => self.mirror.forget(id),
         }
     }
 
@@ -969,6 +1073,7 @@ impl Ports {
             }
             Some(Carrier::Recorder) => self.recorder.queue(now, t, stats),
             Some(Carrier::Replay) => self.replay.queue(now, t, stats),
+            Some(Carrier::Mirror) => self.mirror.queue(now, t, stats),
             None => {}
         }
     }
