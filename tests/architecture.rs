@@ -1,8 +1,10 @@
 //! The layering rules of `docs/architecture.md`, checked on the workspace:
 //!
-//! - the crates depend on each other as drawn (the core on no runtime and no socket crate,
-//!   the client on nothing only a server needs), read from `cargo tree`;
+//! - the crates depend on each other as drawn (the core and the recording format on no
+//!   runtime and no socket crate, the client on nothing only a server needs), read from
+//!   `cargo tree`;
 //! - the core reads no clock and imports no metrics; it has one `impl Relay`, in one file;
+//!   the recording format's replay clock reads no clock either;
 //! - no module of any crate imports its siblings in a circle, at any depth.
 //!
 //! Imports are read from the code (comments and unit-test modules left out): in a folder
@@ -28,6 +30,7 @@ fn crate_sources() -> Vec<(&'static str, PathBuf)> {
     let mut out = vec![("gsrelay", workspace().join("src"))];
     for (name, dir) in [
         ("gsrelay-core", "core"),
+        ("gsrelay-record", "record"),
         ("gsrelay-net", "net"),
         ("gsrelay-client", "client"),
         ("gsrelay-server", "server"),
@@ -288,6 +291,82 @@ fn the_core_crate_has_no_runtime_and_no_socket_crate() {
         ],
         "the core is sans-I/O",
     );
+}
+
+/// The crates of this workspace in `package`'s normal dependency tree, itself included.
+fn workspace_crates_under(package: &str) -> BTreeSet<String> {
+    dependency_tree(package)
+        .into_iter()
+        .filter(|c| c.starts_with("gsrelay"))
+        .collect()
+}
+
+/// The recording format and the replay clock are sans-I/O but for reading and writing
+/// files with `std::fs` (`dir`): the core beneath them, no runtime, no socket, no
+/// other crate of ours, so that a tool reads recordings without linking a relay.
+#[test]
+fn the_record_crate_depends_on_the_core_only_and_has_no_runtime_and_no_socket_crate() {
+    assert_eq!(
+        workspace_crates_under("gsrelay-record"),
+        BTreeSet::from(["gsrelay-record".to_owned(), "gsrelay-core".to_owned()]),
+        "gsrelay-record depends on the core and on no other crate of the workspace"
+    );
+    assert_none_of(
+        "gsrelay-record",
+        &[
+            "tokio",
+            "mio",
+            "socket2",
+            "quinn",
+            "quinn-udp",
+            "async-std",
+            "smol",
+            "futures",
+            "hyper",
+            "reqwest",
+        ],
+        "the recording format is sans-I/O",
+    );
+    // The server records and replays with it, and the root package re-exports it
+    // (`gsrelay::record`); the client and the C ABI have no use for it.
+    for package in ["gsrelay-server", "gsrelay"] {
+        assert!(
+            workspace_crates_under(package).contains("gsrelay-record"),
+            "{package} depends on gsrelay-record"
+        );
+    }
+    for package in ["gsrelay-client", "gsrelay-ffi", "gsrelay-net"] {
+        assert!(
+            !workspace_crates_under(package).contains("gsrelay-record"),
+            "{package} has no use for gsrelay-record"
+        );
+    }
+}
+
+/// The replay clock (`player`) and the writer are given the time, as the core is: a
+/// replay is tested on a virtual clock, and plays the same on a loaded machine.
+#[test]
+fn the_record_crate_reads_no_clock_and_spawns_nothing() {
+    let src = workspace().join("crates/record/src");
+    let files = sources(&src);
+    assert!(files.len() >= 5, "found the record crate's sources");
+    for (path, text) in files {
+        let text = code(&text);
+        for forbidden in [
+            "tokio",
+            "std::net",
+            "Instant::now",
+            "SystemTime",
+            "thread::spawn",
+            "prometheus",
+        ] {
+            assert!(
+                !text.contains(forbidden),
+                "crates/record/src/{path} mentions `{forbidden}`: the recording format is \
+                 given the time and owns no thread, socket or metrics"
+            );
+        }
+    }
 }
 
 /// What a game links must not bring a server's crates: the client, and the C ABI that
