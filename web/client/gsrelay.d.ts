@@ -660,6 +660,10 @@ export interface JoinAnswer {
   quic?: { addr: string; alpn: string; cert_sha256: string; flow_id: number; session_token: string };
   webtransport?: WebTransportAnswer;
   webrtc?: WebRtcAnswer;
+  /** Where the replay the room plays is, when it is a replay's room. */
+  replay?: ReplayInfo;
+  /** The room it mirrors and how late, when it is a broadcast-delayed mirror. */
+  delayed?: Delayed;
 }
 
 /** `GET /v1/rooms/{room}` (admin). */
@@ -679,6 +683,10 @@ export interface RoomInfo {
   streams: { ssrc: number; objects: number; bytes: number }[];
   /** The room's metadata (null when none was set). */
   metadata: Json;
+  /** Where the replay the room plays is, when it is a replay's room. */
+  replay?: ReplayInfo;
+  /** The room it mirrors and how late, when it is a broadcast-delayed mirror. */
+  delayed?: Delayed;
 }
 
 /** A token's claims (docs/api.md, "Authentication"). */
@@ -713,6 +721,129 @@ export declare function roomInfo(options: ApiTarget & { room: string }): Promise
 
 /** A token's claims, unverified, for display; null if it is not a token. */
 export declare function tokenClaims(token: string): TokenClaims | null;
+
+// ---------------------------------------------------------------------------------------
+// Recordings, replays and broadcast-delayed mirrors (docs/api.md; docs/recording.md)
+
+/** A recording (`GET /v1/recordings/{id}`). */
+export interface Recording {
+  id: string;
+  /** The room recorded. */
+  room: string;
+  /** The node that recorded it (each node keeps its own). */
+  node: string;
+  state: "recording" | "stopped" | "failed" | "interrupted";
+  /** Unix milliseconds. */
+  started_at: number;
+  stopped_at: number | null;
+  /** `stopped`, `room_ended`, `shutdown`, `writer_behind`, `disk_error: ...`; null while it runs. */
+  stop_reason: string | null;
+  bytes: number;
+  segments: number;
+  /** Seconds between checkpoints: how far before its target a seek lands at worst. */
+  checkpoint_secs: number;
+}
+
+/** Where a replay is: in a join answer, room info, or (with more) its status. */
+export interface ReplayInfo {
+  /** The recording it plays. */
+  recording: string;
+  /** Milliseconds from the recording's start. */
+  position_ms: number;
+  /** The recording's length, milliseconds. */
+  duration_ms: number;
+  /** 0.25 to 8. */
+  speed: number;
+  paused: boolean;
+  /** It played to the end; the room holds the last state until it is stopped. */
+  ended: boolean;
+}
+
+/** A replay's status (`GET /v1/replays/{room}`). */
+export interface ReplayStatus extends ReplayInfo {
+  /** The room it plays into. */
+  room: string;
+  /** Each recorded SSRC that plays under another one: `[recorded, played]`. */
+  remapped: [number, number][];
+}
+
+/** A broadcast-delayed mirror, as a join answer and room info of the mirror room tell it. */
+export interface Delayed {
+  /** The room it mirrors. */
+  source: string;
+  /** Nothing in the mirror is newer than now minus this. */
+  delay_ms: number;
+}
+
+/** A room's mirror (`GET /v1/rooms/{room}/mirror`). */
+export interface Mirror {
+  /** The source room. */
+  room: string;
+  /** The mirror room spectators join. */
+  mirror: string;
+  delay_ms: number;
+  /** Unix milliseconds. */
+  started_at: number;
+}
+
+/** What `controlReplay` changes, at least one of them (applied in this order). */
+export interface ReplayControl {
+  seekMs?: number;
+  speed?: number;
+  paused?: boolean;
+}
+
+/** The replay speeds the viewer offers: 0.25, 0.5, 1, 2, 4, 8. */
+export declare const REPLAY_SPEEDS: readonly number[];
+
+/** Starts recording a room (admin token of the room). */
+export declare function startRecording(options: ApiTarget & { room: string }): Promise<Recording>;
+/** The room's running recording (404 `not_recording`). */
+export declare function recording(options: ApiTarget & { room: string }): Promise<Recording>;
+/** Stops the room's recording; resolves once its files are closed. */
+export declare function stopRecording(options: ApiTarget & { room: string }): Promise<Recording>;
+/** Every recording of this relay, oldest first (relay-wide admin token). */
+export declare function listRecordings(options: ApiTarget): Promise<Recording[]>;
+/** One recording (admin token of its room). */
+export declare function getRecording(options: ApiTarget & { id: string }): Promise<Recording>;
+/** Deletes a stopped recording. */
+export declare function deleteRecording(options: ApiTarget & { id: string }): Promise<void>;
+/** The pcapng export's address (the route wants the bearer token: see `downloadRecording`). */
+export declare function recordingDownloadUrl(options: { baseUrl?: string; id: string }): string;
+/** The recording as one pcapng file. */
+export declare function downloadRecording(
+  options: ApiTarget & { id: string },
+): Promise<Uint8Array>;
+/** Plays a recording into a room of its own. */
+export declare function startReplay(
+  options: ApiTarget & { recording: string; room: string; fromMs?: number; speed?: number; paused?: boolean },
+): Promise<ReplayStatus>;
+/** The replay playing into `room` (404 `replay_not_found`). */
+export declare function replayStatus(options: ApiTarget & { room: string }): Promise<ReplayStatus>;
+/** Every replay of this relay (relay-wide admin token). */
+export declare function listReplays(options: ApiTarget): Promise<ReplayStatus[]>;
+/** Seeks, changes speed, pauses or resumes; resolves to its status after. */
+export declare function controlReplay(options: ApiTarget & { room: string } & ReplayControl): Promise<ReplayStatus>;
+/** Moves a replay to `positionMs`. */
+export declare function seekReplay(options: ApiTarget & { room: string; positionMs: number }): Promise<ReplayStatus>;
+/** Sets a replay's speed. */
+export declare function setReplaySpeed(options: ApiTarget & { room: string; speed: number }): Promise<ReplayStatus>;
+/** Pauses a replay. */
+export declare function pauseReplay(options: ApiTarget & { room: string }): Promise<ReplayStatus>;
+/** Resumes a paused replay. */
+export declare function resumeReplay(options: ApiTarget & { room: string }): Promise<ReplayStatus>;
+/** Stops a replay. */
+export declare function stopReplay(options: ApiTarget & { room: string }): Promise<void>;
+/** Where a replay is `elapsedMs` after it was read, if nobody changed it since. */
+export declare function replayPosition(replay: ReplayInfo, elapsedMs: number): number;
+/** Mirrors `room` into `mirror`, `delayMs` (1000 to 600000) late. */
+export declare function startMirror(
+  options: ApiTarget & { room: string; mirror: string; delayMs: number },
+): Promise<Mirror>;
+/** The room's mirror (404 `no_mirror`). */
+export declare function mirror(options: ApiTarget & { room: string }): Promise<Mirror>;
+/** Stops the room's mirror. */
+export declare function stopMirror(options: ApiTarget & { room: string }): Promise<void>;
 
 // ---------------------------------------------------------------------------------------
 // Transports
@@ -981,6 +1112,10 @@ export declare class Session {
   publish(objects: PayloadObject | readonly PayloadObject[], options?: { payloadType?: number }): Promise<boolean>;
   /** Its room stream's SSRC, else null. */
   get roomSsrc(): number | null;
+  /** The replay the room plays, as the latest join answer told it; `replayPosition` moves it on. */
+  get replay(): ReplayInfo | null;
+  /** The room this one mirrors and how late, else null. */
+  get delayed(): Delayed | null;
   /** Publishes objects on its room stream: they belong to the room and outlive the session. */
   publishRoom(objects: PayloadObject | readonly PayloadObject[], options?: { payloadType?: number }): Promise<boolean>;
   /** Asks the relay for objects, each `[ssrc, objectId]`; answers come to `onownership`. */

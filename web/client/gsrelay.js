@@ -1547,6 +1547,219 @@ export function tokenClaims(token) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Recordings, replays and broadcast-delayed mirrors (docs/api.md, "Recordings",
+// "Replays", "Mirrors"; docs/recording.md)
+
+/** The replay speeds the relay takes, from slowest to fastest (any value between works too). */
+export const REPLAY_SPEEDS = Object.freeze([0.25, 0.5, 1, 2, 4, 8]);
+
+/**
+ * Checks a caller's argument before anything goes to the relay: a wrong type or a missing
+ * field is a `TypeError` naming it, so that a mistake is not sent as a request and
+ * reported back as the relay's less specific 4xx. Ranges (a speed of 9, a seek past the
+ * end) are the relay's to refuse, with its own code.
+ */
+function check(ok, what) {
+  if (!ok) throw new TypeError(what);
+}
+
+function checkName(value, what) {
+  check(typeof value === "string" && value.length > 0, `${what}: a non-empty string is needed, got ${shown(value)}`);
+}
+
+function checkMs(value, what) {
+  check(Number.isSafeInteger(value) && value >= 0, `${what}: a whole number of milliseconds ≥ 0 is needed, got ${shown(value)}`);
+}
+
+function checkSpeed(value) {
+  check(typeof value === "number" && Number.isFinite(value), `speed: a finite number is needed, got ${shown(value)}`);
+}
+
+function checkBool(value, what) {
+  check(typeof value === "boolean", `${what}: true or false is needed, got ${shown(value)}`);
+}
+
+function shown(v) {
+  if (typeof v === "string") return JSON.stringify(v);
+  if (v === null || v === undefined || typeof v !== "object") return String(v);
+  return Array.isArray(v) ? "an array" : "an object";
+}
+
+const seg = (s) => encodeURIComponent(s);
+
+/** `api` with the token checked first (an absent one would go out as `Bearer undefined`). */
+function authed(baseUrl, method, path, token, body) {
+  checkName(token, "token");
+  return api(baseUrl, method, path, token, body);
+}
+
+/** Starts recording a room (admin token of the room): `POST /v1/rooms/{room}/recording`. */
+export async function startRecording({ baseUrl = location.origin, room, token } = {}) {
+  checkName(room, "room");
+  return authed(baseUrl, "POST", `/v1/rooms/${seg(room)}/recording`, token);
+}
+
+/** The room's running recording: `GET /v1/rooms/{room}/recording` (404 `not_recording`). */
+export async function recording({ baseUrl = location.origin, room, token } = {}) {
+  checkName(room, "room");
+  return authed(baseUrl, "GET", `/v1/rooms/${seg(room)}/recording`, token);
+}
+
+/** Stops the room's recording once its files are closed: `DELETE /v1/rooms/{room}/recording`. */
+export async function stopRecording({ baseUrl = location.origin, room, token } = {}) {
+  checkName(room, "room");
+  return authed(baseUrl, "DELETE", `/v1/rooms/${seg(room)}/recording`, token);
+}
+
+/** Every recording of this relay, oldest first (relay-wide admin token): `GET /v1/recordings`. */
+export async function listRecordings({ baseUrl = location.origin, token } = {}) {
+  return (await authed(baseUrl, "GET", "/v1/recordings", token)).recordings;
+}
+
+/** One recording (admin token of its room): `GET /v1/recordings/{id}`. */
+export async function getRecording({ baseUrl = location.origin, id, token } = {}) {
+  checkName(id, "id");
+  return authed(baseUrl, "GET", `/v1/recordings/${seg(id)}`, token);
+}
+
+/** Deletes a stopped recording: `DELETE /v1/recordings/{id}`. */
+export async function deleteRecording({ baseUrl = location.origin, id, token } = {}) {
+  checkName(id, "id");
+  await authed(baseUrl, "DELETE", `/v1/recordings/${seg(id)}`, token);
+}
+
+/**
+ * The address of a recording's pcapng export. A link to it does not download by itself:
+ * the route wants the bearer token, which a link cannot send (`downloadRecording` does).
+ */
+export function recordingDownloadUrl({ baseUrl = location.origin, id } = {}) {
+  checkName(id, "id");
+  return new URL(`/v1/recordings/${seg(id)}/pcapng`, baseUrl).href;
+}
+
+/**
+ * A recording as one pcapng file (`GET /v1/recordings/{id}/pcapng`), read whole into a
+ * `Uint8Array`; rejects with `ApiError` when refused. The relay streams it without a
+ * length, so a download cut short is a shorter file: check it with a pcapng reader
+ * before trusting its end.
+ */
+export async function downloadRecording({ baseUrl = location.origin, id, token } = {}) {
+  const url = recordingDownloadUrl({ baseUrl, id });
+  checkName(token, "token");
+  const resp = await fetch(url, { headers: { Authorization: `Bearer ${token}` } });
+  if (!resp.ok) {
+    const text = await resp.text();
+    let e = null;
+    try { e = JSON.parse(text).error; } catch { /* not JSON: the status text below */ }
+    throw new ApiError(resp.status, e?.code ?? "http_error", e?.message ?? (text || resp.statusText));
+  }
+  return new Uint8Array(await resp.arrayBuffer());
+}
+
+/**
+ * Plays a recording into a room of its own: `POST /v1/replays`. `fromMs` (default 0),
+ * `speed` (1) and `paused` (false) are optional. Resolves to the replay's status.
+ */
+export async function startReplay({ baseUrl = location.origin, token, recording: id, room, fromMs, speed, paused } = {}) {
+  checkName(id, "recording");
+  checkName(room, "room");
+  const body = { recording: id, room };
+  if (fromMs !== undefined) { checkMs(fromMs, "fromMs"); body.from_ms = fromMs; }
+  if (speed !== undefined) { checkSpeed(speed); body.speed = speed; }
+  if (paused !== undefined) { checkBool(paused, "paused"); body.paused = paused; }
+  return authed(baseUrl, "POST", "/v1/replays", token, body);
+}
+
+/** The replay playing into `room`: `GET /v1/replays/{room}` (404 `replay_not_found`). */
+export async function replayStatus({ baseUrl = location.origin, room, token } = {}) {
+  checkName(room, "room");
+  return authed(baseUrl, "GET", `/v1/replays/${seg(room)}`, token);
+}
+
+/** Every replay of this relay (relay-wide admin token): `GET /v1/replays`. */
+export async function listReplays({ baseUrl = location.origin, token } = {}) {
+  return (await authed(baseUrl, "GET", "/v1/replays", token)).replays;
+}
+
+/**
+ * Seeks, changes speed, pauses or resumes a replay, at least one of them, applied in that
+ * order by the relay: `PATCH /v1/replays/{room}`. Resolves to its status after them.
+ */
+export async function controlReplay({ baseUrl = location.origin, room, token, seekMs, speed, paused } = {}) {
+  checkName(room, "room");
+  const body = {};
+  if (seekMs !== undefined) { checkMs(seekMs, "seekMs"); body.seek_ms = seekMs; }
+  if (speed !== undefined) { checkSpeed(speed); body.speed = speed; }
+  if (paused !== undefined) { checkBool(paused, "paused"); body.paused = paused; }
+  check(Object.keys(body).length > 0, "controlReplay: name seekMs, speed or paused");
+  return authed(baseUrl, "PATCH", `/v1/replays/${seg(room)}`, token, body);
+}
+
+/** Moves a replay to `positionMs` (the room gets the whole state there). */
+export function seekReplay({ positionMs, ...target } = {}) {
+  return controlReplay({ ...target, seekMs: positionMs });
+}
+
+/** Sets a replay's speed (0.25 to 8). */
+export function setReplaySpeed({ speed, ...target } = {}) {
+  return controlReplay({ ...target, speed });
+}
+
+/** Pauses a replay. */
+export function pauseReplay(target = {}) {
+  return controlReplay({ ...target, paused: true });
+}
+
+/** Resumes a paused replay. */
+export function resumeReplay(target = {}) {
+  return controlReplay({ ...target, paused: false });
+}
+
+/** Stops a replay; its room ends with it, or its viewers see its streams end: `DELETE /v1/replays/{room}`. */
+export async function stopReplay({ baseUrl = location.origin, room, token } = {}) {
+  checkName(room, "room");
+  await authed(baseUrl, "DELETE", `/v1/replays/${seg(room)}`, token);
+}
+
+/**
+ * Where a replay is `elapsedMs` after `replay` (a status, or a join answer's or room
+ * info's `replay`) was read, assuming nobody changed it since: its position moved on at
+ * its speed unless paused or ended, and never past its duration. What a viewer without
+ * the admin right, which cannot ask the relay again, shows.
+ */
+export function replayPosition(replay, elapsedMs) {
+  check(replay !== null && typeof replay === "object" && Number.isFinite(replay.position_ms),
+    `replayPosition: a replay status is needed, got ${shown(replay)}`);
+  check(Number.isFinite(elapsedMs), `elapsedMs: a finite number is needed, got ${shown(elapsedMs)}`);
+  const moving = !replay.paused && !replay.ended;
+  const at = replay.position_ms + (moving ? Math.max(0, elapsedMs) * replay.speed : 0);
+  return Number.isFinite(replay.duration_ms) ? Math.min(at, replay.duration_ms) : at;
+}
+
+/**
+ * Mirrors `room` into the room `mirror`, `delayMs` (1000 to 600000) late, for spectators:
+ * `PUT /v1/rooms/{room}/mirror`. Resolves to `{room, mirror, delay_ms, started_at}`.
+ */
+export async function startMirror({ baseUrl = location.origin, room, token, mirror: into, delayMs } = {}) {
+  checkName(room, "room");
+  checkName(into, "mirror");
+  checkMs(delayMs, "delayMs");
+  return authed(baseUrl, "PUT", `/v1/rooms/${seg(room)}/mirror`, token, { room: into, delay_ms: delayMs });
+}
+
+/** The room's mirror: `GET /v1/rooms/{room}/mirror` (404 `no_mirror`). */
+export async function mirror({ baseUrl = location.origin, room, token } = {}) {
+  checkName(room, "room");
+  return authed(baseUrl, "GET", `/v1/rooms/${seg(room)}/mirror`, token);
+}
+
+/** Stops the room's mirror; its spectators see its streams end: `DELETE /v1/rooms/{room}/mirror`. */
+export async function stopMirror({ baseUrl = location.origin, room, token } = {}) {
+  checkName(room, "room");
+  await authed(baseUrl, "DELETE", `/v1/rooms/${seg(room)}/mirror`, token);
+}
+
+// ---------------------------------------------------------------------------------------
 // Transports
 
 /** Whether this browser has WebTransport. */
@@ -2177,6 +2390,20 @@ export class Session {
   /** Its room stream's SSRC (connected with `roomStream: true`), else null. */
   get roomSsrc() {
     return this.answer?.room_ssrc ?? null;
+  }
+
+  /**
+   * The replay the room plays, as the latest join answer told it (`{recording,
+   * position_ms, duration_ms, speed, paused, ended}`), else null: a snapshot taken when
+   * the session joined (or rejoined), which `replayPosition` moves on.
+   */
+  get replay() {
+    return this.answer?.replay ?? null;
+  }
+
+  /** The room this one mirrors and how late (`{source, delay_ms}`), else null. */
+  get delayed() {
+    return this.answer?.delayed ?? null;
   }
 
   /**

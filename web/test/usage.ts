@@ -244,6 +244,26 @@ const same: Session = viaRelay;
 console.log(same.rejoins);
 
 // Misuses the declarations refuse.
+// Recordings, replays and mirrors (a backend's or a trusted page's admin token).
+const rec: gs.Recording = await gs.startRecording({ room: roomName, token });
+const stoppedRec = await gs.stopRecording({ room: roomName, token });
+if (stoppedRec.state === "stopped") console.log(stoppedRec.bytes, stoppedRec.stop_reason);
+const pcapng: Uint8Array = await gs.downloadRecording({ id: rec.id, token });
+const replay: gs.ReplayStatus = await gs.startReplay({ recording: rec.id, room: `${roomName}-replay`, token, speed: 2 });
+const after = await gs.controlReplay({ room: replay.room, token, seekMs: 1000, paused: true });
+const nowAt: number = gs.replayPosition(after, performance.now());
+for (const [recorded, played] of after.remapped) console.log(recorded, played, nowAt, pcapng.length);
+const tv: gs.Mirror = await gs.startMirror({ room: roomName, mirror: `${roomName}-tv`, delayMs: 30_000, token });
+console.log(tv.started_at, gs.REPLAY_SPEEDS.includes(replay.speed));
+const playing: gs.ReplayInfo | null = s.replay;
+const late: number | undefined = s.delayed?.delay_ms;
+console.log(playing?.position_ms, late, (await gs.roomInfo({ room: roomName, token })).replay?.duration_ms);
+// @ts-expect-error: a seek is in milliseconds, a number
+await gs.seekReplay({ room: replay.room, token, positionMs: "1:30" });
+// @ts-expect-error: a mirror needs its delay
+await gs.startMirror({ room: roomName, mirror: "tv", token });
+// @ts-expect-error: a replay status is read-only information, not a recording
+const wrong: gs.Recording = replay;
 // @ts-expect-error: no such dialect
 gs.encode([head], "draft02");
 // @ts-expect-error: a session needs a token
@@ -272,5 +292,5 @@ if (who.ended === "timeout") console.log(who);
 new gs.Presence();
 s.onrejoin = (info) => {
   // @ts-expect-error: onrejoin is told no such reason
-  if (info.reason === "timeout") console.log(n, nested);
+  if (info.reason === "timeout") console.log(n, nested, wrong);
 };

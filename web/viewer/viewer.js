@@ -8,6 +8,7 @@ const $ = (id) => document.getElementById(id);
 const INFO_EVERY_MS = 1000;
 const TABLE_EVERY_MS = 250;
 const MAX_AHEAD_MS = 1000;
+const REPLAY_EVERY_MS = 100;
 
 /** Everything the page shows, and the hook tests and devtools use (window.gsrelayViewer). */
 const viewer = {
@@ -16,6 +17,10 @@ const viewer = {
   /** Who is in the room (`watchPresence`), for tokens with the subscribe or admin right. */
   presence: null,
   info: null,
+  /** The replay the room plays, if it does (`resetReplay`). */
+  replay: null,
+  /** The mirror's `{source, delay_ms}`, if the room is a broadcast-delayed mirror. */
+  delayed: null,
   drawn: [],
   renders: 0,
   view: null,
@@ -50,6 +55,8 @@ async function start(token, room) {
   await stop();
   viewer.room = new gs.RoomState();
   viewer.info = null;
+  resetReplay();
+  setupReplay(token, room);
   $("stop").disabled = false;
   setStatus(`joining ${room}…`);
   pollInfo(token, room);
@@ -63,14 +70,25 @@ async function start(token, room) {
       viewer.session = await gs.Session.connect({ room, token, roomState: viewer.room, transport: chosen });
       const shown = (id) => { $("transport").textContent = `${TRANSPORT_NAMES[chosen] ?? chosen}, session ${id}`; };
       shown(viewer.session.answer.session_id);
+      replayRead(viewer.session.replay);
+      delayedRead(viewer.session.delayed);
       // The relay went silent and the session came back (on the same relay or another).
-      viewer.session.onrejoin = ({ sessionId }) => { shown(sessionId); setStatus(`live in ${room} (rejoined)`, "live"); };
+      viewer.session.onrejoin = ({ sessionId }) => {
+        shown(sessionId);
+        replayRead(viewer.session.replay);
+        setStatus(`live in ${room} (rejoined)`, "live");
+      };
       viewer.session.onrejoinerror = () => setStatus("relay silent: rejoining…", "error");
       setStatus(`live in ${room}`, "live");
       return;
     } catch (e) {
       const pending = e instanceof gs.ApiError && e.code === "unsupported_transport";
       if (pending && i + 1 < tries.length) continue;
+      if (e instanceof gs.ApiError && e.code === "room_read_only") {
+        $("transport").textContent = "this room is a replay or a mirror: watch it with a token without the publish right";
+        setStatus(`watching ${room} (inspection)`);
+        return;
+      }
       $("transport").textContent = pending
         ? `not offered by this relay yet (${e.code}): showing room inspection only`
         : `failed: ${e.message}`;
@@ -93,7 +111,10 @@ async function stop() {
 /** Room inspection: 404 is an empty room; 403 (no admin right) stops asking. */
 async function pollInfo(token, room) {
   try {
+    const askedAt = performance.now();
     viewer.info = await gs.roomInfo({ room, token });
+    if (!viewer.replay.dragging) replayRead(viewer.info.replay, askedAt);
+    delayedRead(viewer.info.delayed);
   } catch (e) {
     const empty = e instanceof gs.ApiError && e.status === 404;
     viewer.info = empty ? { room, sessions: [], streams: [] } : { error: e };
@@ -297,6 +318,115 @@ function renderTable() {
   if (info && ![...rooms.options].some((o) => o.value === info.room)) rooms.append(new Option(info.room));
 }
 
+// ---------------------------------------------------------------------------------------
+// Replays and mirrors: the scrubber under the map, and the delay badge
+
+/**
+ * What the page knows of the replay the room plays: its status as last read (`status`:
+ * the join answer's `replay`, then room info's or a control's answer) and when
+ * (`readAt`, performance.now() ms), from which the position shown is extrapolated
+ * between reads; `admin` when the token may control it; `dragging` while the user holds
+ * the scrubber or its seek is under way, so that a read does not pull it from under the
+ * pointer; `controlledAt`, when a control's answer came, so that a room info asked for
+ * before it, and answered after, is not taken for news.
+ */
+function resetReplay() {
+  viewer.replay = { status: null, readAt: 0, controlledAt: 0, admin: false, dragging: false, token: null, room: null };
+  viewer.delayed = null;
+  $("replay").hidden = true;
+  $("delayed").hidden = true;
+}
+
+/**
+ * A replay's status (from a join answer, room info or a control's answer), read by a
+ * request sent at `askedAt` (performance.now() ms).
+ */
+function replayRead(status, askedAt = performance.now()) {
+  if (!status || askedAt < viewer.replay.controlledAt) return;
+  viewer.replay.status = status;
+  viewer.replay.readAt = performance.now();
+  const scrub = $("replay-scrub");
+  scrub.max = String(status.duration_ms);
+  $("replay-speed").value = String(status.speed);
+  $("replay-play").textContent = status.paused || status.ended ? "Play" : "Pause";
+  $("replay").hidden = false;
+  renderReplay();
+}
+
+/** A mirror's delay (from a join answer or room info): the badge. */
+function delayedRead(delayed) {
+  if (!delayed) return;
+  viewer.delayed = delayed;
+  const badge = $("delayed");
+  badge.textContent = `delayed ${+(delayed.delay_ms / 1000).toFixed(1)}s`;
+  badge.title = `a broadcast-delayed mirror of room ${delayed.source}: nothing shown is newer than ${delayed.delay_ms} ms ago`;
+  badge.dataset.delayMs = String(delayed.delay_ms);
+  badge.hidden = false;
+}
+
+function clock(ms) {
+  const s = ms / 1000;
+  return `${Math.floor(s / 60)}:${(s % 60).toFixed(1).padStart(4, "0")}`;
+}
+
+/** The scrubber's position: extrapolated from the last read at the replay's speed. */
+function renderReplay() {
+  const r = viewer.replay;
+  if (!r.status) return;
+  const at = gs.replayPosition(r.status, performance.now() - r.readAt);
+  const scrub = $("replay-scrub");
+  if (!r.dragging) scrub.value = String(Math.round(at));
+  const state = r.status.ended ? " (ended)" : r.status.paused ? " (paused)" : "";
+  $("replay-time").textContent = `${clock(Number(scrub.value))} / ${clock(r.status.duration_ms)}${state}`;
+  viewer.replayShownMs = Number(scrub.value);
+}
+
+/** Applies a control to the relay's replay (admin only) and shows its answer. */
+async function controlReplay(change) {
+  const r = viewer.replay;
+  if (!r.admin) return;
+  try {
+    const status = await gs.controlReplay({ room: r.room, token: r.token, ...change });
+    r.controlledAt = performance.now();
+    replayRead(status);
+    $("replay-note").textContent = "";
+  } catch (e) {
+    $("replay-note").textContent = `replay: ${e.message}`;
+  }
+}
+
+/** The controls: enabled for a token with the admin right, else shown read-only. */
+function setupReplay(token, room) {
+  const r = viewer.replay;
+  r.token = token;
+  r.room = room;
+  r.admin = gs.tokenClaims(token)?.admin === true;
+  const box = $("replay");
+  box.classList.toggle("read-only", !r.admin);
+  for (const id of ["replay-play", "replay-scrub", "replay-speed"]) $(id).disabled = !r.admin;
+  $("replay-note").textContent = r.admin ? "" : "read-only: an admin token controls the replay";
+}
+
+function initReplayControls() {
+  const speed = $("replay-speed");
+  for (const s of gs.REPLAY_SPEEDS) speed.append(new Option(`${s}x`, String(s)));
+  const scrub = $("replay-scrub");
+  // `input` fires while dragging, `change` once on release: only the release seeks.
+  scrub.addEventListener("input", () => { viewer.replay.dragging = true; renderReplay(); });
+  scrub.addEventListener("change", () => {
+    controlReplay({ seekMs: Math.round(Number(scrub.value)) }).finally(() => { viewer.replay.dragging = false; });
+  });
+  speed.addEventListener("change", () => controlReplay({ speed: Number(speed.value) }));
+  $("replay-play").addEventListener("click", () => {
+    const s = viewer.replay.status;
+    if (s) controlReplay({ paused: !(s.paused || s.ended) });
+  });
+  setInterval(renderReplay, REPLAY_EVERY_MS);
+}
+
+// ---------------------------------------------------------------------------------------
+// Start
+
 function init() {
   $("version").textContent = `gsrelay client ${gs.VERSION} · WebTransport ${gs.hasWebTransport() ? "available" : "unavailable"} in this browser`;
   const address = readAddress();
@@ -314,6 +444,8 @@ function init() {
     start($("token").value.trim(), $("room").value.trim());
   });
   $("stop").addEventListener("click", () => stop().then(() => setStatus("stopped")));
+  resetReplay();
+  initReplayControls();
   setInterval(renderTable, TABLE_EVERY_MS);
   requestAnimationFrame(drawMap);
   if ($("token").value && $("room").value) start($("token").value.trim(), $("room").value.trim());
