@@ -72,13 +72,14 @@ async fn a_mirror_plays_its_room_a_delay_late_and_nothing_newer() {
 
     let admin = relay_admin();
     let body = json!({"room": "live-delayed", "delay_ms": DELAY.as_millis() as u64});
+    // Before the request: the mirror starts, and takes the room's state, after this.
+    let started = Instant::now();
     let (status, view) = put(&server, "/v1/rooms/live/mirror", &admin, body).await;
     assert_eq!(status, StatusCode::CREATED, "{view}");
     assert_eq!(
         (view["mirror"].as_str(), view["delay_ms"].as_u64()),
         (Some("live-delayed"), Some(1500))
     );
-    let started = Instant::now();
 
     // Spectators watch; nobody may publish into the mirror.
     let mut spectator = player(&server, "live-delayed", "carol", SUBSCRIBE).await;

@@ -428,3 +428,66 @@ async fn bad_replay_requests_get_clear_errors_and_lose_nothing() {
         (StatusCode::OK, Some("stopped"))
     );
 }
+
+/// `gsrelay room --url U --token T ARGS` or `gsrelay replay ...`: success and stdout.
+async fn cli(server: &Server, args: &[&str]) -> (bool, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_gsrelay"))
+        .args(&args[..1])
+        .args(["--url", &base(server), "--token", &relay_admin()])
+        .args(&args[1..])
+        .env_remove("GSRELAY_URL")
+        .env_remove("GSRELAY_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[tokio::test]
+async fn the_command_line_records_and_replays() {
+    let tmp = TempDir::new("replay-cli");
+    let server = start(&tmp.0, &[]).await;
+    let mut alice = player(&server, "c", "alice", PUBLISH).await;
+    let mut bob = player(&server, "c", "bob", SUBSCRIBE).await;
+    until_flowing(&mut alice, &mut bob).await;
+    let (ok, started) = cli(&server, &["room", "record", "start", "c"]).await;
+    assert!(ok, "{started}");
+    let id = started.split_whitespace().nth(2).unwrap().to_string();
+    assert!(id.starts_with("rec-"), "{started}");
+    for i in 0..5 {
+        update(&mut alice, &mut bob, ALICE, 100.0 + i as f32).await;
+    }
+    let (ok, stopped) = cli(&server, &["room", "record", "stop", "c"]).await;
+    assert!(ok && stopped.contains("stopped"), "{stopped}");
+    let (ok, text) = cli(&server, &["replay", "start", &id, "c-replay", "--paused"]).await;
+    assert!(
+        ok && text.contains("c-replay:") && text.contains("paused"),
+        "{text}"
+    );
+    let (ok, text) = cli(&server, &["replay", "speed", "c-replay", "2"]).await;
+    assert!(ok && text.contains("2.0x"), "{text}");
+    let (ok, text) = cli(&server, &["replay", "resume", "c-replay"]).await;
+    assert!(ok && !text.contains("paused"), "{text}");
+    let (ok, text) = cli(&server, &["replay", "seek", "c-replay", "999999999"]).await;
+    assert!(!ok && text.contains("seek_past_end"), "{text}");
+    let (ok, text) = cli(&server, &["replay", "stop", "c-replay"]).await;
+    assert!(ok, "{text}");
+    let (ok, text) = cli(&server, &["replay", "status", "c-replay"]).await;
+    assert!(!ok && text.contains("replay_not_found"), "{text}");
+    // The files, read on this machine.
+    let dir = tmp.0.join(&id);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gsrelay"))
+        .args(["recording", "info"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success()
+            && text.contains("stopped (stopped)")
+            && text.contains("checksum good"),
+        "{text}"
+    );
+}

@@ -1,6 +1,8 @@
 //! The `gsrelay` command line: one subcommand per module.
 
 pub mod codec;
+pub mod recording;
+pub mod replay;
 pub mod room;
 pub mod serve;
 
@@ -30,10 +32,15 @@ enum Command {
     /// secret with a ready-to-use example token.
     Serve(Box<gsrelay::serve::ServeArgs>),
     /// Administer rooms through a relay's server API: list rooms, show one, close it,
-    /// remove, mute or unmute a participant, set metadata.
+    /// remove, mute or unmute a participant, set metadata, record.
     Room(room::RoomArgs),
     /// Print a signed access token (JWT, HS256) for one room, or relay-wide (`--room '*'`).
     Token(serve::TokenArgs),
+    /// Play a recording into a room through a relay's server API; seek, speed, pause,
+    /// resume, stop.
+    Replay(replay::ReplayArgs),
+    /// A recording's files on this machine: what it holds, its torn tail cut, one pcapng.
+    Recording(recording::RecordingArgs),
 }
 
 impl Cli {
@@ -46,6 +53,8 @@ impl Cli {
             Command::Room(a) => room::room(a),
             Command::Serve(a) => serve::serve(*a),
             Command::Token(a) => serve::token(a),
+            Command::Replay(a) => replay::replay(a),
+            Command::Recording(a) => recording::recording(a),
         }
     }
 }

@@ -148,14 +148,14 @@ fn refusal(status: StatusCode, text: &str) -> Failure {
 }
 
 /// The relay's HTTP API with a bearer token.
-struct Api {
+pub(super) struct Api {
     http: reqwest::Client,
     base: Url,
     token: String,
 }
 
 impl Api {
-    fn new(url: &str, token: String) -> anyhow::Result<Self> {
+    pub(super) fn new(url: &str, token: String) -> anyhow::Result<Self> {
         let base = Url::parse(url).with_context(|| format!("--url {url:?} is not a URL"))?;
         if base.cannot_be_a_base() || !matches!(base.scheme(), "http" | "https") {
             bail!("--url {url:?}: an http:// or https:// address of the relay's API");
@@ -178,7 +178,7 @@ impl Api {
     }
 
     /// Calls the API; the answer's JSON (`Null` for an empty answer), or a [`Failure`].
-    async fn call(
+    pub(super) async fn call(
         &self,
         method: Method,
         segments: &[&str],
@@ -224,12 +224,7 @@ fn why(e: &reqwest::Error) -> String {
 
 /// Runs `gsrelay room`.
 pub fn room(a: RoomArgs) -> anyhow::Result<()> {
-    let token = a.token.filter(|t| !t.trim().is_empty()).ok_or_else(|| {
-        anyhow!(
-            "no token: give --token or set GSRELAY_TOKEN (an admin token of the room, or a \
-             relay-wide one: gsrelay token --room '*' --identity ops --admin)"
-        )
-    })?;
+    let token = required_token(a.token)?;
     // Metadata is checked before anything is sent.
     let metadata = match &a.command {
         RoomCommand::Metadata { first, second, .. } => {
@@ -237,12 +232,27 @@ pub fn room(a: RoomArgs) -> anyhow::Result<()> {
         }
         _ => None,
     };
-    let api = Api::new(&a.url, token.trim().to_owned())?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let api = Api::new(&a.url, token)?;
+    runtime()?.block_on(run(&api, a.command, metadata))
+}
+
+/// The token given, or why none is: every call needs one.
+pub(super) fn required_token(token: Option<String>) -> anyhow::Result<String> {
+    let token = token.filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+        anyhow!(
+            "no token: give --token or set GSRELAY_TOKEN (an admin token of the room, or a \
+             relay-wide one: gsrelay token --room '*' --identity ops --admin)"
+        )
+    })?;
+    Ok(token.trim().to_owned())
+}
+
+/// The runtime a command's calls run on.
+pub(super) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .context("starting the tokio runtime")?;
-    runtime.block_on(run(&api, a.command, metadata))
+        .context("starting the tokio runtime")
 }
 
 /// Parses the metadata argument (`-`: standard input) as JSON.
@@ -372,7 +382,7 @@ fn is_not_found(e: &anyhow::Error) -> bool {
         .is_some_and(|f| f.exit == EXIT_REFUSED && f.message.starts_with("room_not_found:"))
 }
 
-fn print_json(v: &Value) {
+pub(super) fn print_json(v: &Value) {
     println!(
         "{}",
         serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
@@ -385,7 +395,7 @@ fn compact(v: &Value) -> String {
 }
 
 /// A number or string field as text, `-` when absent.
-fn field(v: &Value) -> String {
+pub(super) fn field(v: &Value) -> String {
     match v {
         Value::Null => "-".to_owned(),
         Value::String(s) => s.clone(),

@@ -122,6 +122,9 @@ pub struct Recordings {
     metrics: Metrics,
     /// Running recordings by room.
     active: Mutex<HashMap<String, Active>>,
+    /// How the recordings that ended here ended, by id: what `recording.json` says,
+    /// unless a full disk kept it from being written.
+    ended: Mutex<HashMap<String, Meta>>,
 }
 
 impl std::fmt::Debug for Recordings {
@@ -149,6 +152,7 @@ impl Recordings {
             rooms,
             metrics,
             active: Mutex::new(HashMap::new()),
+            ended: Mutex::new(HashMap::new()),
         })
     }
 
@@ -251,6 +255,10 @@ impl Recordings {
             }
         }
         self.metrics.recordings_active.dec();
+        self.ended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(s.meta.id.clone(), s.meta.clone());
         let reason = s.meta.stop_reason.clone().unwrap_or_default();
         if s.failed {
             let label = reason.split(':').next().unwrap_or("other");
@@ -300,7 +308,16 @@ impl Recordings {
     /// One recording.
     pub fn info(&self, id: &str) -> Result<RecordingView, RecordingError> {
         let dir = self.dir_of(id)?;
-        let meta = read_meta(&dir)?;
+        let mut meta = read_meta(&dir)?;
+        if meta.stopped_ns.is_none()
+            && let Some(ended) = self
+                .ended
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(id)
+        {
+            meta = ended.clone();
+        }
         let mut v = view(&meta, &dir);
         if v.state == "recording" && self.running(&meta.room).as_deref() != Some(id) {
             // No stop written and no writer here: its relay died while recording.
@@ -332,6 +349,10 @@ impl Recordings {
             return Err(RecordingError::Running(id.into()));
         }
         fs::remove_dir_all(dir)?;
+        self.ended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
         Ok(())
     }
 

@@ -587,7 +587,9 @@ impl Shard {
             }
             Command::Record(room, tap, every, reply) => {
                 let result = self.record(now, &room, tap, every);
-                self.flush().await;
+                // Its first checkpoint is taken before the answer: whatever the room
+                // accepts after it is answered comes after that checkpoint.
+                self.port_timeout(|p| Some(&mut p.recorder)).await;
                 let _ = reply.send(result);
             }
             Command::StopRecording(room, reason, reply) => {
@@ -627,7 +629,7 @@ impl Shard {
             }
             Command::Mirror(source, mirror, delay, reply) => {
                 let result = self.mirror(now, (&source, &mirror), delay);
-                self.flush().await;
+                self.port_timeout(|p| Some(&mut p.recorder)).await;
                 let _ = reply.send(result);
             }
             Command::Mirrors(reply) => {
