@@ -1114,6 +1114,8 @@ export declare class Session {
   get roomSsrc(): number | null;
   /** The replay the room plays, as the latest join answer told it; `replayPosition` moves it on. */
   get replay(): ReplayInfo | null;
+  /** When the latest join answer came (`performance.now()` ms): when `replay` was true. */
+  answeredMs: number | null;
   /** The room this one mirrors and how late, else null. */
   get delayed(): Delayed | null;
   /** Publishes objects on its room stream: they belong to the room and outlive the session. */

@@ -2216,6 +2216,8 @@ export class Session {
     this.request = request ?? { transport: "webtransport", dialect };
     this.startedMs = startedMs;
     this.firstStateMs = null;
+    /** When the latest join answer came (`performance.now()` ms), else null. */
+    this.answeredMs = null;
     this.seq = Math.floor(Math.random() * 65536);
     this.roomSeq = Math.floor(Math.random() * 65536);
     this.firSeq = 0;
@@ -2258,16 +2260,19 @@ export class Session {
     const onpacket = (p) => { if (gen === this.generation) this.onPacket(p); };
     let answer = null;
     let conn;
+    // Stamped as the answer comes, not once the transport is up: what the answer says
+    // (a replay's position) was true then.
+    const answered = (a) => { this.answeredMs = performance.now(); onanswer(a); };
     try {
       // A resume's request is hedged (a frozen node may hold it unanswered); the transport
       // set-up that follows is not.
       const post = request.resume === undefined ? join : joinHedged;
       if (request.transport === "webrtc") {
         const joinWith = (sdp) => post({ baseUrl, room, token, request: { ...request, sdp_offer: sdp } });
-        conn = await WebRtcConnection.open(joinWith, { onpacket, onanswer: (a) => { answer = a; onanswer(a); } });
+        conn = await WebRtcConnection.open(joinWith, { onpacket, onanswer: (a) => { answer = a; answered(a); } });
       } else {
         answer = await post({ baseUrl, room, token, request });
-        onanswer(answer);
+        answered(answer);
         conn = await WebTransportConnection.open(answer, { onpacket });
       }
     } catch (e) {

@@ -70,12 +70,12 @@ async function start(token, room) {
       viewer.session = await gs.Session.connect({ room, token, roomState: viewer.room, transport: chosen });
       const shown = (id) => { $("transport").textContent = `${TRANSPORT_NAMES[chosen] ?? chosen}, session ${id}`; };
       shown(viewer.session.answer.session_id);
-      replayRead(viewer.session.replay);
+      replayRead(viewer.session.replay, viewer.session.answeredMs);
       delayedRead(viewer.session.delayed);
       // The relay went silent and the session came back (on the same relay or another).
       viewer.session.onrejoin = ({ sessionId }) => {
         shown(sessionId);
-        replayRead(viewer.session.replay);
+        replayRead(viewer.session.replay, viewer.session.answeredMs);
         setStatus(`live in ${room} (rejoined)`, "live");
       };
       viewer.session.onrejoinerror = () => setStatus("relay silent: rejoining…", "error");
@@ -338,13 +338,14 @@ function resetReplay() {
 }
 
 /**
- * A replay's status (from a join answer, room info or a control's answer), read by a
- * request sent at `askedAt` (performance.now() ms).
+ * A replay's status (from a join answer, room info or a control's answer), as it was at
+ * `readAt` (performance.now() ms): when its answer came, or when a room inspection was
+ * asked for (the relay answers within a round trip of it).
  */
-function replayRead(status, askedAt = performance.now()) {
-  if (!status || askedAt < viewer.replay.controlledAt) return;
+function replayRead(status, readAt = performance.now()) {
+  if (!status || readAt < viewer.replay.controlledAt) return;
   viewer.replay.status = status;
-  viewer.replay.readAt = performance.now();
+  viewer.replay.readAt = readAt;
   const scrub = $("replay-scrub");
   scrub.max = String(status.duration_ms);
   $("replay-speed").value = String(status.speed);
