@@ -51,6 +51,9 @@ enum BenchCmd {
     /// through the C ABI in aggregated delivery, polling as a game loop does; CPU per
     /// received update and the wall time of a poll.
     Ffi(FfiArgs),
+    /// Make a long recording of a dense room and time seeks in its replay, each to the
+    /// whole room at a subscriber.
+    Seek(SeekArgs),
     /// A cluster of nodes behind a Service, with faults drawn from a seed (nodes killed
     /// and restarted, frozen and thawed, Redis restarted empty), checked from the
     /// clients: splits, time to whole again, joins refused, deliveries across rooms,
@@ -167,6 +170,30 @@ struct ChaosArgs {
     #[arg(long)]
     plain_rtp: bool,
     /// Also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Arguments of `gsrelay bench seek`; defaults are `SeekBench::default()`.
+#[derive(Debug, Args)]
+struct SeekArgs {
+    /// Players (streams) in the recorded room [default: 200].
+    #[arg(long)]
+    players: Option<usize>,
+    /// Updates per second per player [default: 20].
+    #[arg(long, value_name = "HZ")]
+    rate: Option<f64>,
+    /// The recording's length, seconds [default: 3600].
+    #[arg(long, value_name = "SECS")]
+    seconds: Option<u64>,
+    /// Seeks to time [default: 20].
+    #[arg(long)]
+    seeks: Option<usize>,
+    /// Where the recording is made (rewritten each run) [default: a directory under
+    /// the system's temporary one].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Also write the report as JSON here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
 }
@@ -447,6 +474,10 @@ struct ScenarioArgs {
     /// stands for one RTP address].
     #[arg(long, value_name = "N")]
     shards: Option<usize>,
+    /// The in-process relay records every room into DIR (`docs/recording.md`): what
+    /// recording costs the relay, against the same run without.
+    #[arg(long, value_name = "DIR")]
+    record: Option<std::path::PathBuf>,
     /// Subscribers send RFC 8888 congestion feedback every 50 ms; the relay derives a send
     /// budget per subscriber from it.
     #[arg(long)]
@@ -622,6 +653,7 @@ impl ScenarioArgs {
             target,
             impair,
             shards,
+            record: self.record.clone(),
             progress: !self.no_progress && std::io::stderr().is_terminal(),
         })
     }
@@ -641,6 +673,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         Some(BenchCmd::Nodes(n)) => return nodes(n),
         Some(BenchCmd::Failover(f)) => return failover(f),
         Some(BenchCmd::Ffi(f)) => return ffi(f),
+        Some(BenchCmd::Seek(s)) => return seek(s),
         Some(BenchCmd::Chaos(c)) => return chaos(c),
         Some(BenchCmd::Coordinator(c)) => return coordinator(*c),
         Some(BenchCmd::Agent(a)) => return agent(a),
@@ -879,6 +912,25 @@ fn ffi(a: FfiArgs) -> anyhow::Result<()> {
         plain_rtp: a.plain_rtp,
     };
     let report = crate::ffi::run(&bench)?;
+    print!("{}", report.table());
+    if let Some(path) = &a.json {
+        write_json(path, &report)?;
+    }
+    Ok(())
+}
+
+/// `gsrelay bench seek`.
+fn seek(a: SeekArgs) -> anyhow::Result<()> {
+    let d = crate::seek::SeekBench::default();
+    let bench = crate::seek::SeekBench {
+        players: a.players.unwrap_or(d.players),
+        rate_hz: a.rate.unwrap_or(d.rate_hz),
+        seconds: a.seconds.unwrap_or(d.seconds),
+        seeks: a.seeks.unwrap_or(d.seeks),
+        dir: a.dir.unwrap_or(d.dir),
+        ..d
+    };
+    let report = crate::seek::run(&bench)?;
     print!("{}", report.table());
     if let Some(path) = &a.json {
         write_json(path, &report)?;

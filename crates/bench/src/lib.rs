@@ -29,6 +29,7 @@ pub mod report;
 pub mod restart;
 pub mod run;
 pub mod scenario;
+pub mod seek;
 pub mod share;
 pub mod soak;
 pub mod state;

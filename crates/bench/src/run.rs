@@ -113,6 +113,8 @@ pub struct RunOptions {
     pub impair: Option<(String, Impairment)>,
     /// Shards of the in-process relay (0: one per core).
     pub shards: usize,
+    /// Where the in-process relay records every room, if it does.
+    pub record: Option<std::path::PathBuf>,
     /// Draw a progress bar on stderr.
     pub progress: bool,
 }
@@ -177,7 +179,11 @@ fn run_in_process(
         None => None,
     };
     let secret = gsrelay_server::token::dev_secret()?;
-    let cfg = relay_config(scenario, &secret, &proxy_listener, opts.shards)?;
+    let mut cfg = relay_config(scenario, &secret, &proxy_listener, opts.shards)?;
+    if let Some(dir) = &opts.record {
+        cfg.recording_dir = dir.clone();
+        cfg.record_rooms = vec!["*".into()];
+    }
     let server = relay_rt.block_on(server::start(cfg))?;
     let proxy = match (proxy_listener, &opts.impair) {
         (Some(l), Some((_, i))) => {
@@ -265,6 +271,7 @@ pub fn run_share(
         },
         impair: None,
         shards: 0,
+        record: None,
         progress: false,
     };
     let out = bench_rt.block_on(drive(
