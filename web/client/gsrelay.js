@@ -1728,8 +1728,8 @@ export async function stopReplay({ baseUrl = location.origin, room, token } = {}
  * the admin right, which cannot ask the relay again, shows.
  */
 export function replayPosition(replay, elapsedMs) {
-  check(replay !== null && typeof replay === "object" && Number.isFinite(replay.position_ms),
-    `replayPosition: a replay status is needed, got ${shown(replay)}`);
+  check(replay !== null && typeof replay === "object" && Number.isFinite(replay.position_ms)
+    && Number.isFinite(replay.speed), `replayPosition: a replay status is needed, got ${shown(replay)}`);
   check(Number.isFinite(elapsedMs), `elapsedMs: a finite number is needed, got ${shown(elapsedMs)}`);
   const moving = !replay.paused && !replay.ended;
   const at = replay.position_ms + (moving ? Math.max(0, elapsedMs) * replay.speed : 0);

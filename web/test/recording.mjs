@@ -72,7 +72,10 @@ async function run() {
   await mistaken("pauseReplay with a string for paused", gs.controlReplay({ baseUrl, token, room: REPLAY, paused: "yes" }));
   await mistaken("startMirror without a delay", gs.startMirror({ baseUrl, token, room: ROOM, mirror: MIRROR }));
   await mistaken("startMirror with NaN", gs.startMirror({ baseUrl, token, room: ROOM, mirror: MIRROR, delayMs: NaN }));
-  try { gs.replayPosition(null, 5); t.check(false, "replayPosition(null) accepted"); } catch (e) { t.check(e instanceof TypeError, `replayPosition(null): ${e}`); }
+  for (const bad of [null, 5, {}, { position_ms: 1 }, { position_ms: "1", speed: 1 }]) {
+    try { gs.replayPosition(bad, 5); t.check(false, `replayPosition(${JSON.stringify(bad)}) accepted`); } catch (e) { t.check(e instanceof TypeError, `replayPosition: ${e}`); }
+  }
+  try { gs.replayPosition({ position_ms: 1, speed: 1 }, "soon"); t.check(false, "replayPosition with a word for a time"); } catch (e) { t.check(e instanceof TypeError, `${e}`); }
   try { gs.recordingDownloadUrl({ baseUrl }); t.check(false, "recordingDownloadUrl without an id"); } catch (e) { t.check(e instanceof TypeError, `${e}`); }
 
   // replayPosition: moves at the speed, stops paused, ended and at the end.
