@@ -1417,6 +1417,17 @@ async fn schemathesis_finds_nothing() {
     let server = server::start(cfg).await.unwrap();
     let room = "fuzzed";
     let bearer = format!("Authorization: Bearer {}", token(room, ALL));
+    // A session in the room from the start, so that the generated requests to record it
+    // find it live and start recordings (its timeout, a minute without packets, ends
+    // it about when the run does).
+    let joined = send(
+        reqwest::Client::new()
+            .post(format!("{}/v1/rooms/{room}/sessions", base(&server)))
+            .bearer_auth(token(room, PUBLISH_SUBSCRIBE))
+            .json(&json!({"transport": "rtp"})),
+    )
+    .await;
+    assert_eq!(joined.status, 201, "{}", joined.text());
     // The token is for one room: every request names that room, so that joins succeed
     // and the stateful phase follows their links to the session routes. (Invalid room
     // names are among the refusals of live_answers_match_the_description.)
@@ -1471,6 +1482,8 @@ async fn schemathesis_finds_nothing() {
     .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     eprintln!("schemathesis took {:?}:\n{stdout}", started.elapsed());
+    let recorded = support::server::metric(&server, "gsrelay_recordings_started_total").await;
+    eprintln!("the generated requests started {recorded:?} recordings");
     assert!(
         out.status.success(),
         "schemathesis found answers that break {FILE} ({}):\n{stdout}\n{}",
