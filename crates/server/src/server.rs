@@ -40,6 +40,11 @@ const DRAIN_POLL: Duration = Duration::from_millis(100);
 /// webhooks' queues get what is left of those two.
 pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How often a cluster node looks at which node records each room recorded
+/// automatically: a recording is taken over within about this of its node's loss being
+/// known.
+const OWNER_WATCH_EVERY: Duration = Duration::from_secs(1);
+
 /// How often the recordings' retention is applied.
 const RETENTION_EVERY: Duration = Duration::from_secs(60);
 
@@ -75,6 +80,8 @@ pub struct Server {
     lag_probes: Vec<AbortOnDrop>,
     /// Applies the recordings' retention now and then.
     _retention: AbortOnDrop,
+    /// Follows which node records each room recorded automatically, in a cluster.
+    _owners: Option<AbortOnDrop>,
     /// The webhooks' delivery tasks, when webhooks are configured.
     webhooks: Option<WebhookTasks>,
     /// This node's part in a cluster, when it is one.
@@ -247,6 +254,10 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         metrics.clone(),
     );
     let retention = AbortOnDrop(recordings.spawn_retention(RETENTION_EVERY));
+    // In a cluster, which node records a room changes as nodes come and go.
+    let owners = node
+        .is_some()
+        .then(|| AbortOnDrop(recordings.spawn_owner_watch(OWNER_WATCH_EVERY)));
     api.set_recordings(recordings);
     let (stop_http, stopped) = oneshot::channel();
     let app = http::router(api.clone());
@@ -308,6 +319,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         shard_threads: started.into_iter().map(|s| s.thread).collect(),
         lag_probes,
         _retention: retention,
+        _owners: owners,
         webhooks,
         link_addr: node.as_ref().map(|n| n.link_addr),
         node,

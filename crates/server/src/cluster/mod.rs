@@ -587,6 +587,30 @@ impl Cluster {
         }))
     }
 
+    /// The node that records `room` (`docs/recording.md`, "In a cluster"): of the nodes
+    /// that hold a replica of it, this one and those linked and healthy, the one whose
+    /// name sorts first. Every node answers the same while they see the same nodes
+    /// alive; when that node dies, the next takes over.
+    pub async fn recording_node(&self, room: &str) -> Result<Option<String>, DirectoryError> {
+        let replicas = self.directory.replicas(room).await?;
+        let mut names: Vec<&str> = replicas.iter().map(|r| r.node.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let now = Instant::now();
+        let me = &*self.me.node;
+        Ok(self.with(|s| {
+            names
+                .into_iter()
+                .find(|n| *n == me || s.plane.http_of(now, n).is_some())
+                .map(str::to_owned)
+        }))
+    }
+
+    /// This node's name.
+    pub fn node_name(&self) -> &str {
+        &self.me.node
+    }
+
     /// Whether this node has settled in the cluster (`Plane::settled`): ready for joins.
     pub fn settled(&self) -> bool {
         self.with(|s| s.plane.settled())

@@ -416,6 +416,19 @@ impl Shards {
         }
     }
 
+    /// Whether this node is the one to record `room` (`docs/recording.md`, "In a
+    /// cluster"): always without a cluster; in one, the node the rule names, and `Err`
+    /// with the one it names when that is another.
+    pub async fn records_here(&self, room: &str) -> Result<Result<(), String>, CommandError> {
+        let Some(cluster) = &self.cluster else {
+            return Ok(Ok(()));
+        };
+        match cluster.recording_node(room).await? {
+            Some(n) if n != cluster.node_name() => Ok(Err(n)),
+            _ => Ok(Ok(())),
+        }
+    }
+
     /// Mirrors `source` into `mirror`, `delay` late (`docs/recording.md`, "Broadcast
     /// delay"): on the first of this node's shards that holds the source, where the
     /// mirror room, which must be held nowhere, is placed.

@@ -125,6 +125,10 @@ pub struct Recordings {
     /// How the recordings that ended here ended, by id: what `recording.json` says,
     /// unless a full disk kept it from being written.
     ended: Mutex<HashMap<String, Meta>>,
+    /// Rooms recorded automatically that another node records, with that node and
+    /// when it was last seen doing so (Unix ns): where a taken-over recording's gap
+    /// begins.
+    elsewhere: Mutex<HashMap<String, (String, u64)>>,
 }
 
 impl std::fmt::Debug for Recordings {
@@ -153,6 +157,7 @@ impl Recordings {
             metrics,
             active: Mutex::new(HashMap::new()),
             ended: Mutex::new(HashMap::new()),
+            elsewhere: Mutex::new(HashMap::new()),
         })
     }
 
@@ -168,20 +173,98 @@ impl Recordings {
             .any(|p| matches(p.as_bytes(), room.as_bytes()))
     }
 
-    /// Starts recording `room` if it is one of those recorded automatically and is not
-    /// being recorded: called after each join. A failure is logged, never the join's.
+    /// Starts recording `room` if it is one of those recorded automatically, is not
+    /// being recorded, and, in a cluster, is this node's to record: called after each
+    /// join. A failure is logged, never the join's.
     pub async fn joined(self: &Arc<Self>, room: &str) {
         if !self.records_automatically(room) || self.active().contains_key(room) {
             return;
         }
-        match self.start(room).await {
+        match self.relay.records_here(room).await {
+            Ok(Ok(())) => {}
+            Ok(Err(node)) => return tracing::debug!(%room, %node, "recorded by another node"),
+            Err(e) => return tracing::warn!(%room, error = %e, "automatic recording not started"),
+        }
+        match self.start_with(room, Vec::new()).await {
             Ok(_) | Err(RecordingError::AlreadyRecording(_)) => {}
             Err(e) => tracing::warn!(%room, error = %e, "automatic recording not started"),
         }
     }
 
+    /// Looks once at every room of this node recorded automatically (in a cluster):
+    /// starts recording those that became this node's to record (their recorder's node
+    /// was lost: the recording starts with a `gap` from when that node was last seen
+    /// recording it), stops those that another node records now.
+    pub async fn follow_owners(self: &Arc<Self>) {
+        let Ok(rooms) = self.relay.rooms().await else {
+            return;
+        };
+        for room in rooms.into_iter().map(|c| c.room) {
+            if !self.records_automatically(&room) {
+                continue;
+            }
+            let here = self.active().contains_key(&room);
+            match self.relay.records_here(&room).await {
+                Ok(Ok(())) if !here => {
+                    let gap = self.elsewhere().remove(&room).map(|(node, last_ns)| {
+                        gsrelay_record::Event::Gap {
+                            from_ns: last_ns,
+                            to_ns: unix_ns(),
+                            reason: format!("node {node}, which recorded the room, was lost"),
+                        }
+                    });
+                    let started = self.start_with(&room, gap.into_iter().collect()).await;
+                    if let Err(e) = started {
+                        tracing::warn!(%room, error = %e, "recording not taken over");
+                    }
+                }
+                Ok(Err(node)) => {
+                    self.elsewhere().insert(room.clone(), (node, unix_ns()));
+                    if here {
+                        let _ = self.stop_for(&room, "handed_over").await;
+                    }
+                }
+                Ok(Ok(())) | Err(_) => {}
+            }
+        }
+    }
+
+    /// Runs [`Recordings::follow_owners`] every `every`, as long as the service lives
+    /// and something is recorded automatically.
+    pub fn spawn_owner_watch(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
+        let this = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                let Some(this) = this.upgrade() else {
+                    return;
+                };
+                if this.cfg.auto.is_empty() {
+                    return;
+                }
+                this.follow_owners().await;
+            }
+        })
+    }
+
+    fn elsewhere(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, u64)>> {
+        self.elsewhere
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Starts recording `room`, which must have a session on this relay.
     pub async fn start(self: &Arc<Self>, room: &str) -> Result<RecordingView, RecordingError> {
+        self.start_with(room, Vec::new()).await
+    }
+
+    /// Starts recording `room`, writing `first` right after the recording's start.
+    async fn start_with(
+        self: &Arc<Self>,
+        room: &str,
+        first: Vec<gsrelay_record::Event>,
+    ) -> Result<RecordingView, RecordingError> {
         if self.active().contains_key(room) {
             return Err(RecordingError::AlreadyRecording(room.into()));
         }
@@ -209,13 +292,8 @@ impl Recordings {
             let _ = done_tx.send(true);
         });
         let spawned = fs::create_dir_all(&dir).and_then(|()| {
-            writer::spawn(
-                dir.clone(),
-                meta.clone(),
-                self.cfg.layout.clone(),
-                drain,
-                on_stop,
-            )
+            let files = (dir.clone(), meta.clone());
+            writer::spawn(files, self.cfg.layout.clone(), drain, first, on_stop)
         });
         if let Err(e) = spawned {
             // The shard's recorder finds its ring let go and leaves at its next look.

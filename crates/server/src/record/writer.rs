@@ -47,12 +47,13 @@ pub struct Stopped {
 }
 
 /// Starts the writer thread of the recording `meta` in `dir` (created already, holding
-/// nothing). `on_stop` is called once, from the thread, when the recording has ended.
+/// nothing), which writes `first` (a gap it begins with, say) right after its start.
+/// `on_stop` is called once, from the thread, when the recording has ended.
 pub fn spawn(
-    dir: PathBuf,
-    meta: Meta,
+    (dir, meta): (PathBuf, Meta),
     layout: Layout,
     drain: Drain,
+    first: Vec<Event>,
     on_stop: Box<dyn FnOnce(Stopped) + Send>,
 ) -> io::Result<thread::JoinHandle<()>> {
     write_meta(&dir, &meta)?;
@@ -68,6 +69,7 @@ pub fn spawn(
         last_sync: Instant::now(),
         last_ns: 0,
         stop_reason: None,
+        first,
     };
     thread::Builder::new()
         .name("gsr-recorder".into())
@@ -97,6 +99,8 @@ struct Writer {
     last_sync: Instant,
     last_ns: u64,
     stop_reason: Option<String>,
+    /// Events written right after the recording's start.
+    first: Vec<Event>,
 }
 
 impl Writer {
@@ -182,6 +186,9 @@ impl Writer {
                         checkpoint_secs: self.meta.checkpoint_secs,
                     },
                 );
+                for e in std::mem::take(&mut self.first) {
+                    writer.event(at_ns, &e);
+                }
             }
             self.segment = Some(Open {
                 writer,
