@@ -166,6 +166,22 @@ const NOT_FROM_A_JOIN: &[&str] = &[
     "metadata_too_large",
     "not_found",
     "method_not_allowed",
+    // Recordings, replays and mirrors (docs/recording.md).
+    "already_mirrored",
+    "already_recording",
+    "invalid_delay",
+    "invalid_replay",
+    "invalid_speed",
+    "no_mirror",
+    "not_recording",
+    "recording_damaged",
+    "recording_disabled",
+    "recording_not_found",
+    "recording_running",
+    "recording_storage",
+    "replay_not_found",
+    "room_live",
+    "seek_past_end",
 ];
 
 #[test]

@@ -596,7 +596,7 @@ impl Metrics {
     /// exported before its first event.
     fn create_known_series(&self) {
         use labels::*;
-        let families: [(&IntCounterVec, &[&[&str]]); 14] = [
+        let families: [(&IntCounterVec, &[&[&str]]); 15] = [
             (&self.feedback, &[FEEDBACK_KINDS]),
             (&self.ownership, &[OWNERSHIP_OUTCOMES]),
             (&self.feedback_suppressed, &[FEEDBACK_SUPPRESSED]),
@@ -617,6 +617,7 @@ impl Metrics {
             (&self.cluster_forwarded, &[FORWARDED_ROUTES]),
             (&self.cluster_forward_failures, &[FORWARDED_ROUTES]),
             (&self.webhook_deliveries, &[webhook_outcome::ALL]),
+            (&self.recordings_failed, &[RECORDING_FAILURES]),
         ];
         for (family, lists) in families {
             for value in lists.iter().copied().flatten() {

@@ -240,6 +240,13 @@ impl Session {
         self.sends.containers()
     }
 
+    /// The streams it carries for others (a link's or a replay's senders): those it
+    /// owns besides its own SSRC. A room of as many sessions as its cap carries that
+    /// many, its own SSRC apart.
+    pub fn carried_streams(&self) -> usize {
+        self.streams.iter().filter(|s| **s != self.ssrc).count()
+    }
+
     /// Whether it is one of its room's participants: neither a link (the replicas'
     /// plumbing) nor a recorder.
     pub fn is_participant(&self) -> bool {

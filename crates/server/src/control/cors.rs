@@ -74,6 +74,7 @@ impl AllowedOrigins {
                     Method::HEAD,
                     Method::POST,
                     Method::PUT,
+                    Method::PATCH,
                     Method::DELETE,
                 ])
                 .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])

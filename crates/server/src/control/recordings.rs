@@ -339,7 +339,11 @@ impl Recordings {
             .insert(s.meta.id.clone(), s.meta.clone());
         let reason = s.meta.stop_reason.clone().unwrap_or_default();
         if s.failed {
-            let label = reason.split(':').next().unwrap_or("other");
+            // The reason's kind, one of a closed set: its detail goes to the log.
+            let label = match reason.starts_with("disk_error") {
+                true => "disk_error",
+                false => "writer_behind",
+            };
             self.metrics
                 .recordings_failed
                 .with_label_values(&[label])

@@ -51,8 +51,15 @@ pub const OWNERSHIP_OUTCOMES: &[&str] = &[
 ];
 
 /// `gsrelay_internal_errors_total{where}`: where the shells hand the core an input.
-pub const INTERNAL_ERROR_PLACES: &[&str] =
-    &["rtp", "rtcp", "timeout", "command", "path", "aggregate"];
+pub const INTERNAL_ERROR_PLACES: &[&str] = &[
+    "rtp",
+    "rtcp",
+    "timeout",
+    "command",
+    "path",
+    "aggregate",
+    "checkpoint",
+];
 
 /// `gsrelay_http_limited_total{limit}`: the HTTP limits, each named where it is counted.
 pub mod http_limit {
@@ -80,6 +87,7 @@ pub mod http_limit {
 /// (`docs/api.md`, "Errors", less those of other endpoints).
 pub const JOIN_REFUSALS: &[&str] = &[
     "malformed_json",
+    "room_read_only",
     "invalid_room",
     "bad_path",
     "bad_body",
@@ -143,6 +151,10 @@ pub const WEBTRANSPORT_OUTCOMES: &[&str] = &["wrong_path", "h3_failed"];
 
 /// `gsrelay_webrtc_connections_total{outcome}`.
 pub const WEBRTC_OUTCOMES: &[&str] = &["connected", "failed", "closed", "never_connected"];
+
+/// `gsrelay_recordings_failed_total{reason}`: how a recording failed (`docs/recording.md`,
+/// "When the disk fails"); the recordings service counts the reason's part before `:`.
+pub const RECORDING_FAILURES: &[&str] = &["disk_error", "writer_behind"];
 
 /// `gsrelay_cluster_link_losses_total{reason}`: how a link to another node was lost.
 pub const LINK_LOSSES: &[&str] = &["silent", "closed", "expired"];

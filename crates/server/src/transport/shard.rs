@@ -560,13 +560,14 @@ impl Shard {
                 let _ = reply.send(self.inner.relay.room_counts());
             }
             Command::Evict(room, identity, reply) => {
-                // A room closed is closed to its replay too.
-                let replay = identity
-                    .is_none()
-                    .then(|| self.ports.replay.session_of(&room));
-                if let Some(id) = replay.flatten() {
-                    self.ports.replay.forget(id);
-                    self.inner.leave(now, id);
+                // A room closed is closed to its replay and its recordings too.
+                if identity.is_none() {
+                    if let Some(id) = self.ports.replay.session_of(&room) {
+                        self.ports.replay.forget(id);
+                        self.inner.leave(now, id);
+                    }
+                    let recorder = &mut self.ports.recorder;
+                    recorder.stop_room(now, &room, "room_closed", &mut self.inner);
                 }
                 let input = Input::Evict {
                     room: &room,
