@@ -422,3 +422,85 @@ async fn bad_recording_requests_get_clear_errors_and_change_nothing() {
     let (status, body) = call(&server, Method::GET, "/v1/rooms/r3/recording", &admin).await;
     assert_eq!((status, body["id"].as_str()), (StatusCode::OK, Some(id)));
 }
+
+#[tokio::test]
+async fn ownership_changes_are_recorded() {
+    let tmp = TempDir::new("rec-own");
+    let server = start(&tmp.0, &[]).await;
+    let (mut alice, mut sub) = pair(&server, "r4").await;
+    let mut bob = player(
+        &server,
+        "r4",
+        "bob-holder",
+        support::server::PUBLISH_SUBSCRIBE,
+    )
+    .await;
+    publish(&mut alice, &mut sub, 1).await;
+    let admin = token("r4", ADMIN);
+    let (status, started) = call(&server, Method::POST, "/v1/rooms/r4/recording", &admin).await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let dir = tmp.0.join(started["id"].as_str().unwrap());
+    let ball = (alice.ssrc(), 7);
+    let changes = |holder: Option<u32>| {
+        records(&dir).into_iter().any(|(_, r)| {
+            matches!(r, Owned::Event(Event::Ownership { ssrc, object, holder: h })
+                if (ssrc, object, h) == (ball.0, ball.1, holder))
+        })
+    };
+    bob.request_objects(&[ball]).await.unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !changes(Some(bob.ssrc())) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "bob's hold not recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    bob.release_objects(&[ball]).await.unwrap();
+    while !changes(None) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the release not recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn retention_deletes_stopped_recordings_past_their_age() {
+    let tmp = TempDir::new("rec-retention");
+    let cfg = gsrelay::serve::ServeConfig {
+        recording_dir: tmp.0.clone(),
+        recording_max_age_secs: 1,
+        shards: 1,
+        ..support::server::config(1)
+    };
+    let server = gsrelay::serve::start(cfg).await.unwrap();
+    let (mut alice, mut sub) = pair(&server, "r5").await;
+    let admin = token("r5", ADMIN);
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (status, started) = call(&server, Method::POST, "/v1/rooms/r5/recording", &admin).await;
+        assert_eq!(status, StatusCode::CREATED, "{started}");
+        ids.push(started["id"].as_str().unwrap().to_string());
+        publish(&mut alice, &mut sub, 3).await;
+        let (status, _) = call(&server, Method::DELETE, "/v1/rooms/r5/recording", &admin).await;
+        assert_eq!(status, StatusCode::OK);
+        // Past the first one's age before the second one ends.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+    // The second one's end deleted the first, older than a second; itself it kept.
+    let (_, list) = call(&server, Method::GET, "/v1/recordings", &relay_admin()).await;
+    let listed: Vec<&str> = list["recordings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    assert!(!listed.contains(&ids[0].as_str()), "{list}");
+    assert!(!tmp.0.join(&ids[0]).exists());
+    assert_eq!(
+        metric(&server, "gsrelay_recordings_deleted_total").await,
+        Some(1.0)
+    );
+}

@@ -1294,9 +1294,14 @@ async fn watch_window(
     let relay_threads = target.threads;
     let shards = || sys::numbered_threads_cpu_s(gsrelay_server::SHARD_THREADS);
     let bar = progress_bar(opts.progress, s);
-    // The relay's runtime (HTTP) and its shard threads (the data path).
+    // The relay's runtime (HTTP), its shard threads (the data path) and its recordings'
+    // writers.
     let cpu_threads = |name: Option<&str>| {
-        name.map(|n| sys::threads_cpu_s(n) + sys::threads_cpu_s(gsrelay_server::SHARD_THREADS))
+        name.map(|n| {
+            sys::threads_cpu_s(n)
+                + sys::threads_cpu_s(gsrelay_server::SHARD_THREADS)
+                + sys::threads_cpu_s(gsrelay_server::RECORDER_THREADS)
+        })
     };
     tokio::time::sleep_until(t.clock.at(t.clock.w0).into()).await;
     let (relay0, proc0) = (cpu_threads(relay_threads), sys::process_cpu_s());

@@ -21,6 +21,7 @@ mod server;
 mod transport;
 
 pub use control::token;
+pub use record::writer::RECORDER_THREADS;
 pub use transport::shard::SHARD_THREADS;
 
 /// Running a relay: what `gsrelay serve` does, as a library call.

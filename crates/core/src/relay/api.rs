@@ -277,6 +277,19 @@ pub enum Event {
         /// The stream.
         ssrc: u32,
     },
+    /// An object changed hands (`docs/relay.md`, "Room objects and ownership"), in a
+    /// room that is being recorded (its recorders write it down; nobody else asks).
+    Ownership {
+        /// Its room.
+        room: Arc<str>,
+        /// The object's stream.
+        ssrc: u32,
+        /// Its objectID.
+        object: u64,
+        /// The SSRC of the session that holds it now; `None`: back with its stream's
+        /// publisher (or the room's).
+        holder: Option<u32>,
+    },
     /// A publisher's stream ended: a BYE, its timeout, or its session gone.
     StreamEnded {
         /// Its room.

@@ -358,6 +358,9 @@ impl Recordings {
             failed: s.failed,
         };
         self.rooms.recording_hook("recording_stopped", room, note);
+        // On the writer's thread, which is done with its files: a recording that ends
+        // is when the others' age and total size are looked at, besides the minute's.
+        self.enforce_retention();
     }
 
     /// Stops recording `room`; answers once its files are closed (or after a while).

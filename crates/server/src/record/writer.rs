@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 /// this much of the densest room, and polling costs the shard no wake-up per packet.
 const POLL: Duration = Duration::from_millis(5);
 
+/// Name of the writer threads (the relay's CPU includes theirs).
+pub const RECORDER_THREADS: &str = "gsr-recorder";
+
 /// How often written data is synced to the disk.
 const SYNC_EVERY: Duration = Duration::from_secs(1);
 
@@ -72,7 +75,7 @@ pub fn spawn(
         first,
     };
     thread::Builder::new()
-        .name("gsr-recorder".into())
+        .name(RECORDER_THREADS.into())
         .spawn(move || {
             let failure = w.run(&mut drain).err();
             let stopped = w.close(&drain, failure);

@@ -468,6 +468,19 @@ impl Shard {
                         ssrc,
                     });
                 }
+                Event::Ownership {
+                    room,
+                    ssrc,
+                    object,
+                    holder,
+                } => {
+                    let event = || record::Event::Ownership {
+                        ssrc,
+                        object,
+                        holder,
+                    };
+                    self.inner.note(&room, event);
+                }
                 Event::StreamEnded {
                     room,
                     session,

@@ -13,11 +13,13 @@
 
 pub mod message;
 
-use super::api::SessionId;
+use super::api::{Event, SessionId};
 use super::room::{Hold, ROOM, Room};
 use super::session::Session;
 use super::state::State;
 use message::{Entry, Kind, Reason};
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Ownership messages a session may send per second; a flood beyond is dropped unread
@@ -158,9 +160,10 @@ fn request(
         return Err(Reason::TooManyHeld);
     }
     let by = (publisher != from).then_some(from);
-    let name = s.room.clone();
+    let (name, holder) = (s.room.clone(), by.map(|_| s.ssrc));
     if let Some(room) = st.rooms.get_mut(&name) {
         room.holds.insert(key, Hold { by, at: now });
+        recorded(&mut st.stream_events, (&name, room), key, holder);
     }
     if let Some(prev) = st.sessions.get_mut(&previous) {
         lose(prev, key, now);
@@ -181,6 +184,24 @@ fn request(
         st.stats.ownership.add("lost", 1);
     }
     Ok(true)
+}
+
+/// Reports that object `key` of `room` changed hands (to `holder`'s SSRC, or back),
+/// for its recorders, when it has any.
+fn recorded(
+    events: &mut VecDeque<Event>,
+    (name, room): (&Arc<str>, &Room),
+    key: (u32, u64),
+    holder: Option<u32>,
+) {
+    if !room.recorders.is_empty() {
+        events.push_back(Event::Ownership {
+            room: name.clone(),
+            ssrc: key.0,
+            object: key.1,
+            holder,
+        });
+    }
 }
 
 /// `s` no longer holds `key`: its updates of that objectID in flight are dropped for
@@ -237,6 +258,7 @@ fn release(
         return true;
     };
     room.holds.insert(key, Hold { by: None, at: now });
+    recorded(&mut st.stream_events, (&s.room, room), key, None);
     if let Some(stream) = room.streams.get(&key.0) {
         notices.push(stream.owner, Kind::Granted, Entry::new(key.0, key.1));
     }
@@ -260,6 +282,7 @@ pub(super) fn give_back(st: &mut State, now: Instant, id: SessionId, tell: bool)
     if let Some(room) = st.rooms.get_mut(&s.room) {
         for key in held {
             room.holds.insert(key, Hold { by: None, at: now });
+            recorded(&mut st.stream_events, (&s.room, room), key, None);
             if let Some(stream) = room.streams.get(&key.0) {
                 notices.push(stream.owner, Kind::Granted, Entry::new(key.0, key.1));
             }
