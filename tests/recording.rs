@@ -504,3 +504,97 @@ async fn retention_deletes_stopped_recordings_past_their_age() {
         Some(1.0)
     );
 }
+
+#[tokio::test]
+async fn recordings_can_be_encrypted_at_rest() {
+    let tmp = TempDir::new("rec-enc");
+    let (key_file, other_key) = (tmp.0.join("key"), tmp.0.join("other-key"));
+    std::fs::write(&key_file, "5a".repeat(32) + "\n").unwrap();
+    std::fs::write(&other_key, "a5".repeat(32)).unwrap();
+    let recs = tmp.0.join("recs");
+    let cfg = gsrelay::serve::ServeConfig {
+        recording_dir: recs.clone(),
+        recording_key_file: Some(key_file.clone()),
+        shards: 1,
+        ..support::server::config(1)
+    };
+    let server = gsrelay::serve::start(cfg).await.unwrap();
+    let (mut alice, mut sub) = pair(&server, "secret-room").await;
+    let admin = token("secret-room", ADMIN);
+    let (status, started) = call(
+        &server,
+        Method::POST,
+        "/v1/rooms/secret-room/recording",
+        &admin,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let id = started["id"].as_str().unwrap().to_string();
+    publish(&mut alice, &mut sub, 5).await;
+    let (status, _) = call(
+        &server,
+        Method::DELETE,
+        "/v1/rooms/secret-room/recording",
+        &admin,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // On disk: sealed, nothing of the room readable.
+    let dir = recs.join(&id);
+    let sealed = std::fs::read(dir.join("000000.pcapng.enc")).unwrap();
+    assert!(!dir.join("000000.pcapng").exists());
+    assert!(
+        !sealed.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]),
+        "a pcapng header in the clear"
+    );
+    assert!(
+        !sealed.windows(11).any(|w| w == b"secret-room"),
+        "the room's name in the clear"
+    );
+    assert!(matches!(
+        Recording::open(&dir),
+        Err(gsrelay::record::RecordingError::Encrypted { .. })
+    ));
+
+    // The relay opens it: the download is the pcapng, and it replays.
+    let body = reqwest::Client::new()
+        .get(format!("{}/v1/recordings/{id}/pcapng", base(&server)))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert!(body.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]));
+    assert!(gsrelay::record::scan(&body).unwrap().records().count() > 5);
+    let replay = serde_json::json!({"recording": id, "room": "secret-replay"});
+    let resp = reqwest::Client::new()
+        .post(format!("{}/v1/replays", base(&server)))
+        .bearer_auth(relay_admin())
+        .json(&replay)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+
+    // On the command line: refused without the key or with another, read with it.
+    let info = |key: Option<&Path>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gsrelay"));
+        cmd.args(["recording", "info"]).arg(&dir);
+        if let Some(k) = key {
+            cmd.arg("--key-file").arg(k);
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    let (ok, text) = info(None);
+    assert!(!ok && text.contains("encrypted"), "{text}");
+    let (ok, text) = info(Some(&other_key));
+    assert!(!ok && text.contains("cannot decrypt"), "{text}");
+    let (ok, text) = info(Some(&key_file));
+    assert!(ok && text.contains("checksum good"), "{text}");
+}

@@ -4,12 +4,16 @@
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use gsrelay_record::Recording;
+use gsrelay_record::{Key, Recording};
 use std::path::PathBuf;
 
 /// Arguments of `gsrelay recording`.
 #[derive(Debug, Args)]
 pub struct RecordingArgs {
+    /// The recordings' key (the relay's `recording_key_file`): encrypted segments
+    /// (`.enc`) open with it.
+    #[arg(long, value_name = "FILE", global = true)]
+    key_file: Option<PathBuf>,
     #[command(subcommand)]
     command: RecordingCommand,
 }
@@ -33,15 +37,24 @@ enum RecordingCommand {
 
 /// Runs `gsrelay recording`.
 pub fn recording(a: RecordingArgs) -> anyhow::Result<()> {
+    let key = match &a.key_file {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--key-file {}", path.display()))?;
+            Some(Key::from_hex(&text).with_context(|| format!("--key-file {}", path.display()))?)
+        }
+    };
+    let key = key.as_ref();
     match a.command {
-        RecordingCommand::Info { dir } => print!("{}", info(&open(&dir)?)),
+        RecordingCommand::Info { dir } => print!("{}", info(&open(&dir, key)?)),
         RecordingCommand::Repair { dir } => {
-            let r =
-                Recording::repair(&dir).with_context(|| format!("repairing {}", dir.display()))?;
+            let r = Recording::repair_with(&dir, key)
+                .with_context(|| format!("repairing {}", dir.display()))?;
             print!("{}", info(&r));
         }
         RecordingCommand::Export { dir, output } => {
-            let r = open(&dir)?;
+            let r = open(&dir, key)?;
             let file = std::fs::File::create(&output)
                 .with_context(|| format!("creating {}", output.display()))?;
             let mut out = std::io::BufWriter::new(file);
@@ -56,8 +69,8 @@ pub fn recording(a: RecordingArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn open(dir: &std::path::Path) -> anyhow::Result<Recording> {
-    Recording::open(dir).with_context(|| format!("opening {}", dir.display()))
+fn open(dir: &std::path::Path, key: Option<&Key>) -> anyhow::Result<Recording> {
+    Recording::open_with(dir, key).with_context(|| format!("opening {}", dir.display()))
 }
 
 /// A recording, for people.

@@ -3,6 +3,7 @@
 //! runtime's worker threads).
 
 use crate::FormatError;
+use crate::crypt::{self, CryptError, Key};
 use crate::event::{META_VERSION, Meta};
 use crate::read::scan;
 use flate2::Compression;
@@ -62,6 +63,20 @@ pub enum RecordingError {
     /// [`Recording::read_segment`] of a number the recording does not have.
     #[error("the recording has no segment {0}")]
     NoSuchSegment(u32),
+    /// An encrypted segment, and no key to open it.
+    #[error("{}: the segment is encrypted; give the recording key", path.display())]
+    Encrypted {
+        /// The segment's file.
+        path: PathBuf,
+    },
+    /// An encrypted segment that does not open with the key given.
+    #[error("{}: {source}", path.display())]
+    Crypt {
+        /// The segment's file.
+        path: PathBuf,
+        /// Why.
+        source: CryptError,
+    },
     /// [`compress_segment`] of a file that is not a finished `.pcapng` segment.
     #[error("{}: not a finished segment (NNNNNN.pcapng ending with segment_end)", path.display())]
     NotFinished {
@@ -107,6 +122,8 @@ pub struct Recording {
     pub meta: Meta,
     /// Its segments, in order.
     pub segments: Vec<SegmentInfo>,
+    /// The key its encrypted segments open with, if it was given one.
+    key: Option<Key>,
 }
 
 impl Recording {
@@ -114,6 +131,11 @@ impl Recording {
     /// checksums of the finished ones). Changes nothing on disk: a torn tail is reported
     /// in [`SegmentInfo::torn_bytes`] and left out of what is read.
     pub fn open(dir: &Path) -> Result<Recording, RecordingError> {
+        Recording::open_with(dir, None)
+    }
+
+    /// [`Recording::open`], its encrypted segments (`.enc`) opened with `key`.
+    pub fn open_with(dir: &Path, key: Option<&Key>) -> Result<Recording, RecordingError> {
         let meta_path = dir.join(META_FILE);
         let meta = Meta::from_json(&read(&meta_path)?).map_err(|source| RecordingError::Meta {
             path: meta_path.clone(),
@@ -127,20 +149,30 @@ impl Recording {
         }
         let segments = segment_files(dir)?
             .into_iter()
-            .map(|(index, path)| segment_info(index, path))
+            .map(|(index, path)| segment_info(index, path, key))
             .collect::<Result<_, _>>()?;
         Ok(Recording {
             dir: dir.to_owned(),
             meta,
             segments,
+            key: key.cloned(),
         })
     }
 
     /// Cuts every segment's torn tail (a `.gz` is written again, through a temporary
     /// file and a rename), then opens the recording.
     pub fn repair(dir: &Path) -> Result<Recording, RecordingError> {
+        Recording::repair_with(dir, None)
+    }
+
+    /// [`Recording::repair`] of a recording with encrypted segments, which are sealed
+    /// once finished and so never torn: they are opened with `key` and left as they are.
+    pub fn repair_with(dir: &Path, key: Option<&Key>) -> Result<Recording, RecordingError> {
         for (_, path) in segment_files(dir)? {
-            let bytes = read_file(&path)?;
+            if is_sealed(&path) {
+                continue;
+            }
+            let bytes = read_file(&path, None)?;
             let valid = scan(&bytes)
                 .map_err(|source| format_error(&path, source))?
                 .valid_len();
@@ -159,7 +191,7 @@ impl Recording {
                 file.sync_all().map_err(io)?;
             }
         }
-        Recording::open(dir)
+        Recording::open_with(dir, key)
     }
 
     /// Segment `index`'s bytes, inflated if it is compressed, its torn tail included.
@@ -169,7 +201,7 @@ impl Recording {
             .iter()
             .find(|s| s.index == index)
             .ok_or(RecordingError::NoSuchSegment(index))?;
-        read_file(&s.path)
+        read_file(&s.path, self.key.as_ref())
     }
 
     /// Writes the whole recording as one pcapng file: the segments' sections one after
@@ -178,7 +210,7 @@ impl Recording {
     pub fn export_pcapng(&self, out: &mut impl Write) -> Result<u64, RecordingError> {
         let mut total = 0u64;
         for s in &self.segments {
-            let bytes = read_file(&s.path)?;
+            let bytes = read_file(&s.path, self.key.as_ref())?;
             let valid = scan(&bytes)
                 .map_err(|source| format_error(&s.path, source))?
                 .valid_len();
@@ -214,7 +246,7 @@ pub fn compress_segment(path: &Path) -> Result<PathBuf, RecordingError> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
-    if !matches!(parse_name(name), Some((_, false))) {
+    if !matches!(parse_name(name), Some((_, false, false))) {
         return Err(RecordingError::NotFinished {
             path: path.to_owned(),
         });
@@ -235,9 +267,43 @@ pub fn compress_segment(path: &Path) -> Result<PathBuf, RecordingError> {
     Ok(gz)
 }
 
+/// Encrypts a finished segment with `key`: `N.pcapng[.gz]` becomes `N.pcapng[.gz].enc`
+/// (written to a temporary file, synced, renamed; then the original is removed).
+/// Returns the new path.
+pub fn encrypt_segment(path: &Path, key: &Key) -> Result<PathBuf, RecordingError> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    if !matches!(parse_name(name), Some((_, _, false))) {
+        return Err(RecordingError::NotFinished {
+            path: path.to_owned(),
+        });
+    }
+    let sealed = crypt::seal(key, &read(path)?).map_err(|source| RecordingError::Crypt {
+        path: path.to_owned(),
+        source,
+    })?;
+    let enc = path.with_file_name(format!("{name}.enc"));
+    let tmp = path.with_file_name(format!("{name}.enc.tmp"));
+    let io = |source| RecordingError::Io {
+        path: tmp.clone(),
+        source,
+    };
+    let mut file = fs::File::create(&tmp).map_err(io)?;
+    file.write_all(&sealed).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    fs::rename(&tmp, &enc).map_err(io)?;
+    fs::remove_file(path).map_err(|source| RecordingError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(enc)
+}
+
 /// The segment files of `dir`, by number: contiguous, or an error naming the first gap.
-/// When both `N.pcapng` and `N.pcapng.gz` exist (compression stopped between the rename
-/// and the removal), the `.pcapng`: both hold the same bytes.
+/// When one segment has several files (compression or encryption stopped between the
+/// rename and the removal), the least processed: all hold the same bytes.
 fn segment_files(dir: &Path) -> Result<BTreeMap<u32, PathBuf>, RecordingError> {
     let io = |source| RecordingError::Io {
         path: dir.to_owned(),
@@ -247,13 +313,15 @@ fn segment_files(dir: &Path) -> Result<BTreeMap<u32, PathBuf>, RecordingError> {
     for entry in fs::read_dir(dir).map_err(io)? {
         let entry = entry.map_err(io)?;
         let name = entry.file_name();
-        let Some((index, gz)) = name.to_str().and_then(parse_name) else {
+        let Some((index, gz, enc)) = name.to_str().and_then(parse_name) else {
             continue;
         };
-        if !gz || !files.contains_key(&index) {
-            files.insert(index, entry.path());
+        let rank = u8::from(gz) + 2 * u8::from(enc);
+        if files.get(&index).is_none_or(|(r, _)| rank < *r) {
+            files.insert(index, (rank, entry.path()));
         }
     }
+    let files: BTreeMap<u32, PathBuf> = files.into_iter().map(|(i, (_, p))| (i, p)).collect();
     let first = files.keys().next().copied().unwrap_or(0);
     if let Some(index) = (first..)
         .zip(files.keys())
@@ -267,8 +335,12 @@ fn segment_files(dir: &Path) -> Result<BTreeMap<u32, PathBuf>, RecordingError> {
     Ok(files)
 }
 
-/// `NNNNNN.pcapng` -> (N, false), `NNNNNN.pcapng.gz` -> (N, true).
-fn parse_name(name: &str) -> Option<(u32, bool)> {
+/// `NNNNNN.pcapng[.gz][.enc]` -> (N, gzipped, encrypted).
+fn parse_name(name: &str) -> Option<(u32, bool, bool)> {
+    let (name, enc) = match name.strip_suffix(".enc") {
+        Some(n) => (n, true),
+        None => (name, false),
+    };
     let (digits, gz) = match name.strip_suffix(".pcapng.gz") {
         Some(d) => (d, true),
         None => (name.strip_suffix(".pcapng")?, false),
@@ -276,16 +348,28 @@ fn parse_name(name: &str) -> Option<(u32, bool)> {
     if digits.len() < 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    Some((digits.parse().ok()?, gz))
+    Some((digits.parse().ok()?, gz, enc))
 }
 
 fn is_gz(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "gz")
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    parse_name(name).is_some_and(|(_, gz, _)| gz)
 }
 
-fn segment_info(index: u32, path: PathBuf) -> Result<SegmentInfo, RecordingError> {
-    let bytes = read_file(&path)?;
-    let on_disk = match is_gz(&path) {
+fn is_sealed(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "enc")
+}
+
+fn segment_info(
+    index: u32,
+    path: PathBuf,
+    key: Option<&Key>,
+) -> Result<SegmentInfo, RecordingError> {
+    let bytes = read_file(&path, key)?;
+    let on_disk = match is_gz(&path) || is_sealed(&path) {
         true => fs::metadata(&path)
             .map_err(|source| RecordingError::Io {
                 path: path.clone(),
@@ -322,9 +406,19 @@ fn read(path: &Path) -> Result<Vec<u8>, RecordingError> {
     })
 }
 
-/// A segment file's bytes, inflated if it is a `.gz`.
-fn read_file(path: &Path) -> Result<Vec<u8>, RecordingError> {
-    let raw = read(path)?;
+/// A segment file's bytes, decrypted with `key` if it is a `.enc`, inflated if it is a
+/// `.gz`.
+fn read_file(path: &Path, key: Option<&Key>) -> Result<Vec<u8>, RecordingError> {
+    let mut raw = read(path)?;
+    if is_sealed(path) {
+        let key = key.ok_or_else(|| RecordingError::Encrypted {
+            path: path.to_owned(),
+        })?;
+        raw = crypt::open(key, &raw).map_err(|source| RecordingError::Crypt {
+            path: path.to_owned(),
+            source,
+        })?;
+    }
     if !is_gz(path) {
         return Ok(raw);
     }

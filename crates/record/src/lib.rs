@@ -15,6 +15,7 @@
 //! - [`player`]: [`Player`], the sans-I/O replay clock: speed, pause, seek.
 #![warn(missing_docs)]
 
+mod crypt;
 pub mod dir;
 mod event;
 mod pcapng;
@@ -23,7 +24,8 @@ pub mod read;
 mod state;
 pub mod writer;
 
-pub use dir::{Recording, RecordingError, SegmentInfo, compress_segment};
+pub use crypt::{CryptError, Key};
+pub use dir::{Recording, RecordingError, SegmentInfo, compress_segment, encrypt_segment};
 pub use event::{Event, META_VERSION, Meta};
 pub use pcapng::MAX_RTP;
 pub use player::{Output, PlayError, Player, StreamState};

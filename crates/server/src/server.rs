@@ -247,7 +247,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Server> {
         .clone()
         .unwrap_or_else(|| http_addr.to_string());
     let recordings = Recordings::new(
-        cfg.recording(),
+        cfg.recording()?,
         node_name,
         router.clone(),
         rooms,

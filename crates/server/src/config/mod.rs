@@ -265,6 +265,12 @@ settings! {
                 default_missing_value = "true",
                 value_parser = clap::builder::BoolishValueParser::new()
             );
+        /// A file holding the recordings' key, 64 hexadecimal digits (32 bytes): closed
+        /// segments are then encrypted at rest with AES-256-GCM (`.pcapng.enc`); the
+        /// relay decrypts them for downloads and replays.
+        recording_key_file: PathBuf,
+            unset "none: segments are written in the clear",
+            arg(value_name = "FILE");
         /// Stopped recordings older than this many seconds are deleted (0: kept).
         recording_max_age_secs: u64 = 0, arg(value_name = "SECS");
         /// The oldest stopped recordings are deleted while all of them hold more than this
@@ -471,9 +477,19 @@ impl ServeConfig {
 
     /// The recording settings (`docs/recording.md`); nothing is recorded or written
     /// until a recording starts.
-    pub fn recording(&self) -> RecordingConfig {
+    pub fn recording(&self) -> anyhow::Result<RecordingConfig> {
         let secs = |s: u64| (s > 0).then(|| Duration::from_secs(s));
-        RecordingConfig {
+        let key = match &self.recording_key_file {
+            None => None,
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("recording_key_file {}", path.display()))?;
+                let key = gsrelay_record::Key::from_hex(&text)
+                    .with_context(|| format!("recording_key_file {}", path.display()))?;
+                Some(key)
+            }
+        };
+        Ok(RecordingConfig {
             dir: self.recording_dir.clone(),
             auto: self.record_rooms.clone(),
             checkpoint: Duration::from_secs(self.recording_checkpoint_secs.max(1)),
@@ -481,10 +497,12 @@ impl ServeConfig {
                 segment_time: Duration::from_secs(self.recording_segment_secs.max(1)),
                 segment_bytes: self.recording_segment_bytes.max(1 << 20),
                 compress: self.recording_compress,
+                key: key.clone(),
             },
+            key,
             max_age: secs(self.recording_max_age_secs),
             max_bytes: (self.recording_max_bytes > 0).then_some(self.recording_max_bytes),
-        }
+        })
     }
 
     /// The webhooks' configuration, checked: `None` without URLs. The key defaults to

@@ -38,6 +38,8 @@ pub struct RecordingConfig {
     pub checkpoint: Duration,
     /// How segments are cut and kept.
     pub layout: Layout,
+    /// The key encrypted segments open with.
+    pub key: Option<gsrelay_record::Key>,
     /// Stopped recordings older than this are deleted.
     pub max_age: Option<Duration>,
     /// The oldest stopped recordings are deleted while all of them hold more bytes.
@@ -441,6 +443,14 @@ impl Recordings {
         Ok(())
     }
 
+    /// A recording, opened (its segments scanned and checked; encrypted ones with the
+    /// relay's key): blocking, call it off the runtime's workers.
+    pub fn open(&self, id: &str) -> Result<gsrelay_record::Recording, RecordingError> {
+        let dir = self.dir_of(id)?;
+        gsrelay_record::Recording::open_with(&dir, self.cfg.key.as_ref())
+            .map_err(|e| RecordingError::Damaged(id.into(), e.to_string()))
+    }
+
     /// The recording's directory, once its id is checked and it exists.
     pub fn dir_of(&self, id: &str) -> Result<PathBuf, RecordingError> {
         if !valid_id(id) {
@@ -514,6 +524,7 @@ fn view(meta: &Meta, dir: &Path) -> RecordingView {
         for e in entries.filter_map(Result::ok) {
             let name = e.file_name();
             let name = name.to_string_lossy();
+            let name = name.strip_suffix(".enc").unwrap_or(&name);
             if name.ends_with(".pcapng") || name.ends_with(".pcapng.gz") {
                 segments += 1;
                 bytes += e.metadata().map_or(0, |m| m.len());

@@ -36,6 +36,8 @@ pub struct Layout {
     pub segment_bytes: u64,
     /// Closed segments are gzipped (Wireshark reads them as they are).
     pub compress: bool,
+    /// Closed segments are encrypted with it.
+    pub key: Option<gsrelay_record::Key>,
 }
 
 /// How a recording ended, for its owner.
@@ -234,8 +236,12 @@ impl Writer {
         };
         s.file.sync_all()?;
         drop(s.file);
+        let mut path = s.path;
         if self.layout.compress {
-            gsrelay_record::compress_segment(&s.path).map_err(io::Error::other)?;
+            path = gsrelay_record::compress_segment(&path).map_err(io::Error::other)?;
+        }
+        if let Some(key) = &self.layout.key {
+            gsrelay_record::encrypt_segment(&path, key).map_err(io::Error::other)?;
         }
         Ok(())
     }

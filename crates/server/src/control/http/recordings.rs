@@ -145,11 +145,13 @@ pub(super) async fn pcapng(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let view = state.recording_for(&headers, id)?;
-    let dir = state.recordings_or_404()?.dir_of(&view.id)?;
-    let recording = tokio::task::spawn_blocking(move || gsrelay_record::Recording::open(&dir))
+    let recordings = state.recordings_or_404()?.clone();
+    let id = view.id.clone();
+    let recording = tokio::task::spawn_blocking(move || recordings.open(&id))
         .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-        .map_err(|e| ApiError::unprocessable("recording_damaged", e.to_string()))?;
+        .map_err(|e| {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+        })??;
     let (tx, rx) = mpsc::channel::<Bytes>(EXPORT_CHUNKS);
     tokio::task::spawn_blocking(move || {
         let mut out = Chunks {

@@ -12,7 +12,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use gsrelay_record::{PlayError, Recording};
+use gsrelay_record::PlayError;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -98,11 +98,12 @@ pub(super) async fn start(
     {
         return Err(refused(PlayError::Speed(body.speed)));
     }
-    let dir = recordings.dir_of(&body.recording)?;
-    let recording = tokio::task::spawn_blocking(move || Recording::open(&dir))
+    let (recordings, id) = (recordings.clone(), body.recording.clone());
+    let recording = tokio::task::spawn_blocking(move || recordings.open(&id))
         .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-        .map_err(|e| ApiError::unprocessable("recording_damaged", e.to_string()))?;
+        .map_err(|e| {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+        })??;
     let spec = ReplaySpec {
         recording: Arc::new(recording),
         from_ns: body.from_ms.saturating_mul(1_000_000),
