@@ -598,3 +598,39 @@ async fn recordings_can_be_encrypted_at_rest() {
     let (ok, text) = info(Some(&key_file));
     assert!(ok && text.contains("checksum good"), "{text}");
 }
+
+#[tokio::test]
+async fn a_participants_metadata_is_recorded_with_its_join() {
+    let tmp = TempDir::new("rec-meta");
+    let server = start(&tmp.0, &[]).await;
+    let (_alice, _sub) = pair(&server, "r7").await;
+    let admin = token("r7", ADMIN);
+    let patch = reqwest::Client::new()
+        .patch(format!("{}/v1/rooms/r7/participants/alice", base(&server)))
+        .bearer_auth(&admin)
+        .json(&serde_json::json!({"metadata": {"team": "red"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(patch.status(), StatusCode::OK);
+    let (status, started) = call(&server, Method::POST, "/v1/rooms/r7/recording", &admin).await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let dir = tmp.0.join(started["id"].as_str().unwrap());
+    // Alice joins again (a second device): the recording has her metadata with it.
+    let _again = player(&server, "r7", "alice", PUBLISH).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let found = records(&dir).into_iter().any(|(_, r)| {
+            matches!(r, Owned::Event(Event::ParticipantJoined { identity, metadata: Some(m), .. })
+                if identity == "alice" && m.contains("red"))
+        });
+        if found {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no metadata recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

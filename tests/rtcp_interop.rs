@@ -66,6 +66,7 @@ impl Harness {
         let cmd = JoinCommand {
             request,
             generation: 0,
+            metadata: None,
             transport: TransportRequest::Rtp(None),
         };
         self.t.handle.join(cmd).await.unwrap()

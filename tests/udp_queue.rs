@@ -77,6 +77,7 @@ impl Harness {
             .join(JoinCommand {
                 request,
                 generation: 0,
+                metadata: None,
                 transport: TransportRequest::Rtp(Some(SrtpProfile::default())),
             })
             .await

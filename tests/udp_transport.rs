@@ -59,6 +59,7 @@ impl Harness {
             .join(JoinCommand {
                 request,
                 generation: 0,
+                metadata: None,
                 transport: TransportRequest::Rtp(profile),
             })
             .await
@@ -559,6 +560,7 @@ async fn plain_rtp_only_when_allowed() {
             .join(JoinCommand {
                 request,
                 generation: 0,
+                metadata: None,
                 transport: TransportRequest::Rtp(None),
             })
             .await;

@@ -69,6 +69,7 @@ impl Harness {
         let cmd = JoinCommand {
             request,
             generation: 0,
+            metadata: None,
             transport,
         };
         self.t.handle.join(cmd).await.unwrap()

@@ -626,6 +626,7 @@ mod tests {
                 ..JoinRequest::default()
             },
             generation: 0,
+            metadata: None,
             transport: TransportRequest::Rtp(None),
         }
     }

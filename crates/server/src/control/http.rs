@@ -796,6 +796,15 @@ async fn join(
             ..JoinRequest::default()
         },
         generation: 0,
+        metadata: state
+            .0
+            .rooms
+            .participants(&room)
+            .into_iter()
+            .find(|p| p.identity == claims.sub)
+            .map(|p| p.metadata)
+            .filter(|m| !m.is_null())
+            .map(|m| m.to_string()),
         transport: match (webrtc, quic) {
             (Some(offer), _) => TransportRequest::WebRtc(Box::new(offer)),
             (None, Some(q)) => q,

@@ -58,6 +58,9 @@ pub struct JoinCommand {
     pub generation: u32,
     /// The transport, and over UDP the protection, it asks for.
     pub transport: TransportRequest,
+    /// The participant's metadata (JSON) as the room service holds it at the join, for
+    /// the room's recordings.
+    pub metadata: Option<String>,
 }
 
 /// Why a command could not be carried out.

@@ -85,6 +85,8 @@ struct Joined {
     room: Arc<str>,
     /// Its identity (a link's: its peer; a recorder's: a fixed name).
     identity: Arc<str>,
+    /// A participant's metadata (JSON) as the room service held it at its join.
+    metadata: Option<Arc<str>>,
     carrier: Carrier,
     /// How many times it was resumed ([`Command::Reattach`]); only a credential of this
     /// generation resumes it.
@@ -751,24 +753,25 @@ impl Shard {
         let entry = Joined {
             room: room.clone(),
             identity,
+            metadata: None,
             carrier: Carrier::Recorder,
             generation: 0,
         };
         let inner = &mut self.inner;
         inner.sessions.insert(joined.session, entry);
         *inner.recorded.entry(room.clone()).or_default() += 1;
-        let mut present: Vec<(SessionId, Arc<str>)> = inner
+        let mut present: Vec<(SessionId, Arc<str>, Option<Arc<str>>)> = inner
             .sessions
             .iter()
             .filter(|(_, j)| j.room == room && j.carrier.is_participant())
-            .map(|(id, j)| (*id, j.identity.clone()))
+            .map(|(id, j)| (*id, j.identity.clone(), j.metadata.clone()))
             .collect();
         present.sort_unstable();
-        for (session, identity) in present {
+        for (session, identity, metadata) in present {
             inner.note(&room, || record::Event::ParticipantJoined {
                 session,
                 identity: identity.to_string(),
-                metadata: None,
+                metadata: metadata.as_deref().map(str::to_owned),
             });
         }
         let id = joined.session;
@@ -832,6 +835,7 @@ impl Shard {
         let entry = Joined {
             room: room.clone(),
             identity,
+            metadata: None,
             carrier,
             generation: 0,
         };
@@ -882,10 +886,11 @@ impl Shard {
             }
         }
         let who: Arc<str> = Arc::from(identity.as_str());
+        let metadata: Option<Arc<str>> = cmd.metadata.as_deref().map(Arc::from);
         inner.note(&room, || record::Event::ParticipantJoined {
             session: id,
             identity: identity.clone(),
-            metadata: None,
+            metadata: metadata.as_deref().map(str::to_owned),
         });
         inner.observe(|| Activity::Joined {
             room: room.clone(),
@@ -905,6 +910,7 @@ impl Shard {
         let entry = Joined {
             room,
             identity: who,
+            metadata,
             carrier,
             generation,
         };
@@ -1268,6 +1274,7 @@ impl Core for Inner {
         let link = Joined {
             room: room.clone(),
             identity: Arc::from(peer.to_string()),
+            metadata: None,
             carrier: Carrier::Link,
             generation: 0,
         };
