@@ -713,3 +713,48 @@ async fn a_shutdown_drops_and_counts_what_a_hung_receiver_holds() {
     assert_eq!(counted(&metrics, "delivered"), 0);
     assert_eq!(metrics.webhook_queued.get(), 0);
 }
+
+/// The next request `hits` gets named `event`, the others passed over.
+async fn next_named(hits: &mut mpsc::UnboundedReceiver<Hit>, event: &str) -> Hit {
+    loop {
+        let h = next(hits).await;
+        if h.name() == event {
+            return h;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_recordings_start_and_stop_arrive_with_its_id_and_why_it_stopped() {
+    let (url, mut hits) = receiver(KEY, |_| Answer::Ok).await;
+    let relay = server::start(hooked(&[&url])).await.unwrap();
+    let _alice = join(&relay, "alice", PUBLISH).await;
+    let admin = support::server::token(ROOM, support::server::ADMIN);
+    let path = format!("{}/v1/rooms/{ROOM}/recording", base(&relay));
+    let http = reqwest::Client::new();
+    let started: Value = http
+        .post(&path)
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = started["id"].as_str().expect("a recording").to_owned();
+    let h = next_named(&mut hits, "recording_started").await;
+    assert!(h.verified.is_ok());
+    assert_eq!(h.event["room"]["name"], ROOM);
+    assert_eq!(
+        (
+            h.event["recording"]["id"].as_str(),
+            h.event["recording"]["failed"].as_bool()
+        ),
+        (Some(id.as_str()), Some(false))
+    );
+    http.delete(&path).bearer_auth(&admin).send().await.unwrap();
+    let h = next_named(&mut hits, "recording_stopped").await;
+    assert_eq!(h.event["recording"]["id"].as_str(), Some(id.as_str()));
+    assert_eq!(h.event["recording"]["reason"], "stopped");
+    assert_eq!(h.event["recording"]["failed"], false);
+}
