@@ -262,8 +262,12 @@ enum Op {
         sends: u8,
         /// Ask for a room stream.
         room_stream: bool,
+        /// 0: a session; 1: a recorder; 2: a replay (`docs/recording.md`).
+        kind: u8,
     },
     Leave(u8),
+    /// A recorder's checkpoint (any session: a non-recorder is ignored).
+    Checkpoint(u8),
     SetInterest(u8, FuzzInterest),
     Publish {
         who: u8,
@@ -401,6 +405,7 @@ impl World {
                 interest,
                 sends,
                 room_stream,
+                kind,
             } => {
                 let dialect = if gse { Dialect::Gse } else { Dialect::Draft01 };
                 let sends = match sends % 3 {
@@ -419,6 +424,8 @@ impl World {
                     interest: self.interest(interest),
                     sends,
                     room_stream,
+                    recorder: kind % 3 == 1,
+                    replay: kind % 3 == 2,
                     ..Default::default()
                 };
                 if let Some((id, ssrc)) = self.drive(Input::Join(req)) {
@@ -431,6 +438,11 @@ impl World {
                         seq: 0,
                         ts: 0,
                     });
+                }
+            }
+            Op::Checkpoint(who) => {
+                if let Some(id) = self.member(who).map(|m| m.id) {
+                    self.drive(Input::Checkpoint(id));
                 }
             }
             Op::Leave(who) => {
