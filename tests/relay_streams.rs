@@ -157,6 +157,26 @@ fn a_link_owns_at_most_as_many_streams_as_a_room_holds_sessions() {
 }
 
 #[test]
+fn a_replay_plays_as_many_streams_as_a_room_holds_sessions() {
+    let mut w = World::with(RelayConfig {
+        max_sessions_per_room: 3,
+        ..RelayConfig::default()
+    });
+    let replay = w
+        .join_with(JoinRequest::replaying("r"))
+        .expect("a replay joins");
+    // One container per packet: each its stream's own numbering, outside the link order.
+    for k in 0..4u32 {
+        let sender = [(0x6000 + k, vec![head(u64::from(k), 0.0)])];
+        w.publish_raw(&replay, &containers(&sender));
+    }
+    // The room it recorded held up to three sessions: all three play, a fourth does not.
+    assert_eq!(w.dropped("too_many_streams"), 1);
+    assert_eq!(w.relay.session_by_ssrc(0x6002), Some(replay.session));
+    assert_eq!(w.relay.session_by_ssrc(0x6003), None);
+}
+
+#[test]
 fn ssrcs_declared_at_join_are_owned_and_must_be_free() {
     let mut w = World::new();
     let sub = w.join("r", false, true);

@@ -208,7 +208,7 @@ fn claim(st: &mut State, now: Instant, from: SessionId, ssrc: u32) -> Result<(),
     }
     let cap = st.cfg.max_sessions_per_room;
     let s = st.sessions.get_mut(&from).ok_or("unknown_session")?;
-    if s.carried_streams() >= cap {
+    if s.counted_streams() >= cap {
         return Err("too_many_streams");
     }
     s.streams.push(ssrc);
@@ -248,7 +248,7 @@ fn hand_over(
 ) -> Result<(), &'static str> {
     let cap = st.cfg.max_sessions_per_room;
     let n = st.sessions.get_mut(&new).ok_or("unknown_session")?;
-    if n.carried_streams() >= cap {
+    if n.counted_streams() >= cap {
         return Err("too_many_streams");
     }
     n.streams.push(ssrc);

@@ -240,11 +240,16 @@ impl Session {
         self.sends.containers()
     }
 
-    /// The streams it carries for others (a link's or a replay's senders): those it
-    /// owns besides its own SSRC. A room of as many sessions as its cap carries that
-    /// many, its own SSRC apart.
-    pub fn carried_streams(&self) -> usize {
-        self.streams.iter().filter(|s| **s != self.ssrc).count()
+    /// The streams it owns as they count against the room's cap on a session's streams:
+    /// all of them, its own SSRC included, for a client or a link (a peer replica holds
+    /// at most the cap less the session on this side of its link); for a replay, those
+    /// it plays, its own SSRC apart, since the room it recorded may have held the whole
+    /// cap.
+    pub fn counted_streams(&self) -> usize {
+        match self.replay {
+            true => self.streams.iter().filter(|s| **s != self.ssrc).count(),
+            false => self.streams.len(),
+        }
     }
 
     /// Whether it is one of its room's participants: neither a link (the replicas'
