@@ -381,7 +381,7 @@ impl Shards {
     /// Stops recording `room` on every shard for `reason`; how many recordings stopped.
     pub async fn stop_recording(&self, room: &str, reason: &str) -> Result<usize, CommandError> {
         let mut n = 0;
-        for h in self.handles.iter() {
+        for h in self.running() {
             n += h.stop_recording(room.into(), reason.into()).await?;
         }
         Ok(n)
@@ -477,7 +477,7 @@ impl Shards {
     /// Every mirror on this node.
     pub async fn mirrors(&self) -> Result<Vec<MirrorView>, CommandError> {
         let mut all = Vec::new();
-        for h in self.handles.iter() {
+        for h in self.running() {
             all.extend(h.mirrors().await?);
         }
         Ok(all)
@@ -486,7 +486,7 @@ impl Shards {
     /// Stops the mirror of `source`; whether it had one on this node.
     pub async fn stop_mirror(&self, source: &str) -> Result<bool, CommandError> {
         let mut stopped = false;
-        for h in self.handles.iter() {
+        for h in self.running() {
             stopped |= h.stop_mirror(source.into()).await?;
         }
         Ok(stopped)
@@ -498,7 +498,7 @@ impl Shards {
         room: &str,
         op: ReplayOp,
     ) -> Result<Option<Result<ReplayStatus, PlayError>>, CommandError> {
-        for h in self.handles.iter() {
+        for h in self.running() {
             if let Some(done) = h.replay_control(room.into(), op).await? {
                 return Ok(Some(done));
             }
@@ -509,7 +509,7 @@ impl Shards {
     /// Every replay on this node.
     pub async fn replays(&self) -> Result<Vec<ReplayStatus>, CommandError> {
         let mut all = Vec::new();
-        for h in self.handles.iter() {
+        for h in self.running() {
             all.extend(h.replays().await?);
         }
         all.sort_by(|a, b| a.room.cmp(&b.room));
@@ -519,7 +519,7 @@ impl Shards {
     /// Stops the replay of `room`; whether one played on this node.
     pub async fn stop_replay(&self, room: &str) -> Result<bool, CommandError> {
         let mut stopped = false;
-        for h in self.handles.iter() {
+        for h in self.running() {
             stopped |= h.stop_replay(room.into()).await?;
         }
         Ok(stopped)
