@@ -71,6 +71,9 @@ struct Mirror {
 /// The mirrors of a shard.
 pub struct MirrorPort {
     mirrors: HashMap<SessionId, Mirror>,
+    /// When the mirrors next take what their recorders queued: a fixed time, so that a
+    /// shard busier than every [`POLL`] does not keep pushing it back.
+    next: Instant,
     /// The wall clock at an instant: records carry Unix nanoseconds.
     anchor: (Instant, u64),
 }
@@ -95,9 +98,11 @@ impl MirrorPort {
         let since = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
+        let now = Instant::now();
         Self {
             mirrors: HashMap::new(),
-            anchor: (Instant::now(), since.as_nanos() as u64),
+            next: now,
+            anchor: (now, since.as_nanos() as u64),
         }
     }
 
@@ -131,6 +136,7 @@ impl MirrorPort {
             record: Vec::new(),
         };
         self.mirrors.insert(id, mirror);
+        self.next = now;
     }
 
     /// The mirror session and the recorder of `source`'s mirror, if it has one here.
@@ -267,13 +273,13 @@ impl Port for MirrorPort {
     }
 
     fn next_timeout(&self) -> Option<Instant> {
-        let now = Instant::now();
-        (!self.mirrors.is_empty()).then(|| now + POLL)
+        (!self.mirrors.is_empty()).then_some(self.next)
     }
 
     /// Plays what is due; a mirror whose source ended and that played everything
     /// leaves its room.
     fn handle_timeout(&mut self, now: Instant, core: &mut impl Core) {
+        self.next = now + POLL;
         let ids: Vec<SessionId> = self.mirrors.keys().copied().collect();
         for id in ids {
             if self.pump(now, id, core) {

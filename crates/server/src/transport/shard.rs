@@ -741,24 +741,9 @@ impl Shard {
         if !self.inner.hosts(room) {
             return Err(CommandError::NotHere(room.into()));
         }
-        let request = JoinRequest::recording(room);
-        let identity: Arc<str> = Arc::from(request.identity.as_str());
-        let joined = self
-            .inner
-            .input("command", now, Input::Join(request))
-            .ok_or(CommandError::Internal)??
-            .joined()
-            .ok_or(CommandError::Internal)?;
-        let room: Arc<str> = Arc::from(room);
-        let entry = Joined {
-            room: room.clone(),
-            identity,
-            metadata: None,
-            carrier: Carrier::Recorder,
-            generation: 0,
-        };
+        let (joined, room) =
+            self.join_service(now, JoinRequest::recording(room), Carrier::Recorder)?;
         let inner = &mut self.inner;
-        inner.sessions.insert(joined.session, entry);
         *inner.recorded.entry(room.clone()).or_default() += 1;
         let mut present: Vec<(SessionId, Arc<str>, Option<Arc<str>>)> = inner
             .sessions
@@ -822,7 +807,26 @@ impl Shard {
         if self.inner.hosts(room) {
             return Err(CommandError::RoomLive(room.into()));
         }
-        let request = JoinRequest::replaying(room);
+        let (joined, room) = self.join_service(now, JoinRequest::replaying(room), carrier)?;
+        let id = joined.session;
+        let inner = &mut self.inner;
+        *inner.hosted.entry(room.clone()).or_default() += 1;
+        inner.hosted_gauge.inc();
+        if let Some(events) = &inner.events {
+            events.joined(room.clone(), id);
+        }
+        Ok((id, joined.ssrc, room))
+    }
+
+    /// Joins one of the relay's own sessions (a recorder, a replay's or a mirror's) to the
+    /// core, carried by `carrier`, and keeps it: its join and its room.
+    fn join_service(
+        &mut self,
+        now: Instant,
+        request: JoinRequest,
+        carrier: Carrier,
+    ) -> Result<(gsrelay_core::relay::Joined, Arc<str>), CommandError> {
+        let room: Arc<str> = Arc::from(request.room.as_str());
         let identity: Arc<str> = Arc::from(request.identity.as_str());
         let joined = self
             .inner
@@ -830,8 +834,6 @@ impl Shard {
             .ok_or(CommandError::Internal)??
             .joined()
             .ok_or(CommandError::Internal)?;
-        let (id, room) = (joined.session, Arc::<str>::from(room));
-        let inner = &mut self.inner;
         let entry = Joined {
             room: room.clone(),
             identity,
@@ -839,13 +841,8 @@ impl Shard {
             carrier,
             generation: 0,
         };
-        inner.sessions.insert(id, entry);
-        *inner.hosted.entry(room.clone()).or_default() += 1;
-        inner.hosted_gauge.inc();
-        if let Some(events) = &inner.events {
-            events.joined(room.clone(), id);
-        }
-        Ok((id, joined.ssrc, room))
+        self.inner.sessions.insert(joined.session, entry);
+        Ok((joined, room))
     }
 
     /// Hands the core an input that answers [`Reply::Sessions`]; how many sessions it
